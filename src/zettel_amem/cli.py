@@ -1,0 +1,258 @@
+"""`zk`: parse arguments, call the library (`memory.Memory`), print. Nothing else lives here.
+
+Heavy modules (LanceDB, embedders, llama.cpp) load inside commands, so `zk --help` stays instant.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Optional
+
+import typer
+
+from .config import ZkError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
+                  help="zk: a local-first Zettelkasten that organises itself (A-MEM).")
+
+JSON_OPT = typer.Option(False, "--json", help="Print JSON for scripts.")
+
+
+class State:
+    home: Optional[str] = None
+    notebook: str = "main"
+
+
+@app.callback()
+def _global(home: Optional[str] = typer.Option(None, "--home", help="Data directory (default: $ZK_HOME or the "
+                                               "user data dir)."),
+            notebook: str = typer.Option("main", "--notebook", "-n", help="Notebook to use.")) -> None:
+    State.home = home
+    State.notebook = notebook
+
+
+def _memory(**kwargs):
+    from .memory import Memory
+
+    return Memory(State.home, notebook=State.notebook, **kwargs)
+
+
+def _read_stdin() -> str:
+    data = sys.stdin.buffer.read()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ZkError(f"standard input is not valid UTF-8 (byte {exc.start})") from None
+
+
+@app.command()
+def add(text: str = typer.Argument(..., help="The note, or - to read it from standard input."),
+        at: Optional[str] = typer.Option(None, "--at", help="When it happened, e.g. 2026-03-29T09:15."),
+        wait: bool = typer.Option(False, "--wait", help="Run linking and evolution now and show them."),
+        as_json: bool = JSON_OPT) -> None:
+    """Add a note. It is saved and searchable at once; the LLM work runs in the background."""
+    from . import render
+
+    content = _read_stdin() if text == "-" else text
+    memory = _memory()
+    note = memory.add(content, at)
+    result = None
+    if wait:
+        result = memory.process(note.id)
+    elif memory.settings.auto_worker:
+        from .worker import spawn
+
+        spawn(memory.home)
+    if as_json:
+        data = {"id": note.id, "status": result.status if result else note.status}
+        if result:
+            data.update(links=result.links, evolved=result.evolved, error=result.error or None)
+        render.print_json(data)
+        return
+    linked = list(memory.store.get_many(result.links).values()) if result else []
+    evolved = list(memory.store.get_many(result.evolved).values()) if result else []
+    render.add_result(memory.store.get(note.id) or note, result, linked, evolved)
+
+
+@app.command()
+def ask(question: str = typer.Argument(..., help="Your question."),
+        k: Optional[int] = typer.Option(None, "--k", help="Notes retrieved before link expansion."),
+        as_json: bool = JSON_OPT) -> None:
+    """Answer from your notes (streamed), citing the notes it used."""
+    from . import render
+
+    memory = _memory()
+    answer = memory.ask(question, k)
+    if as_json:
+        for _ in answer.pieces:
+            pass
+        cited = set(answer.cited())
+        render.print_json({"answer": answer.text.strip(),
+                           "notes": [h.to_json(cited=h.note.id in cited) for h in answer.notes]})
+        return
+    render.stream_markdown(answer.pieces)
+    cited = set(answer.cited())
+    used = [h for h in answer.notes if h.note.id in cited] or answer.notes
+    render.hits_table(used, title="cited notes" if cited else "notes given to the model")
+
+
+@app.command()
+def search(query: str = typer.Argument(..., help="What to look for."),
+           limit: int = typer.Option(10, "--limit", "-k", help="Number of hits before link expansion."),
+           no_links: bool = typer.Option(False, "--no-links", help="Do not add linked notes."),
+           as_json: bool = JSON_OPT) -> None:
+    """Retrieval only, no LLM: hybrid keyword + vector search plus linked notes."""
+    from . import render
+
+    hits = _memory().search(query, limit, follow_links=not no_links)
+    if as_json:
+        render.print_json([h.to_json() for h in hits])
+    else:
+        render.hits_table(hits)
+
+
+@app.command("list")
+def list_notes(since: Optional[str] = typer.Option(None, "--since", help="Only notes at or after this date."),
+               until: Optional[str] = typer.Option(None, "--until", help="Only notes before this date."),
+               limit: Optional[int] = typer.Option(None, "--limit", help="At most N notes."),
+               as_json: bool = JSON_OPT) -> None:
+    """Notes, newest first, one line each."""
+    from . import render
+
+    notes = _memory().list(since, until, limit)
+    if as_json:
+        render.print_json([n.to_json() for n in notes])
+    else:
+        render.notes_list(notes)
+
+
+@app.command()
+def show(note_id: str = typer.Argument(..., metavar="ID", help="Note id or unique prefix."),
+         as_json: bool = JSON_OPT) -> None:
+    """Every field of a note, its links both ways and its version history."""
+    from . import render
+
+    memory = _memory()
+    note = memory.resolve(note_id)
+    backlinks = memory.backlinks(note.id)
+    if as_json:
+        render.print_json(note.to_json(backlinks, history=[v.to_dict() for v in note.history],
+                                       created=note.created, error=note.error or None))
+        return
+    found = memory.store.get_many([*note.links, *backlinks])
+    render.show_note(note, [found[i] for i in backlinks if i in found], [found[i] for i in note.links if i in found])
+
+
+@app.command()
+def links(note_id: str = typer.Argument(..., metavar="ID", help="Note id or unique prefix."),
+          depth: int = typer.Option(1, "--depth", min=1, max=3, help="How many hops to show."),
+          as_json: bool = JSON_OPT) -> None:
+    """What a note links to (→) and what links to it (←), as a tree."""
+    from . import render
+
+    memory = _memory()
+    root = memory.resolve(note_id)
+
+    def both_ways(note):
+        found = memory.store.get_many([*note.links, *memory.backlinks(note.id)])
+        back = memory.backlinks(note.id)
+        return [found[i] for i in note.links if i in found], [found[i] for i in back if i in found]
+
+    if as_json:
+        def node(note, level, seen):
+            outgoing, incoming = both_ways(note)
+            data = {"id": note.id, "content": note.content, "at": note.at}
+            if level <= depth:
+                data["links"] = [node(o, level + 1, seen | {o.id}) if o.id not in seen else {"id": o.id}
+                                 for o in outgoing]
+                data["backlinks"] = [node(i, level + 1, seen | {i.id}) if i.id not in seen else {"id": i.id}
+                                     for i in incoming]
+            return data
+
+        render.print_json(node(root, 1, {root.id}))
+        return
+    render.console.print(render.links_tree(root, both_ways, depth))
+
+
+@app.command()
+def process(limit: Optional[int] = typer.Option(None, "--limit", help="Process at most N notes."),
+            quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
+            background: bool = typer.Option(False, "--background", hidden=True),
+            as_json: bool = JSON_OPT) -> None:
+    """Finish pending notes now (construction, links, evolution), with a progress bar."""
+    from . import render
+    from .worker import drain
+
+    memory = _memory()
+    if background:
+        drain(memory)
+        return
+    total = len(memory.pending_ids(all_notebooks=True))
+    if quiet or as_json or total == 0:
+        results = drain(memory, wait=True) or []
+    else:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                      TimeRemainingColumn(), console=render.err_console) as bar:
+            task = bar.add_task("processing notes", total=total)
+
+            def advance(result, index, count):
+                bar.update(task, completed=index, total=count,
+                           description=f"processing notes ({len(result.links)} links)")
+
+            results = drain(memory, advance, wait=True) or []
+    results = results[:limit] if limit else results
+    if as_json:
+        render.print_json([r.__dict__ for r in results])
+    elif not quiet:
+        render.process_summary(results)
+    if any(r.error for r in results):
+        raise typer.Exit(1)
+
+
+@app.command()
+def status(as_json: bool = JSON_OPT) -> None:
+    """Where the data lives, how many notes, how many still pending, which models."""
+    from . import render
+
+    memory = _memory()
+    store = memory.store
+    data = {"home": str(memory.home), "notebook": memory.notebook, "notes": store.count(),
+            "pending": len(memory.pending_ids(all_notebooks=True)), "embedder": store.embedder_name,
+            "llm": memory.settings.llm_model}
+    if as_json:
+        render.print_json(data)
+    else:
+        for key, value in data.items():
+            render.console.print(f"[bold]{key:>9}[/] {value}")
+
+
+def main() -> None:
+    """Entry point: one clear line on stderr and a non-zero exit for every expected failure."""
+    import click
+
+    try:
+        typer.main.get_command(app).main(prog_name="zk", standalone_mode=False)
+    except ZkError as exc:
+        sys.stderr.write(f"zk: error: {exc}\n")
+        sys.exit(1)
+    except click.exceptions.Abort:
+        sys.stderr.write("zk: interrupted\n")
+        sys.exit(130)
+    except click.ClickException as exc:
+        sys.stderr.write(f"zk: error: {exc.format_message()}\n")
+        sys.exit(exc.exit_code or 2)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        sys.stderr.write("zk: interrupted\n")
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(0)
+    except Exception as exc:  # noqa: BLE001 - last resort: never show a traceback to a user
+        if os.environ.get("ZK_DEBUG"):
+            raise
+        sys.stderr.write(f"zk: internal error: {type(exc).__name__}: {exc} (set ZK_DEBUG=1 for details)\n")
+        sys.exit(2)

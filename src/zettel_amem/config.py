@@ -1,0 +1,90 @@
+"""Where things live and the tunable limits of the memory pipeline.
+
+Resolution order for every setting: explicit argument > environment variable > `config.toml` in the
+home directory > default. `ZK_HOME` (or `zk --home`) moves everything, which is how tests and
+benchmarks stay out of the user's real journal.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+APP_NAME = "zettel-amem"
+
+
+class ZkError(Exception):
+    """An expected failure with a message fit for one line on stderr."""
+
+
+def home_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
+    if explicit:
+        return Path(explicit).expanduser()
+    env = os.environ.get("ZK_HOME")
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir(APP_NAME))
+
+
+def cache_dir() -> Path:
+    """Assembled model files live here, shared by every home (tests must not rebuild a 491 MB GGUF)."""
+    env = os.environ.get("ZK_CACHE_DIR")
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir(APP_NAME))
+
+
+@dataclass
+class Settings:
+    """Caps and thresholds. Every cap is enforced in code, not only asked of the model."""
+
+    embedder: str = "default"  # "default" | "e5-small" | "minilm" | "fastembed:<model>[@<dir>]"
+    llm_model: str = "default"  # "default" | "qwen2.5-0.5b" | "smollm2-135m" | path to a .gguf
+    llm_threads: int = 2
+    llm_ctx: int = 4096
+    max_keywords: int = 5
+    max_tags: int = 5
+    max_context_chars: int = 200
+    max_links: int = 5  # outgoing links per note
+    link_candidates: int = 4  # neighbours shown to the LLM for linking
+    link_min_similarity: float = 0.80  # below this the nearest neighbour is unrelated: skip the LLM link call
+    evolve_max_neighbours: int = 2  # neighbours one new note may rewrite
+    search_k: int = 8
+    context_budget_tokens: int = 700  # for `zk ask`
+    answer_max_tokens: int = 256
+    auto_worker: bool = True  # spawn the background worker after `zk add`
+    extra: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, home: Path) -> Settings:
+        settings = cls()
+        path = home / "config.toml"
+        if path.exists():
+            import tomllib
+
+            try:
+                data = tomllib.loads(path.read_text(encoding="utf-8"))
+            except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+                raise ZkError(f"cannot read {path}: {exc}") from None
+            known = {f.name for f in fields(cls)}
+            for section in (data, data.get("memory", {}), data.get("models", {})):
+                for key, value in section.items():
+                    if key in known and not isinstance(value, dict):
+                        setattr(settings, key, value)
+        env_map = {"ZK_EMBEDDER": "embedder", "ZK_LLM_MODEL": "llm_model"}
+        for env, attr in env_map.items():
+            if os.environ.get(env):
+                setattr(settings, attr, os.environ[env])
+        if os.environ.get("ZK_NO_WORKER"):
+            settings.auto_worker = False
+        return settings
+
+
+def templates_override_dir(home: Path) -> Path:
+    """User prompt overrides: `<home>/templates/NAME.txt` replaces the shipped template of that name."""
+    return home / "templates"

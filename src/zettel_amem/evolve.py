@@ -1,0 +1,48 @@
+"""Memory evolution, bounded and reversible.
+
+An update from the LLM becomes a new version of the neighbour: the changed fields with their old
+and new values, the note that caused it and when. Caps hold whatever the model said: context length,
+tag and keyword counts. Re-embedding happens in the caller, in the same atomic write.
+"""
+
+from __future__ import annotations
+
+from .config import Settings
+from .link import Update
+from .note import Note, Version, now_iso
+from .text import clip
+
+
+def merged_terms(new: list[str], old: list[str], cap: int) -> list[str]:
+    """New terms first (they describe the latest meaning), then the old ones, deduplicated, capped."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for term in [*new, *old]:
+        if term.lower() not in seen:
+            seen.add(term.lower())
+            out.append(term)
+    return out[:cap]
+
+
+def apply_update(note: Note, update: Update, cause_id: str, settings: Settings,
+                 reason: str = "evolution") -> Version | None:
+    """Apply one bounded update in place; return the version recorded, or None if nothing changed."""
+    proposed = {
+        "context": clip(update.context, settings.max_context_chars) if update.context else note.context,
+        "tags": merged_terms(update.tags, note.tags, settings.max_tags),
+        "keywords": merged_terms(update.keywords, note.keywords, settings.max_keywords),
+    }
+    changes = {name: {"old": getattr(note, name), "new": value}
+               for name, value in proposed.items() if value != getattr(note, name)}
+    if not changes:
+        return None
+    for name, change in changes.items():
+        setattr(note, name, change["new"])
+    return record(note, changes, cause_id, reason)
+
+
+def record(note: Note, changes: dict, cause_id: str | None, reason: str) -> Version:
+    note.version += 1
+    version = Version(version=note.version, at=now_iso(), cause=cause_id, reason=reason, changes=changes)
+    note.history.append(version)
+    return version

@@ -1,0 +1,119 @@
+"""Link generation and the evolution decision (A-MEM §3.2-3.3), in one LLM call.
+
+Fixes over the reference code:
+- candidates are found with the new note's *full* embedding (content + keywords + tags + context);
+- the model sees each candidate's stable id and the schema only admits those ids (an enum), and the
+  answer is mapped back id -> note through a dict: never through a search rank or list position;
+- links, rewritten contexts and tags are capped in code whatever the model returns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .config import Settings
+from .construct import MAX_TAG_CHARS, clean_context, clean_terms
+from .llm import LLM, Usage
+from .note import SHORT_ID, Note
+from .prompts import Prompts, language_of
+from .text import clip, one_line
+
+CANDIDATE_CHARS = 160  # each candidate is shown compactly: start of content | context | tags
+
+
+@dataclass
+class Update:
+    note_id: str
+    context: str | None = None
+    tags: list[str] = field(default_factory=list)
+    keywords: list[str] = field(default_factory=list)
+
+
+@dataclass
+class LinkDecision:
+    links: list[str] = field(default_factory=list)
+    updates: list[Update] = field(default_factory=list)
+
+
+def prompt_ids(notes: list[Note]) -> dict[str, str]:
+    """Shortest id prefix (>= 8 chars) that is unique among the notes in one prompt -> full id."""
+    length = SHORT_ID
+    while len({n.id[:length] for n in notes}) < len({n.id for n in notes}):
+        length += 2
+    return {n.id[:length]: n.id for n in notes}
+
+
+def link_schema(candidate_ids: list[str], settings: Settings) -> dict[str, Any]:
+    id_enum = {"type": "string", "enum": candidate_ids}
+    return {
+        "type": "object",
+        "properties": {
+            "links": {"type": "array", "items": id_enum, "maxItems": min(settings.max_links, len(candidate_ids))},
+            "updates": {
+                "type": "array",
+                "maxItems": settings.evolve_max_neighbours,
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "id": id_enum,
+                        "context": {"type": "string", "maxLength": min(150, settings.max_context_chars)},
+                        "tags": {"type": "array", "items": {"type": "string", "maxLength": MAX_TAG_CHARS},
+                                 "maxItems": 3},
+                    },
+                    "required": ["id", "context", "tags"],
+                },
+            },
+        },
+        "required": ["links", "updates"],
+    }
+
+
+def render_candidate(short: str, note: Note) -> str:
+    parts = [f"[{short}] {note.at[:10]}: {one_line(note.content, CANDIDATE_CHARS)}"]
+    if note.context:
+        parts.append(one_line(note.context, 100))
+    if note.tags:
+        parts.append(", ".join(note.tags[:3]))
+    return " | ".join(parts)
+
+
+def parse_decision(data: dict[str, Any], ids: dict[str, str], settings: Settings) -> LinkDecision:
+    """Map the model's ids back to full ids (unknown ids dropped), dedupe, cap."""
+    decision = LinkDecision()
+    for short in data.get("links") or []:
+        full = ids.get(short) if isinstance(short, str) else None
+        if full and full not in decision.links:
+            decision.links.append(full)
+    decision.links = decision.links[: settings.max_links]
+    seen: set[str] = set()
+    for item in data.get("updates") or []:
+        if not isinstance(item, dict):
+            continue
+        full = ids.get(item.get("id")) if isinstance(item.get("id"), str) else None
+        if not full or full in seen:
+            continue
+        seen.add(full)
+        decision.updates.append(Update(
+            note_id=full,
+            context=clean_context(item.get("context"), settings.max_context_chars) or None,
+            tags=clean_terms(item.get("tags"), settings.max_tags, MAX_TAG_CHARS),
+            keywords=clean_terms(item.get("keywords"), settings.max_keywords, 30),
+        ))
+        if len(decision.updates) >= settings.evolve_max_neighbours:
+            break
+    return decision
+
+
+def decide_links(llm: LLM, prompts: Prompts, note: Note, candidates: list[Note], settings: Settings
+                 ) -> tuple[LinkDecision, Usage]:
+    ids = prompt_ids([note, *candidates])
+    short_of = {full: short for short, full in ids.items()}
+    lines = "\n".join(render_candidate(short_of[c.id], c) for c in candidates)
+    user = prompts.render("link", language=language_of(note.content), id=short_of[note.id],
+                          at=note.at[:10], content=clip(one_line(note.content), 300), context=note.context,
+                          candidates=lines)
+    candidate_ids = [short_of[c.id] for c in candidates]
+    data, usage = llm.complete_json(prompts.raw("notes_system").strip(), user,
+                                    link_schema(candidate_ids, settings), max_tokens=220)
+    return parse_decision(data, {s: f for s, f in ids.items() if f != note.id}, settings), usage

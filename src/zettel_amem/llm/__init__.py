@@ -1,0 +1,48 @@
+"""LLM backends behind one small interface.
+
+A backend turns (system, user, JSON schema) into a dict, and (system, user) into streamed text, and
+counts what it spent. Today: llama-cpp-python on a local GGUF (`llama.py`). An OpenAI-compatible
+HTTP backend slots in by implementing the same two methods.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+class LLMError(Exception):
+    """The model could not produce a usable answer (load failure, bad output, interrupted)."""
+
+
+@dataclass
+class Usage:
+    """Counts of one or more calls. `evaluated` excludes prompt tokens served from the prefix cache."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    evaluated_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+
+    def add(self, other: Usage) -> None:
+        self.calls += other.calls
+        self.prompt_tokens += other.prompt_tokens
+        self.evaluated_tokens += other.evaluated_tokens
+        self.completion_tokens += other.completion_tokens
+        self.seconds += other.seconds
+
+
+class LLM(Protocol):
+    name: str
+
+    def complete_json(self, system: str, user: str, schema: dict[str, Any], max_tokens: int
+                      ) -> tuple[dict[str, Any], Usage]: ...
+
+    def stream(self, system: str, user: str, max_tokens: int) -> Iterator[str]:
+        """Yield text pieces; afterwards `last_usage` holds the counts of this call."""
+        ...
+
+    @property
+    def last_usage(self) -> Usage: ...

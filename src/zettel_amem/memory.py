@@ -1,0 +1,288 @@
+"""The library's front door: everything the CLI does, without any printing.
+
+`Memory` owns the store, the embedder and the LLM (each loaded lazily, so listing notes never loads
+a model) and runs the A-MEM pipeline:
+
+    add()      durable first: raw content + content embedding, status `pending`, no LLM
+    process()  construct -> link -> evolve, each stage committed atomically and resumable
+    search()   hybrid retrieval + linked-neighbour expansion within a token budget
+    ask()      search, then a streamed answer that cites note ids
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from pathlib import Path
+
+from .config import Settings, ZkError, home_dir, templates_override_dir
+from .construct import annotate
+from .evolve import apply_update
+from .link import decide_links
+from .llm import LLM, LLMError, Usage
+from .note import CONSTRUCTED, PENDING, READY, Note, ProcessResult, now_iso
+from .prompts import Prompts
+from .retrieve import Hit, expand, fuse, keyword_rank, render_for_context
+from .store import Store, sql_str
+from .text import has_control_chars, has_lone_surrogate, is_trivial
+
+MAX_NOTE_CHARS = 100_000  # a note is an atomic thought; longer input belongs in `zk import`
+_CITATION = re.compile(r"\[([0-9a-f]{4,32})\]")
+
+
+@dataclass
+class Answer:
+    """`ask()` result: iterate `pieces` for the streamed text; `notes` is the context it was given."""
+
+    pieces: Iterator[str]
+    notes: list[Hit]
+    text: str = ""
+    usage: Usage = field(default_factory=Usage)
+
+    def cited(self) -> list[str]:
+        shorts = set(_CITATION.findall(self.text))
+        return [h.note.id for h in self.notes if any(h.note.id.startswith(s) for s in shorts)]
+
+
+def content_hash(content: str, speaker: str | None = None, at: str | None = None, source: str | None = None
+                 ) -> str:
+    """Identity of a raw note for idempotent imports: content + speaker + time + source."""
+    key = "\x1f".join([content, speaker or "", at or "", source or ""])
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
+
+
+def validate_content(content: str) -> str:
+    if has_lone_surrogate(content):
+        raise ZkError("the note contains invalid text (lone surrogate characters)")
+    if "\x00" in content:
+        raise ZkError("the note contains NUL bytes")
+    if has_control_chars(content):
+        raise ZkError("the note contains control characters")
+    stripped = content.strip()
+    if not stripped:
+        raise ZkError("the note is empty")
+    if len(stripped) > MAX_NOTE_CHARS:
+        raise ZkError(f"the note is too long ({len(stripped):,} characters; the limit is {MAX_NOTE_CHARS:,}); "
+                      "use `zk import` for documents")
+    return stripped
+
+
+def parse_when(value: str | None) -> str:
+    """Normalise --at / --since values to ISO wall-clock time (seconds precision)."""
+    if value is None:
+        return now_iso()
+    text = value.strip()
+    try:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise ZkError(f"cannot read the date '{value}' (use e.g. 2026-03-29 or 2026-03-29T09:15)") from None
+    if parsed.tzinfo is not None:
+        parsed = parsed.astimezone().replace(tzinfo=None)
+    return parsed.replace(microsecond=0).isoformat()
+
+
+class Memory:
+    def __init__(self, home: str | Path | None = None, *, settings: Settings | None = None,
+                 llm: LLM | None = None, embedder=None, notebook: str = "main"):
+        self.home = home_dir(home)
+        self.settings = settings or Settings.load(self.home)
+        self.notebook = notebook
+        self.prompts = Prompts(templates_override_dir(self.home))
+        self._llm = llm
+        self._embedder = embedder
+        self._store: Store | None = None
+
+    # -- lazily loaded parts ----------------------------------------------------------------------
+    @property
+    def embedder(self):
+        if self._embedder is None:
+            from .embed import load_embedder
+
+            self._embedder = load_embedder(self.settings.embedder, self.settings.llm_threads)
+        return self._embedder
+
+    @property
+    def store(self) -> Store:
+        if self._store is None:
+            self._store = Store(self.home, self.embedder.name, self.embedder.dim)
+        return self._store
+
+    @property
+    def llm(self) -> LLM:
+        if self._llm is None:
+            from .llm.llama import load_llm
+
+            try:
+                self._llm = load_llm(self.settings.llm_model, self.settings.llm_ctx, self.settings.llm_threads)
+            except LLMError as exc:
+                raise ZkError(str(exc)) from None
+        return self._llm
+
+    def _scope(self, extra: str | None = None, notebook: str | None = None) -> str:
+        where = f"notebook = {sql_str(notebook or self.notebook)}"
+        return f"{where} AND ({extra})" if extra else where
+
+    # -- writing ----------------------------------------------------------------------------------
+    def new_note(self, content: str, at: str | None = None, **fields) -> Note:
+        content = validate_content(content)
+        when = parse_when(at)
+        return Note(id=uuid.uuid4().hex, content=content, at=when, created=now_iso(), notebook=self.notebook,
+                    content_hash=content_hash(content, fields.get("speaker"), when, fields.get("source")),
+                    **fields)
+
+    def add(self, content: str, at: str | None = None) -> Note:
+        """Store the raw note with its content embedding. Returns once it is durable and searchable."""
+        note = self.new_note(content, at)
+        self.add_notes([note])
+        return note
+
+    def add_notes(self, notes: list[Note]) -> None:
+        """Embed in one batch and write in one commit: the bulk path of `zk import`."""
+        vectors = self.embedder.embed_passages([n.content for n in notes])
+        for note, vector in zip(notes, vectors):
+            note.vector = vector.tolist()
+        self.store.add(notes)
+
+    # -- processing (the A-MEM pipeline) ----------------------------------------------------------
+    def pending_ids(self, all_notebooks: bool = False) -> list[str]:
+        """Notes with LLM work left, oldest first (the background worker serves every notebook)."""
+        unfinished = f"status != {sql_str(READY)}"
+        rows = self.store.notes(unfinished if all_notebooks else self._scope(unfinished))
+        return [n.id for n in sorted(rows, key=lambda n: (n.created, n.at, n.seq))]
+
+    def process(self, note_id: str) -> ProcessResult:
+        """Construct, link and evolve one note. Safe to call again after a crash at any point."""
+        start = time.perf_counter()
+        usage = Usage()
+        note = self.store.get(note_id, with_vector=True)
+        if note is None:
+            raise ZkError(f"no note with id {note_id}")
+        result = ProcessResult(id=note.id, status=note.status)
+        try:
+            if note.status == PENDING:
+                self._construct(note, usage, result)
+            if note.status == CONSTRUCTED:
+                self._link_and_evolve(note, usage, result)
+        except LLMError as exc:  # the note stays at its last committed stage, with the reason
+            stored = self.store.get(note.id, with_vector=True) or note
+            stored.error = result.error = str(exc)
+            self.store.upsert([stored])
+            note.status = stored.status
+        result.status = note.status
+        result.llm_calls, result.prompt_tokens = usage.calls, usage.prompt_tokens
+        result.evaluated_tokens, result.completion_tokens = usage.evaluated_tokens, usage.completion_tokens
+        result.seconds = time.perf_counter() - start
+        return result
+
+    def _construct(self, note: Note, usage: Usage, result: ProcessResult) -> None:
+        if is_trivial(note.content):
+            note.status, note.error, result.skipped = READY, "", "trivial note"
+            self.store.upsert([note])
+            return
+        annotation, spent = annotate(self.llm, self.prompts, note, self.settings)
+        usage.add(spent)
+        note.keywords, note.tags, note.context = annotation.keywords, annotation.tags, annotation.context
+        note.vector = self.embedder.embed_passages([note.embedding_text()])[0].tolist()
+        note.status, note.error = CONSTRUCTED, ""
+        self.store.upsert([note])
+
+    def link_candidates(self, note: Note) -> list[tuple[Note, float]]:
+        """Nearest already-constructed notes by the note's full embedding (never itself)."""
+        where = self._scope(f"id != {sql_str(note.id)} AND status != {sql_str(PENDING)}", note.notebook)
+        return self.store.nearest(note.vector, self.settings.link_candidates, where)
+
+    def _link_and_evolve(self, note: Note, usage: Usage, result: ProcessResult) -> None:
+        candidates = self.link_candidates(note)
+        if not candidates or candidates[0][1] < self.settings.link_min_similarity:
+            note.status, result.skipped = READY, "no similar neighbour"
+            self.store.upsert([note])
+            return
+        decision, spent = decide_links(self.llm, self.prompts, note, [c for c, _ in candidates], self.settings)
+        usage.add(spent)
+        note.links = [i for i in dict.fromkeys([*note.links, *decision.links]) if i != note.id]
+        note.links = note.links[: self.settings.max_links]
+        neighbours = self.store.get_many([u.note_id for u in decision.updates], with_vector=True)
+        evolved = [n for u in decision.updates
+                   if (n := neighbours.get(u.note_id)) and apply_update(n, u, note.id, self.settings)]
+        if evolved:  # re-embed at once: an evolved note must never be searched by its old vector
+            vectors = self.embedder.embed_passages([n.embedding_text() for n in evolved])
+            for neighbour, vector in zip(evolved, vectors):
+                neighbour.vector = vector.tolist()
+        note.status, note.error = READY, ""
+        self.store.upsert([note, *evolved])  # one atomic commit: links + every evolution + versions
+        result.links = list(note.links)
+        result.evolved = [n.id for n in evolved]
+
+    def process_pending(self, on_progress: Callable[[ProcessResult, int, int], None] | None = None,
+                        limit: int | None = None, all_notebooks: bool = False) -> list[ProcessResult]:
+        ids = self.pending_ids(all_notebooks)[:limit]
+        results = []
+        for index, note_id in enumerate(ids, 1):
+            result = self.process(note_id)
+            results.append(result)
+            if on_progress:
+                on_progress(result, index, len(ids))
+        return results
+
+    # -- reading ----------------------------------------------------------------------------------
+    def resolve(self, prefix: str) -> Note:
+        note = self.store.get(self.store.resolve(prefix))
+        if note is None or note.notebook != self.notebook:
+            raise ZkError(f"no note with id {prefix} in notebook '{self.notebook}'")
+        return note
+
+    def backlinks(self, note_id: str) -> list[str]:
+        return self.store.backlinks(note_id)
+
+    def neighbours(self, note: Note) -> list[Note]:
+        ids = [*note.links, *self.backlinks(note.id)]
+        found = self.store.get_many(ids)
+        return [found[i] for i in dict.fromkeys(ids) if i in found]
+
+    def list(self, since: str | None = None, until: str | None = None, limit: int | None = None) -> list[Note]:
+        clauses = []
+        if since:
+            clauses.append(f"at >= {sql_str(parse_when(since))}")
+        if until:
+            clauses.append(f"at < {sql_str(parse_when(until))}")
+        notes = self.store.notes(self._scope(" AND ".join(clauses) or None))
+        notes.sort(key=lambda n: (n.at, n.created, n.seq), reverse=True)
+        return notes[:limit] if limit else notes
+
+    def search(self, query: str, k: int | None = None, *, follow_links: bool = True,
+               budget_tokens: int | None = None, use_vector: bool = True, use_keywords: bool = True
+               ) -> list[Hit]:
+        if not query.strip():
+            raise ZkError("the query is empty")
+        k = k or self.settings.search_k
+        pool = max(50, 5 * k)
+        vector_ranked = (self.store.nearest(self.embedder.embed_query(query), pool, self._scope())
+                         if use_vector else [])
+        keyword_ranked = keyword_rank(self.store.notes(self._scope()), query, pool) if use_keywords else []
+        hits = fuse(vector_ranked, keyword_ranked, k, use_vector, use_keywords)
+        if not follow_links and budget_tokens is None:
+            return hits
+        return expand(hits, self.neighbours, budget_tokens, follow_links)
+
+    def ask(self, question: str, k: int | None = None, budget_tokens: int | None = None) -> Answer:
+        hits = self.search(question, k, budget_tokens=budget_tokens or self.settings.context_budget_tokens)
+        notes_block = "\n".join(render_for_context(h.note) for h in hits) or "(no notes)"
+        user = self.prompts.render("answer", notes=notes_block, question=question.strip(),
+                                   today=date.today().isoformat())
+        system = self.prompts.raw("answer_system").strip()
+        llm = self.llm
+        answer = Answer(pieces=iter(()), notes=hits)
+
+        def pieces() -> Iterator[str]:
+            for piece in llm.stream(system, user, self.settings.answer_max_tokens):
+                answer.text += piece
+                yield piece
+            answer.usage = llm.last_usage
+
+        answer.pieces = pieces()
+        return answer

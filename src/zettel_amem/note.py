@@ -1,0 +1,118 @@
+"""The small core types: a Note, one Version of it, and the results the pipeline reports."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+# Processing stages. A note is searchable from PENDING on (it has a content embedding).
+PENDING = "pending"  # raw content + content embedding stored; no LLM work yet
+CONSTRUCTED = "constructed"  # keywords/tags/context written and re-embedded; links not decided yet
+READY = "ready"  # links decided, evolution applied (or skipped)
+
+SHORT_ID = 8
+
+# Fields an evolution may rewrite; versions record their old and new values.
+EVOLVABLE = ("context", "keywords", "tags")
+
+
+@dataclass
+class Version:
+    """One recorded change to a note: which fields went from what to what, caused by which note."""
+
+    version: int
+    at: str
+    cause: str | None  # id of the note whose arrival caused the change, None for user actions
+    reason: str  # "evolution" | "revert" | ...
+    changes: dict[str, dict[str, Any]]  # field -> {"old": ..., "new": ...}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"version": self.version, "at": self.at, "cause": self.cause, "reason": self.reason,
+                "changes": self.changes}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Version:
+        return cls(version=int(data["version"]), at=data["at"], cause=data.get("cause"),
+                   reason=data.get("reason", "evolution"), changes=data.get("changes", {}))
+
+
+@dataclass
+class Note:
+    id: str
+    content: str
+    at: str  # ISO wall-clock time the note is about (given by --at or the time of writing)
+    created: str = ""
+    keywords: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+    context: str = ""
+    links: list[str] = field(default_factory=list)  # outgoing links, full note IDs
+    status: str = PENDING
+    version: int = 1
+    history: list[Version] = field(default_factory=list)
+    notebook: str = "main"
+    kind: str = "note"  # "note" | "turn"
+    session_id: str | None = None
+    speaker: str | None = None
+    seq: int = 0
+    source: str | None = None
+    content_hash: str = ""
+    error: str = ""  # last processing error, kept so `zk show` can explain a pending note
+    vector: list[float] | None = None
+
+    @property
+    def short_id(self) -> str:
+        return self.id[:SHORT_ID]
+
+    def embedding_text(self) -> str:
+        """What the full embedding covers: content plus everything the LLM added (A-MEM §3.1)."""
+        parts = [self.content]
+        if self.keywords:
+            parts.append("Keywords: " + ", ".join(self.keywords))
+        if self.tags:
+            parts.append("Tags: " + ", ".join(self.tags))
+        if self.context:
+            parts.append("Context: " + self.context)
+        return "\n".join(parts)
+
+    def to_json(self, backlinks: list[str] | None = None, **extra: Any) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "id": self.id, "content": self.content, "at": self.at, "keywords": self.keywords,
+            "tags": self.tags, "context": self.context, "links": self.links,
+            "backlinks": backlinks if backlinks is not None else [], "status": self.status,
+            "version": self.version, "notebook": self.notebook, "kind": self.kind,
+        }
+        if self.session_id:
+            data.update(session_id=self.session_id, speaker=self.speaker, seq=self.seq)
+        data.update(extra)
+        return data
+
+    @staticmethod
+    def history_to_json(history: list[Version]) -> str:
+        return json.dumps([v.to_dict() for v in history], ensure_ascii=False)
+
+    @staticmethod
+    def history_from_json(raw: str | None) -> list[Version]:
+        return [Version.from_dict(v) for v in json.loads(raw)] if raw else []
+
+
+def now_iso() -> str:
+    return datetime.now().replace(microsecond=0).isoformat()
+
+
+@dataclass
+class ProcessResult:
+    """What processing one note did, for `zk add --wait`, `zk process` and the benchmarks."""
+
+    id: str
+    status: str
+    links: list[str] = field(default_factory=list)
+    evolved: list[str] = field(default_factory=list)
+    skipped: str = ""  # why an LLM step was skipped ("trivial", "no similar neighbour", ...)
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    evaluated_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+    error: str = ""

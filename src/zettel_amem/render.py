@@ -1,0 +1,166 @@
+"""Rich rendering for people (JSON for scripts is written by the CLI directly)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.panel import Panel
+from rich.table import Table
+from rich.tree import Tree
+
+from .note import Note, ProcessResult
+from .retrieve import Hit
+from .text import one_line
+
+console = Console(highlight=False)
+err_console = Console(stderr=True, highlight=False)
+
+STATUS_STYLE = {"pending": "yellow", "constructed": "cyan", "ready": "green"}
+
+
+def print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+    sys.stdout.flush()
+
+
+def _status(note: Note) -> str:
+    return f"[{STATUS_STYLE.get(note.status, 'white')}]{note.status}[/]"
+
+
+def note_line(note: Note, width: int = 90) -> str:
+    tags = f" [magenta]{escape(' '.join('#' + t for t in note.tags[:3]))}[/]" if note.tags else ""
+    return (f"[bold cyan]{note.short_id}[/] [dim]{note.at[:16].replace('T', ' ')}[/] "
+            f"{escape(one_line(note.content, width))}{tags}")
+
+
+def notes_list(notes: Iterable[Note]) -> None:
+    count = 0
+    for note in notes:
+        flag = "" if note.status == "ready" else f" {_status(note)}"
+        console.print(note_line(note) + flag)
+        count += 1
+    if not count:
+        err_console.print("[dim]no notes[/]")
+
+
+def hits_table(hits: list[Hit], title: str | None = None) -> None:
+    table = Table(title=title, show_lines=False, expand=False)
+    table.add_column("id", style="bold cyan", no_wrap=True)
+    table.add_column("score", justify="right")
+    table.add_column("date", style="dim", no_wrap=True)
+    table.add_column("note")
+    for hit in hits:
+        via = f"[dim]↳ linked from {hit.via[:8]}[/] " if hit.via else ""
+        score = f"{hit.score:.3f}" if not hit.via else "[dim]link[/]"
+        table.add_row(hit.note.short_id, score, hit.note.at[:10], via + escape(one_line(hit.note.content, 100)))
+    console.print(table)
+
+
+def show_note(note: Note, backlinks: list[Note], links: list[Note]) -> None:
+    body = Table.grid(padding=(0, 1))
+    body.add_column(style="bold")
+    body.add_column()
+    body.add_row("id", note.id)
+    body.add_row("at", note.at)
+    body.add_row("status", _status(note) + (f"  [red]{escape(note.error)}[/]" if note.error else ""))
+    body.add_row("version", str(note.version))
+    if note.session_id:
+        body.add_row("session", f"{note.session_id} #{note.seq}" + (f" ({escape(note.speaker)})" if note.speaker else ""))
+    body.add_row("content", escape(note.content))
+    body.add_row("context", escape(note.context) or "[dim]-[/]")
+    body.add_row("keywords", escape(", ".join(note.keywords)) or "[dim]-[/]")
+    body.add_row("tags", escape(" ".join("#" + t for t in note.tags)) or "[dim]-[/]")
+    body.add_row("links →", "\n".join(note_line(n, 70) for n in links) or "[dim]-[/]")
+    body.add_row("← linked by", "\n".join(note_line(n, 70) for n in backlinks) or "[dim]-[/]")
+    console.print(Panel(body, title=f"note {note.short_id}", title_align="left"))
+    if note.history:
+        history_table(note)
+
+
+def history_table(note: Note) -> None:
+    table = Table(title="history", title_justify="left")
+    table.add_column("v", justify="right")
+    table.add_column("when", style="dim")
+    table.add_column("cause")
+    table.add_column("field")
+    table.add_column("old → new")
+    for version in note.history:
+        for name, change in version.changes.items():
+            old, new = (", ".join(v) if isinstance(v, list) else str(v) for v in (change["old"], change["new"]))
+            table.add_row(str(version.version), version.at.replace("T", " "),
+                          f"{version.reason} by {version.cause[:8]}" if version.cause else version.reason,
+                          name, f"[red]{escape(one_line(old, 60))}[/]\n[green]{escape(one_line(new, 60))}[/]")
+    console.print(table)
+
+
+def links_tree(root: Note, expand_fn, depth: int) -> Tree:
+    tree = Tree(note_line(root))
+
+    def grow(branch: Tree, note: Note, level: int, seen: set[str]) -> None:
+        if level > depth:
+            return
+        outgoing, incoming = expand_fn(note)
+        for arrow, group in (("→", outgoing), ("←", incoming)):
+            for other in group:
+                child = branch.add(f"[bold]{arrow}[/] " + note_line(other, 70))
+                if other.id not in seen:
+                    grow(child, other, level + 1, seen | {other.id})
+
+    grow(tree, root, 1, {root.id})
+    return tree
+
+
+def process_summary(results: list[ProcessResult]) -> None:
+    if not results:
+        console.print("[dim]nothing to process[/]")
+        return
+    done = sum(r.status == "ready" for r in results)
+    failed = [r for r in results if r.error]
+    links = sum(len(r.links) for r in results)
+    evolved = sum(len(r.evolved) for r in results)
+    calls = sum(r.llm_calls for r in results)
+    console.print(f"processed {len(results)} note(s): {done} ready, {links} link(s), {evolved} neighbour(s) "
+                  f"evolved, {calls} LLM call(s), {sum(r.seconds for r in results):.1f}s")
+    for r in failed:
+        err_console.print(f"[red]{r.id[:8]} still pending:[/] {escape(r.error)}")
+
+
+def add_result(note: Note, result: ProcessResult | None, linked: list[Note], evolved: list[Note]) -> None:
+    console.print(f"[green]saved[/] {note_line(note)}")
+    if result is None:
+        return
+    if result.error:
+        err_console.print(f"[yellow]kept as pending:[/] {escape(result.error)} (run `zk process` later)")
+        return
+    detail = f" ({result.skipped})" if result.skipped else ""
+    console.print(f"[dim]{result.llm_calls} LLM call(s), {result.seconds:.1f}s{detail}[/]")
+    for other in linked:
+        console.print("  [bold]→[/] " + note_line(other, 70))
+    for other in evolved:
+        console.print(f"  [yellow]evolved[/] {note_line(other, 60)} [dim]v{other.version}: "
+                      f"{escape(one_line(other.context, 60))}[/]")
+
+
+def stream_markdown(pieces: Iterator[str]) -> str:
+    """Show the answer as Markdown while it streams (plain text when not a terminal)."""
+    text = ""
+    if not console.is_terminal:
+        for piece in pieces:
+            text += piece
+            sys.stdout.write(piece)
+            sys.stdout.flush()
+        sys.stdout.write("\n")
+        return text
+    from rich.live import Live
+    from rich.markdown import Markdown
+
+    with Live(Markdown(""), console=console, refresh_per_second=12, vertical_overflow="visible") as live:
+        for piece in pieces:
+            text += piece
+            live.update(Markdown(text))
+    return text

@@ -1,0 +1,148 @@
+"""Retrieval: hybrid keyword + vector search, then linked-neighbour expansion within a token budget.
+
+- Keywords: BM25 over content + keywords + tags + context. Hangul is indexed as whole runs plus
+  character bigrams, so "무릎" matches "무릎이" without a morphological analyser.
+- Vectors: cosine top-N from LanceDB with the query embedding.
+- Fusion: reciprocal-rank fusion (RRF), which needs no score calibration between the two.
+- Expansion (A-MEM §3.4): each hit brings its linked notes (both directions), each note once, until
+  the budget is spent.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from .note import Note
+from .text import estimate_tokens, one_line
+
+RRF_K = 60
+_WORD = re.compile(r"[0-9a-z]+|[\uac00-\ud7a3]+|[\u4e00-\u9fff\u3040-\u30ff]", re.IGNORECASE)
+_STOP = {"the", "a", "an", "and", "or", "of", "to", "in", "on", "at", "is", "was", "what", "how", "did",
+         "do", "my", "i", "me", "with", "for", "it", "this", "that", "about", "happened", "are", "be"}
+
+
+def tokens(text: str) -> list[str]:
+    out: list[str] = []
+    for match in _WORD.finditer(text.lower()):
+        word = match.group()
+        if word in _STOP:
+            continue
+        out.append(word)
+        if "\uac00" <= word[0] <= "\ud7a3" and len(word) > 2:
+            out.extend(word[i:i + 2] for i in range(len(word) - 1))
+    return out
+
+
+class BM25:
+    """Okapi BM25 over a small in-memory corpus (rebuilt per query; fine up to ~10^5 notes)."""
+
+    def __init__(self, docs: Sequence[list[str]], k1: float = 1.2, b: float = 0.75):
+        self.k1, self.b = k1, b
+        self.tfs = [Counter(d) for d in docs]
+        self.lengths = [len(d) for d in docs]
+        self.avg = (sum(self.lengths) / len(docs)) if docs else 0.0
+        df: Counter[str] = Counter()
+        for tf in self.tfs:
+            df.update(tf.keys())
+        n = len(docs)
+        self.idf = {t: math.log(1 + (n - f + 0.5) / (f + 0.5)) for t, f in df.items()}
+
+    def scores(self, query: list[str]) -> list[float]:
+        out = []
+        for tf, length in zip(self.tfs, self.lengths):
+            score = 0.0
+            for term in query:
+                f = tf.get(term)
+                if f:
+                    norm = 1 - self.b + self.b * length / (self.avg or 1)
+                    score += self.idf[term] * f * (self.k1 + 1) / (f + self.k1 * norm)
+            out.append(score)
+        return out
+
+
+def index_text(note: Note) -> str:
+    return " ".join([note.content, *note.keywords, *note.tags, note.context])
+
+
+@dataclass
+class Hit:
+    note: Note
+    score: float  # fused score in (0, 1]: 1 = ranked first by both keyword and vector search
+    similarity: float | None = None  # cosine similarity to the query, when the vector search saw it
+    keyword_score: float = 0.0
+    via: str | None = None  # for expansion hits: the id of the hit whose link brought this note in
+
+    def to_json(self, backlinks: list[str] | None = None) -> dict:
+        return self.note.to_json(backlinks, score=round(self.score, 4),
+                                 similarity=None if self.similarity is None else round(self.similarity, 4),
+                                 via=self.via)
+
+
+def fuse(vector_ranked: list[tuple[Note, float]], keyword_ranked: list[tuple[Note, float]], k: int,
+         use_vector: bool = True, use_keywords: bool = True) -> list[Hit]:
+    """Reciprocal-rank fusion, scaled so that rank 1 in every used list scores 1.0."""
+    lists = int(use_vector) + int(use_keywords)
+    hits: dict[str, Hit] = {}
+    if use_vector:
+        for rank, (note, sim) in enumerate(vector_ranked):
+            hit = hits.setdefault(note.id, Hit(note, 0.0))
+            hit.similarity = sim
+            hit.score += (RRF_K + 1) / (RRF_K + rank + 1) / lists
+    if use_keywords:
+        for rank, (note, score) in enumerate(keyword_ranked):
+            hit = hits.setdefault(note.id, Hit(note, 0.0))
+            hit.keyword_score = score
+            hit.score += (RRF_K + 1) / (RRF_K + rank + 1) / lists
+    return sorted(hits.values(), key=lambda h: (-h.score, h.note.at))[:k]
+
+
+def keyword_rank(notes: list[Note], query: str, limit: int) -> list[tuple[Note, float]]:
+    query_tokens = tokens(query)
+    if not query_tokens or not notes:
+        return []
+    scores = BM25([tokens(index_text(n)) for n in notes]).scores(query_tokens)
+    ranked = sorted((pair for pair in zip(notes, scores) if pair[1] > 0), key=lambda p: -p[1])
+    return ranked[:limit]
+
+
+def render_for_context(note: Note) -> str:
+    """How a note appears in an answer prompt (also what the budget counts)."""
+    line = f"[{note.short_id}] {note.at[:16].replace('T', ' ')}"
+    if note.speaker:
+        line += f" {note.speaker}:"
+    line += f" {one_line(note.content)}"
+    if note.context:
+        line += f" ({one_line(note.context)})"
+    return line
+
+
+def expand(hits: list[Hit], neighbours_of: Callable[[Note], list[Note]], budget_tokens: int | None,
+           follow_links: bool = True) -> list[Hit]:
+    """Hits in rank order, each followed by its linked notes; every note once; stop at the budget."""
+    out: list[Hit] = []
+    seen: set[str] = set()
+    used = 0
+
+    def take(hit: Hit) -> bool:
+        nonlocal used
+        if hit.note.id in seen:
+            return True
+        cost = estimate_tokens(render_for_context(hit.note))
+        if budget_tokens is not None and out and used + cost > budget_tokens:
+            return False
+        seen.add(hit.note.id)
+        used += cost
+        out.append(hit)
+        return True
+
+    for hit in hits:
+        if not take(hit):
+            continue  # a long note may not fit while a shorter later one does
+        if follow_links:
+            for neighbour in neighbours_of(hit.note):
+                take(Hit(neighbour, 0.0, via=hit.note.id))
+    return out

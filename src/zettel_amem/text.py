@@ -1,0 +1,101 @@
+"""Text helpers shared by every layer: character-safe cuts, token estimates, trivial-message checks.
+
+Python strings index by code point, so slicing never splits a UTF-8 sequence; the helpers here
+also avoid leaving a dangling combining mark or a half emoji sequence at the cut.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+ELLIPSIS = "…"
+
+# Words that carry no memory worth an LLM call (English and Korean chat fillers).
+_TRIVIAL = {
+    "ok", "okay", "k", "kk", "yes", "no", "yep", "nope", "yeah", "sure", "thanks", "thank you", "thx",
+    "ty", "lol", "haha", "hmm", "hm", "hi", "hello", "hey", "bye", "cool", "nice", "great", "got it",
+    "good", "fine", "right", "alright", "oh", "ah", "wow",
+    "ㅇㅋ", "ㅇㅇ", "응", "네", "넵", "예", "아니", "아니요", "고마워", "고마워요", "감사", "감사합니다",
+    "ㄱㅅ", "ㅋㅋ", "ㅋㅋㅋ", "ㅎㅎ", "ㅎㅎㅎ", "ㅠㅠ", "ㅜㅜ", "안녕", "안녕하세요", "좋아", "좋아요", "알겠어",
+    "알겠습니다", "그래", "오케이", "굿", "헐", "와",
+}
+_PUNCT_OR_SPACE = re.compile(r"[\s\W_]+", re.UNICODE)
+_WS = re.compile(r"\s+")
+
+
+def clip(text: str, max_chars: int, ellipsis: str = ELLIPSIS) -> str:
+    """Cut `text` to at most `max_chars` characters (ellipsis included), never mid-character."""
+    if max_chars <= 0:
+        return ""
+    if len(text) <= max_chars:
+        return text
+    keep = max_chars - len(ellipsis)
+    if keep <= 0:
+        return text[:max_chars]
+    cut = text[:keep]
+    # Do not end on a joiner or a combining mark whose base character would be separated from it.
+    while cut and (unicodedata.combining(cut[-1]) or cut[-1] in "\u200d\ufe0f"):
+        cut = cut[:-1]
+    return cut.rstrip() + ellipsis
+
+
+def clip_end(text: str, max_chars: int) -> str:
+    """Keep the newest (last) `max_chars` characters, never starting on a combining mark."""
+    if len(text) <= max_chars:
+        return text
+    cut = text[-max_chars:] if max_chars > 0 else ""
+    while cut and (unicodedata.combining(cut[0]) or cut[0] in "\u200d\ufe0f"):
+        cut = cut[1:]
+    return cut
+
+
+def one_line(text: str, max_chars: int | None = None) -> str:
+    """Collapse whitespace for previews, then clip."""
+    flat = _WS.sub(" ", text).strip()
+    return clip(flat, max_chars) if max_chars else flat
+
+
+def is_cjk(ch: str) -> bool:
+    code = ord(ch)
+    return (
+        0xAC00 <= code <= 0xD7A3  # Hangul syllables
+        or 0x1100 <= code <= 0x11FF  # Hangul jamo
+        or 0x3130 <= code <= 0x318F  # Hangul compatibility jamo
+        or 0x4E00 <= code <= 0x9FFF  # CJK ideographs
+        or 0x3040 <= code <= 0x30FF  # kana
+    )
+
+
+def estimate_tokens(text: str) -> int:
+    """Cheap token estimate for budgets: ~1 token per CJK/Hangul character, ~4 chars per token otherwise.
+
+    Budgets only need to be roughly right and must not load a tokenizer on the search path.
+    """
+    cjk = sum(1 for ch in text if is_cjk(ch))
+    return cjk + (len(text) - cjk + 3) // 4
+
+
+def is_trivial(text: str) -> bool:
+    """True for acknowledgements, greetings and emoji-only messages that hold nothing to remember."""
+    stripped = text.strip().lower()
+    if not stripped:
+        return True
+    words = _PUNCT_OR_SPACE.sub(" ", stripped).strip()
+    if not words:  # only punctuation / emoji
+        return True
+    if words in _TRIVIAL:
+        return True
+    # Repeated filler like "ㅋㅋㅋㅋ" or "hahaha".
+    if len(set(words.replace(" ", ""))) <= 2 and len(words) <= 12 and not any(ch.isdigit() for ch in words):
+        return True
+    return False
+
+
+def has_control_chars(text: str) -> bool:
+    """Control characters other than tab/newline/CR (NUL included) that a note should not contain."""
+    return any(unicodedata.category(ch) == "Cc" and ch not in "\t\n\r" for ch in text)
+
+
+def has_lone_surrogate(text: str) -> bool:
+    return any(0xD800 <= ord(ch) <= 0xDFFF for ch in text)

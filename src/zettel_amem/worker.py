@@ -1,0 +1,69 @@
+"""The background worker: `zk add` returns at once, a detached process does the LLM work.
+
+One worker at a time (a non-blocking file lock); it drains the queue of unfinished notes and exits.
+A note added while the worker is finishing is not stranded: after releasing the lock the worker
+looks at the queue again and, if something is left, tries to take the lock once more.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from .note import ProcessResult
+
+
+@contextmanager
+def worker_lock(home: Path, wait: bool) -> Iterator[bool]:
+    """Yield True if this process holds the worker lock (waits for it when `wait`)."""
+    from filelock import FileLock, Timeout
+
+    lock = FileLock(str(home / ".worker.lock"))
+    try:
+        lock.acquire(timeout=-1 if wait else 0)
+    except Timeout:
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        lock.release()
+
+
+def spawn(home: Path) -> None:
+    """Start a detached worker; its output goes to <home>/worker.log."""
+    home.mkdir(parents=True, exist_ok=True)
+    with open(home / "worker.log", "ab") as log:
+        subprocess.Popen(
+            [sys.executable, "-m", "zettel_amem", "--home", str(home), "process", "--background", "--quiet"],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True,
+            env={**os.environ, "ZK_NO_WORKER": "1"},
+        )
+
+
+def drain(memory, on_progress: Callable[[ProcessResult, int, int], None] | None = None,
+          wait: bool = False) -> list[ProcessResult] | None:
+    """Process every unfinished note (all notebooks). None if another worker holds the lock."""
+    results: list[ProcessResult] = []
+    failed: set[str] = set()
+    while True:
+        with worker_lock(memory.home, wait) as held:
+            if not held:
+                return None if not results else results
+            while True:
+                todo = [i for i in memory.pending_ids(all_notebooks=True) if i not in failed]
+                if not todo:
+                    break
+                for index, note_id in enumerate(todo, 1):
+                    result = memory.process(note_id)
+                    results.append(result)
+                    if result.error:
+                        failed.add(note_id)  # keep it pending for a later `zk process`; don't spin on it
+                    if on_progress:
+                        on_progress(result, index, len(todo))
+        if not [i for i in memory.pending_ids(all_notebooks=True) if i not in failed]:
+            return results
