@@ -28,15 +28,28 @@ class Annotation:
     context: str
 
 
-def annotate_schema(settings: Settings) -> dict[str, Any]:
+# Characters a JSON string may hold, minus Chinese ideographs and kana: a small Qwen drifts into
+# Chinese on Korean input; the grammar makes that impossible instead of filtering it afterwards.
+_CHAR = '[^"\\\\\u3040-\u30ff\u3400-\u9fff]'
+_FIRST = {"Korean": "[가-힣]", "English": "[A-Za-z0-9]"}
+
+
+def text_schema(max_chars: int, language: str, sentence: bool = False) -> dict[str, Any]:
+    """A string of at most `max_chars` in the note's script; a sentence must *start* in that script."""
+    first = _FIRST.get(language) if sentence else None
+    if first is None:
+        return {"type": "string", "pattern": f"^{_CHAR}{{1,{max_chars}}}$"}
+    return {"type": "string", "pattern": f"^{first}{_CHAR}{{0,{max_chars - 1}}}$"}
+
+
+def annotate_schema(settings: Settings, language: str = "English") -> dict[str, Any]:
     return {
         "type": "object",
         "properties": {
-            "keywords": {"type": "array", "items": {"type": "string", "maxLength": MAX_KEYWORD_CHARS},
+            "keywords": {"type": "array", "items": text_schema(MAX_KEYWORD_CHARS, language),
                          "maxItems": settings.max_keywords},
-            "tags": {"type": "array", "items": {"type": "string", "maxLength": MAX_TAG_CHARS},
-                     "maxItems": min(3, settings.max_tags)},
-            "context": {"type": "string", "maxLength": min(150, settings.max_context_chars)},
+            "tags": {"type": "array", "items": text_schema(MAX_TAG_CHARS, language), "maxItems": min(3, settings.max_tags)},
+            "context": text_schema(min(150, settings.max_context_chars), language, sentence=True),
         },
         "required": ["keywords", "tags", "context"],
     }
@@ -71,8 +84,9 @@ def clean_annotation(data: dict[str, Any], settings: Settings) -> Annotation:
 
 
 def annotate(llm: LLM, prompts: Prompts, note: Note, settings: Settings) -> tuple[Annotation, Usage]:
-    user = prompts.render("annotate", at=note.at.replace("T", " ")[:16], language=language_of(note.content),
+    language = language_of(note.content)
+    user = prompts.render("annotate", at=note.at.replace("T", " ")[:16], language=language,
                           content=clip(note.content, PROMPT_CONTENT_CHARS))
-    data, usage = llm.complete_json(prompts.raw("notes_system").strip(), user, annotate_schema(settings),
-                                    max_tokens=160)
+    data, usage = llm.complete_json(prompts.raw("notes_system").strip(), user,
+                                    annotate_schema(settings, language), max_tokens=160)
     return clean_annotation(data, settings), usage

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .config import Settings
-from .construct import MAX_TAG_CHARS, clean_context, clean_terms
+from .construct import MAX_TAG_CHARS, clean_context, clean_terms, text_schema
 from .llm import LLM, Usage
 from .note import SHORT_ID, Note
 from .prompts import Prompts, language_of
@@ -44,7 +44,7 @@ def prompt_ids(notes: list[Note]) -> dict[str, str]:
     return {n.id[:length]: n.id for n in notes}
 
 
-def link_schema(candidate_ids: list[str], settings: Settings) -> dict[str, Any]:
+def link_schema(candidate_ids: list[str], settings: Settings, language: str = "English") -> dict[str, Any]:
     id_enum = {"type": "string", "enum": candidate_ids}
     return {
         "type": "object",
@@ -57,9 +57,8 @@ def link_schema(candidate_ids: list[str], settings: Settings) -> dict[str, Any]:
                     "type": "object",
                     "properties": {
                         "id": id_enum,
-                        "context": {"type": "string", "maxLength": min(150, settings.max_context_chars)},
-                        "tags": {"type": "array", "items": {"type": "string", "maxLength": MAX_TAG_CHARS},
-                                 "maxItems": 3},
+                        "context": text_schema(min(150, settings.max_context_chars), language, sentence=True),
+                        "tags": {"type": "array", "items": text_schema(MAX_TAG_CHARS, language), "maxItems": 3},
                     },
                     "required": ["id", "context", "tags"],
                 },
@@ -110,10 +109,11 @@ def decide_links(llm: LLM, prompts: Prompts, note: Note, candidates: list[Note],
     ids = prompt_ids([note, *candidates])
     short_of = {full: short for short, full in ids.items()}
     lines = "\n".join(render_candidate(short_of[c.id], c) for c in candidates)
-    user = prompts.render("link", language=language_of(note.content), id=short_of[note.id],
+    language = language_of(note.content)
+    user = prompts.render("link", language=language, id=short_of[note.id],
                           at=note.at[:10], content=clip(one_line(note.content), 300), context=note.context,
                           candidates=lines)
     candidate_ids = [short_of[c.id] for c in candidates]
     data, usage = llm.complete_json(prompts.raw("notes_system").strip(), user,
-                                    link_schema(candidate_ids, settings), max_tokens=220)
+                                    link_schema(candidate_ids, settings, language), max_tokens=220)
     return parse_decision(data, {s: f for s, f in ids.items() if f != note.id}, settings), usage
