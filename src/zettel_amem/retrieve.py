@@ -76,10 +76,10 @@ class Hit:
     keyword_score: float = 0.0
     via: str | None = None  # for expansion hits: the id of the hit whose link brought this note in
 
-    def to_json(self, backlinks: list[str] | None = None) -> dict:
+    def to_json(self, backlinks: list[str] | None = None, **extra) -> dict:
         return self.note.to_json(backlinks, score=round(self.score, 4),
                                  similarity=None if self.similarity is None else round(self.similarity, 4),
-                                 via=self.via)
+                                 via=self.via, **extra)
 
 
 def fuse(vector_ranked: list[tuple[Note, float]], keyword_ranked: list[tuple[Note, float]], k: int,

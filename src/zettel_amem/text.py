@@ -33,11 +33,15 @@ def clip(text: str, max_chars: int, ellipsis: str = ELLIPSIS) -> str:
     keep = max_chars - len(ellipsis)
     if keep <= 0:
         return text[:max_chars]
-    cut = text[:keep]
-    # Do not end on a joiner or a combining mark whose base character would be separated from it.
-    while cut and (unicodedata.combining(cut[-1]) or cut[-1] in "\u200d\ufe0f"):
-        cut = cut[:-1]
-    return cut.rstrip() + ellipsis
+    # Move the cut back while the next character still belongs to the previous one (a combining
+    # mark, a zero-width joiner or a variation selector), so no base loses its accent or emoji part.
+    while keep > 0 and (_joins_previous(text[keep]) or text[keep - 1] == "\u200d"):
+        keep -= 1
+    return text[:keep].rstrip() + ellipsis
+
+
+def _joins_previous(ch: str) -> bool:
+    return bool(unicodedata.combining(ch)) or ch in "\u200d\ufe0e\ufe0f"
 
 
 def clip_end(text: str, max_chars: int) -> str:
@@ -45,7 +49,7 @@ def clip_end(text: str, max_chars: int) -> str:
     if len(text) <= max_chars:
         return text
     cut = text[-max_chars:] if max_chars > 0 else ""
-    while cut and (unicodedata.combining(cut[0]) or cut[0] in "\u200d\ufe0f"):
+    while cut and _joins_previous(cut[0]):
         cut = cut[1:]
     return cut
 

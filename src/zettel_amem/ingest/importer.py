@@ -1,0 +1,295 @@
+"""The library side of `zk import`: parsed turns -> raw notes, streamed, batched, idempotent, resumable.
+
+One turn, one note. LoCoMo-style questions are answered from evidence that is a single turn, and a
+turn has exactly one speaker and one time; grouping consecutive short turns would blur both and
+make a retrieved note cite more than it supports. Short turns cost one embedding row each, which
+the batched bulk path makes cheap; the LLM later skips trivial ones (`text.is_trivial`).
+
+Identity (what makes an import idempotent and resumable) is `content_hash` over:
+
+- the validated content and the speaker;
+- the log's own timestamp, or "" when the log has none, so a re-import at another time matches
+  (markdown: only a front-matter date counts; the file's mtime changes with every edit);
+- the notebook and the session key the log itself gives (jsonl session ids, ChatGPT conversation
+  ids, LoCoMo sample/session, markdown file paths). A log that names no session gets the constant
+  key `DEFAULT_SESSION`, so identity never depends on the file name or the import time and an
+  overlapping newer export of the same chat (appended or a sliding window) adds only new turns;
+- an occurrence number: the n-th identical (content, speaker, time, session) turn within one import
+  gets n mixed in (n > 0 only), so a timeless log that says "ok" twice keeps both, and re-importing
+  the same file still maps each occurrence to the same hash.
+
+Limitation: two *different* logs without timestamps or session ids that share an identical
+"speaker: text" line collide on its first occurrence (the second one counts as a duplicate).
+
+Sessions: `session_id = "s" + sha256(notebook, session key)[:15]`. A log without its own session key
+is its own session: if its first turn is already stored (a re-import, or a newer export that
+overlaps an older one) it continues that turn's session, with `seq` shifted to follow on;
+otherwise the id is derived from the first turn's identity. Either way it is stable across
+re-imports, renamed files and stdin, and never depends on the file name.
+
+Times: `Note.at` is the log's time (seconds precision); a turn without one inherits the previous
+timed turn of its session, else the import time. Order within a session is `seq` (= `Turn.index`),
+never `at` (a LoCoMo session has one time for all its turns).
+
+Durability: every batch is embedded once and written in one atomic store commit; turns whose hash
+is already stored are dropped before embedding. A killed import re-run from the start therefore
+skips what was committed and finishes the rest, with nothing lost or duplicated. Notes are stored
+`pending`; the LLM enrichment runs later through the usual queue (`Memory.process_pending`).
+Two imports of the same log running *at the same time* can still both write a turn: the hash check
+and the write are not under one lock (that needs a check-and-add inside `Store`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+from ..config import ZkError
+from ..memory import Memory, content_hash
+from ..note import Note, now_iso
+from ..store import sql_str
+from . import parsers
+from .parsers import ParseProblem, Turn
+
+DEFAULT_SESSION = "log"  # session key of turns whose log names no session
+_MARKDOWN_DATE_KEYS = ("date", "created", "created_at")  # front matter the markdown parser reads
+_SESSION_PREFIX = re.compile(r"^s?[0-9a-f]{1,15}$")
+
+Progress = Callable[[int, "int | None"], None]
+
+
+@dataclass
+class ImportReport:
+    format: str
+    added: int = 0
+    skipped_duplicates: int = 0
+    failed: list[dict] = field(default_factory=list)  # {"line": int | None, "message": str}
+    session_ids: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def session_id_for(notebook: str, session_key: str) -> str:
+    digest = hashlib.sha256(f"{notebook}\x1f{session_key}".encode()).hexdigest()
+    return "s" + digest[:15]
+
+
+def _open_for_detection(source: Path | BinaryIO) -> tuple[bytes, Path | BinaryIO]:
+    if isinstance(source, Path):
+        if source.is_dir():
+            return b"", source
+        with source.open("rb") as fh:
+            return fh.read(parsers.HEAD_SIZE), source
+    return parsers.peek_head(source)
+
+
+def _estimate_total(source: Path | BinaryIO, fmt: str) -> int | None:
+    """Non-blank lines of a line-based file: one turn each for text, close to it for jsonl."""
+    if fmt not in ("text", "jsonl") or not isinstance(source, Path) or not source.is_file():
+        return None
+    total, carry = 0, b""
+    with source.open("rb") as fh:
+        while chunk := fh.read(1 << 20):
+            lines = (carry + chunk).split(b"\n")
+            carry = lines.pop()[-4096:]  # the unfinished line; only whether it is blank matters
+            total += sum(1 for line in lines if line.strip())
+    return total + (1 if carry.strip() else 0) or None
+
+
+class _Importer:
+    def __init__(self, memory: Memory, fmt: str, source_name: str, batch_size: int,
+                 on_progress: Progress | None, total: int | None):
+        self.memory = memory
+        self.notebook = memory.notebook
+        self.report = ImportReport(format=fmt)
+        self.fmt = fmt
+        self.source_name = source_name
+        self.batch_size = max(1, batch_size)
+        self.on_progress = on_progress
+        self.total = total
+        self.import_time = now_iso()
+        self.batch: list[Note] = []
+        self.done = 0  # parsed items (turns and problems) consumed so far
+        self.occurrences: dict[str, int] = {}  # base hash -> times seen (one small entry per turn)
+        self.last_at: dict[str, str] = {}
+        self.default_session_id: str | None = None
+        self.default_seq_offset = 0
+        self.sessions: dict[str, None] = {}  # ordered set of session ids touched
+
+    # -- per turn ---------------------------------------------------------------------------------
+    def _log_time(self, turn: Turn) -> str:
+        """The log's own timestamp for identity; "" when the log has none."""
+        if turn.at is None:
+            return ""
+        if self.fmt == "markdown" and not any(k in turn.meta for k in _MARKDOWN_DATE_KEYS):
+            return ""  # the parser fell back to the file's mtime, which changes on every edit
+        return turn.at.isoformat()
+
+    def _session_id(self, turn: Turn, identity: str) -> str:
+        if turn.session_key != DEFAULT_SESSION:
+            return session_id_for(self.notebook, turn.session_key)
+        if self.default_session_id is None:  # the log's first turn decides its session
+            stored = self.memory.store.notes(f"content_hash = {sql_str(identity)}")
+            if stored and stored[0].session_id:  # a newer export of a chat we have: continue it
+                self.default_session_id = stored[0].session_id
+                self.default_seq_offset = stored[0].seq - turn.index
+            else:
+                self.default_session_id = session_id_for(self.notebook, f"{DEFAULT_SESSION}:{identity}")
+        return self.default_session_id
+
+    def _display_time(self, turn: Turn) -> str:
+        if turn.at is not None:
+            when = turn.at.replace(microsecond=0).isoformat()
+            self.last_at[turn.session_key] = when
+            return when
+        return self.last_at.get(turn.session_key, self.import_time)
+
+    def take(self, turn: Turn) -> None:
+        if not turn.text.strip():
+            return
+        try:
+            note = self.memory.new_note(turn.text, self._display_time(turn), kind="turn",
+                                        speaker=turn.speaker, seq=turn.index)
+        except ZkError as exc:
+            self.fail(turn.line, f"{self._where(turn)}{exc}; skipped")
+            return
+        scope = f"{self.notebook}\x1f{turn.session_key}"
+        base = content_hash(note.content, turn.speaker, self._log_time(turn), scope)
+        n = self.occurrences.get(base, 0)
+        self.occurrences[base] = n + 1
+        note.content_hash = base if n == 0 else content_hash(note.content, turn.speaker,
+                                                             self._log_time(turn), f"{scope}\x1f{n}")
+        note.session_id = self._session_id(turn, base)
+        if turn.session_key == DEFAULT_SESSION:
+            note.seq += self.default_seq_offset
+            note.source = turn.session_title or self.source_name
+        else:
+            note.source = turn.session_title or turn.session_key
+        self.sessions.setdefault(note.session_id)
+        self.batch.append(note)  # unique within this import by construction (occurrence numbers)
+
+    @staticmethod
+    def _where(turn: Turn) -> str:
+        return "" if turn.line is not None else f"{turn.session_title or turn.session_key} #{turn.index}: "
+
+    def fail(self, line: int | None, message: str) -> None:
+        self.report.failed.append({"line": line, "message": message})
+
+    # -- per batch --------------------------------------------------------------------------------
+    def flush(self) -> None:
+        batch, self.batch = self.batch, []
+        if batch:
+            stored = self.memory.store.existing_hashes([n.content_hash for n in batch])
+            fresh = [n for n in batch if n.content_hash not in stored]
+            self.report.skipped_duplicates += len(batch) - len(fresh)
+            if fresh:
+                self.memory.add_notes(fresh)  # one embedding batch, one atomic commit
+                self.report.added += len(fresh)
+        if self.on_progress:
+            total = self.total if self.total is None else max(self.total, self.done)
+            self.on_progress(self.done, total)
+
+    def run(self, items: Iterator[Turn | ParseProblem]) -> ImportReport:
+        for item in items:
+            self.done += 1
+            if isinstance(item, ParseProblem):
+                self.fail(item.line, item.message)
+            else:
+                self.take(item)
+            if len(self.batch) >= self.batch_size:
+                self.flush()
+        self.total = self.done
+        self.flush()
+        self.report.session_ids = list(self.sessions)
+        return self.report
+
+
+def import_source(memory: Memory, source: Path | BinaryIO, fmt: str = "auto", *,
+                  source_name: str | None = None, batch_size: int = 64,
+                  on_progress: Progress | None = None) -> ImportReport:
+    """Import a chat log / notes into `memory` as raw `pending` turn notes; see the module docstring.
+
+    `source` is a file, a markdown folder, or a binary stream (stdin). `fmt` is one of
+    `parsers.FORMATS` or "auto". `on_progress(items_done, total_or_None)` is called after each batch;
+    the total is exact for LoCoMo/ChatGPT, an estimate (non-blank lines) for text/jsonl files, None
+    for streams and folders, and equals `items_done` in the final call.
+    Problems with single lines or turns land in `report.failed`; only an unusable source raises ZkError.
+    """
+    if isinstance(source, str):
+        source = Path(source)
+    if fmt != "auto" and fmt not in parsers.FORMATS:
+        raise ZkError(f"unknown format '{fmt}'; choose auto or one of: {', '.join(parsers.FORMATS)}")
+    if isinstance(source, Path):
+        source = source.expanduser()
+        if not source.exists():
+            raise ZkError(f"no such file or folder: {source}")
+        if source.is_dir() and fmt not in ("auto", "markdown"):
+            raise ZkError(f"{source} is a folder; only --format markdown imports folders")
+    name = source_name or (source.name if isinstance(source, Path) else "stdin")
+    try:
+        if fmt == "auto":
+            head, source = _open_for_detection(source)
+            fmt = parsers.detect_format(source if isinstance(source, Path) else None, head)
+        total: int | None = None
+        items: Iterator[Turn | ParseProblem] = parsers.parse(source, fmt, default_session=DEFAULT_SESSION)
+        if fmt in ("chatgpt", "locomo"):  # parsed from one in-memory document anyway: count it
+            parsed = list(items)
+            total = len(parsed)
+            items = iter(parsed)
+        else:
+            total = _estimate_total(source, fmt)
+        importer = _Importer(memory, fmt, name, batch_size, on_progress, total)
+        return importer.run(items)
+    except OSError as exc:
+        raise ZkError(f"cannot read {name}: {exc.strerror or exc}") from None
+
+
+# -- sessions ---------------------------------------------------------------------------------------
+def _session_notes(memory: Memory, extra: str) -> list[Note]:
+    return memory.store.notes(f"notebook = {sql_str(memory.notebook)} AND {extra}")
+
+
+def _order(note: Note) -> tuple:
+    return (note.seq, note.at, note.created)
+
+
+def list_sessions(memory: Memory) -> list[dict]:
+    """Sessions of the notebook, newest (by last turn) first."""
+    groups: dict[str, list[Note]] = {}
+    for note in _session_notes(memory, "session_id IS NOT NULL"):
+        groups.setdefault(note.session_id or "", []).append(note)
+    sessions = []
+    for session_id, notes in groups.items():
+        notes.sort(key=_order)
+        times = sorted(n.at for n in notes)
+        speakers = list(dict.fromkeys(n.speaker for n in notes if n.speaker))
+        sessions.append({"session_id": session_id, "title": notes[0].source or "", "turns": len(notes),
+                         "first_at": times[0], "last_at": times[-1], "speakers": speakers})
+    sessions.sort(key=lambda s: (s["last_at"], s["first_at"], s["session_id"]), reverse=True)
+    return sessions
+
+
+def session_turns(memory: Memory, session_id_prefix: str) -> list[Note]:
+    """The turns of the one session whose id starts with the prefix ("s" optional), in order."""
+    prefix = session_id_prefix.strip().lower()
+    if not _SESSION_PREFIX.match(prefix):
+        raise ZkError(f"'{session_id_prefix}' is not a session id (expected e.g. s3f9a12bc)")
+    if not prefix.startswith("s"):
+        prefix = "s" + prefix
+    notes = _session_notes(memory, f"session_id LIKE {sql_str(prefix + '%')}")
+    ids = sorted({n.session_id for n in notes if n.session_id})
+    if not ids:
+        raise ZkError(f"no session {prefix} in notebook '{memory.notebook}'")
+    if len(ids) > 1:
+        shown = ", ".join(ids[:5]) + (", ..." if len(ids) > 5 else "")
+        raise ZkError(f"session prefix '{prefix}' is ambiguous: {shown}")
+    return sorted(notes, key=_order)
+
+
+__all__ = ["DEFAULT_SESSION", "ImportReport", "import_source", "list_sessions", "session_id_for",
+           "session_turns"]

@@ -1,0 +1,161 @@
+"""The A-MEM pipeline with a fake LLM: durability, links by id, caps, evolution, re-embedding."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from zettel_amem.config import ZkError
+from zettel_amem.note import CONSTRUCTED, PENDING, READY
+
+
+def add_ready(memory, text, at):
+    note = memory.add(text, at)
+    memory.process(note.id)
+    return memory.store.get(note.id, with_vector=True)
+
+
+def test_add_is_durable_and_searchable_before_any_llm_call(memory, fake_llm):
+    note = memory.add("나는 주말마다 여의도 한강공원에서 10km 달리기를 한다.", "2026-03-01T08:00")
+    assert fake_llm.calls == []
+    stored = memory.store.get(note.id, with_vector=True)
+    assert stored.status == PENDING and stored.content == note.content
+    assert len(stored.vector) == memory.embedder.dim
+    assert memory.search("한강 달리기", follow_links=False)[0].note.id == note.id
+
+
+def test_llm_failure_keeps_note_pending_and_process_completes_it(memory, fake_llm):
+    fake_llm.fail = True
+    note = memory.add("Knee hurts since Saturday's run, stopped at 8km.", "2026-03-29T09:15")
+    result = memory.process(note.id)
+    assert result.error and result.status == PENDING
+    stored = memory.store.get(note.id)
+    assert stored.status == PENDING and "fake model failure" in stored.error
+    assert memory.pending_ids() == [note.id]
+    fake_llm.fail = False
+    results = memory.process_pending()
+    assert [r.id for r in results] == [note.id]
+    stored = memory.store.get(note.id)
+    assert stored.status == READY and stored.error == "" and stored.keywords
+
+
+def test_failure_between_stages_resumes_at_linking(memory, fake_llm):
+    first = add_ready(memory, "Booked a physio appointment for my knee.", "2026-03-30T10:00")
+    note = memory.add("The physio said my knee needs two weeks of rest.", "2026-04-02T10:00")
+    fake_llm.link = lambda user, ids: (_ for _ in ()).throw(__import__("zettel_amem.llm").llm.LLMError("x"))
+    result = memory.process(note.id)
+    assert result.status == CONSTRUCTED  # construction committed, linking still owed
+    fake_llm.link = lambda user, ids: {"links": ids, "updates": []}
+    calls_before = len(fake_llm.calls)
+    result = memory.process(note.id)
+    assert result.status == READY and result.links == [first.id]
+    assert len(fake_llm.calls) == calls_before + 1  # only the link call was repeated
+
+
+def test_links_are_stored_by_id_never_by_rank(memory, fake_llm):
+    a = add_ready(memory, "Signed up for the autumn 10km race.", "2026-03-10T20:00")
+    b = add_ready(memory, "Knee hurts after Saturday's run.", "2026-03-29T09:15")
+    c = add_ready(memory, "Dinner with Mina at the ramen place.", "2026-03-30T19:00")
+    seen = {}
+
+    def pick_last(user, ids):
+        seen["ids"] = ids
+        return {"links": [ids[-1]], "updates": []}
+
+    fake_llm.link = pick_last
+    new = add_ready(memory, "Doctor says no running for two weeks; the race is undecided.", "2026-04-01T18:00")
+    chosen = next(n for n in (a, b, c) if n.id.startswith(seen["ids"][-1]))
+    assert new.links == [chosen.id]
+    # The reference code's bug: an answer "1" or a rank would have pointed at the 2nd stored note.
+    assert memory.backlinks(chosen.id) == [new.id]
+    for other in {a.id, b.id, c.id} - {chosen.id}:
+        assert new.id not in memory.backlinks(other)
+
+
+def test_ids_outside_the_candidates_are_ignored(memory, fake_llm):
+    a = add_ready(memory, "Ran 10km at Yeouido.", "2026-03-01T08:00")
+    fake_llm.link = lambda user, ids: {"links": ["0", "1", "deadbeef", ids[0]],
+                                       "updates": [{"id": "00000000", "context": "HACKED", "tags": ["x"]}]}
+    new = add_ready(memory, "Ran 5km at Yeouido.", "2026-03-08T08:00")
+    assert new.links == [a.id]
+    assert memory.store.get(a.id).context != "HACKED"
+
+
+def test_caps_hold_when_the_model_returns_too_much(memory, fake_llm):
+    s = memory.settings
+    fake_llm.annotate = lambda user: {"keywords": [f"kw{i}" for i in range(20)] + ["kw1", "KW1", "  "],
+                                      "tags": [f"tag{i}" for i in range(20)], "context": "가" * 1000}
+    notes = [add_ready(memory, f"Run number {i} along the river.", f"2026-03-0{i + 1}T08:00") for i in range(6)]
+    for note in notes:
+        assert len(note.keywords) <= s.max_keywords and len(set(k.lower() for k in note.keywords)) == len(note.keywords)
+        assert len(note.tags) <= s.max_tags
+        assert len(note.context) <= s.max_context_chars
+    fake_llm.link = lambda user, ids: {"links": ids * 5, "updates": [
+        {"id": i, "context": "새 맥락 " * 300, "tags": [f"new{j}" for j in range(30)]} for i in ids]}
+    new = add_ready(memory, "Another run along the river.", "2026-03-20T08:00")
+    assert len(new.links) <= s.max_links and len(set(new.links)) == len(new.links)
+    evolved = [n for n in memory.store.notes() if n.version > 1]
+    assert 0 < len(evolved) <= s.evolve_max_neighbours
+    for note in evolved:
+        assert len(note.context) <= s.max_context_chars and len(note.tags) <= s.max_tags
+
+
+def test_evolution_is_versioned_and_reembedded_at_once(memory, fake_llm, embedder):
+    old = add_ready(memory, "Signed up for the autumn 10km race.", "2026-03-10T20:00")
+    before_vector = np.array(old.vector)
+    fake_llm.link = lambda user, ids: {"links": ids[:1], "updates": [
+        {"id": ids[0], "context": "Race plan now uncertain because of a knee injury.", "tags": ["injury"]}]}
+    new = add_ready(memory, "Knee hurts; the doctor says no running for two weeks.", "2026-04-01T18:00")
+    evolved = memory.store.get(old.id, with_vector=True)
+    assert evolved.context == "Race plan now uncertain because of a knee injury."
+    assert evolved.tags[0] == "injury" and evolved.version == 2
+    [version] = evolved.history
+    assert version.cause == new.id and version.reason == "evolution"
+    assert version.changes["context"]["old"] == old.context
+    assert version.changes["context"]["new"] == evolved.context
+    fresh = embedder.embed_passages([evolved.embedding_text()])[0]
+    assert np.allclose(evolved.vector, fresh, atol=1e-5)
+    assert not np.allclose(before_vector, fresh, atol=1e-3)
+
+
+def test_neighbours_are_found_with_the_full_embedding(memory, fake_llm, embedder):
+    add_ready(memory, "Ran along the Han river.", "2026-03-01T08:00")
+    fake_llm.annotate = lambda user: {"keywords": ["knee", "injury"], "tags": ["health"],
+                                      "context": "A knee injury from running."}
+    note = memory.add("Ouch.!", "2026-03-02T08:00")
+    memory.process(note.id)
+    stored = memory.store.get(note.id, with_vector=True)
+    expected = embedder.embed_passages([stored.embedding_text()])[0]
+    assert "knee" in stored.embedding_text()
+    assert np.allclose(stored.vector, expected, atol=1e-5)
+
+
+def test_trivial_notes_and_unrelated_notes_skip_the_llm(memory, fake_llm):
+    memory.settings.link_min_similarity = 0.99
+    note = memory.add("ㅇㅋ", "2026-03-01T08:00")
+    assert memory.process(note.id).skipped == "trivial note"
+    assert fake_llm.calls == []
+    other = memory.add("Bought a new bicycle helmet.", "2026-03-02T08:00")
+    result = memory.process(other.id)
+    assert result.skipped == "no similar neighbour" and result.llm_calls == 1
+
+
+def test_prompts_keep_the_note_language(memory, fake_llm):
+    add_ready(memory, "병원에서 2주 동안 뛰지 말라고 했다.", "2026-04-01T18:00")
+    assert "Language: Korean" in fake_llm.calls[0]["user"]
+    pattern = fake_llm.calls[0]["schema"]["properties"]["context"]["pattern"]
+    assert pattern.startswith("^[가-힣]")
+
+
+def test_unknown_and_ambiguous_prefixes(memory):
+    ids = {memory.add(f"note {i} about running", "2026-03-01T08:00").id for i in range(40)}
+    with pytest.raises(ZkError, match="no note"):
+        memory.resolve("ffffffffff")
+    prefixes = [i[:1] for i in ids]
+    shared = max(set(prefixes), key=prefixes.count)
+    with pytest.raises(ZkError, match="ambiguous"):
+        memory.resolve(shared)
+    with pytest.raises(ZkError, match="not a note id"):
+        memory.resolve("xyz!")
+    any_id = next(iter(ids))
+    assert memory.resolve(any_id[:12]).id == any_id

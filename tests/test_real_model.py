@@ -1,0 +1,101 @@
+"""End-to-end on the real bundled models (Qwen2.5-0.5B GGUF, SmolLM2-135M): structure and ids, not wording."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+
+import numpy as np
+import pytest
+
+from zettel_amem import cli
+from zettel_amem.memory import Memory
+from zettel_amem.note import READY
+
+pytestmark = pytest.mark.slow
+
+DIALOGUE = [
+    ("2026-03-01T08:00", "I run 10 km at Yeouido Hangang Park every weekend."),
+    ("2026-03-10T20:00", "Entered the autumn 10 km race today."),
+    ("2026-03-29T09:15", "My knee hurts after Saturday's run, so I walked at Jamsil instead."),
+    ("2026-04-01T18:00", "The doctor says no running for 2 weeks because of my knee; the race is undecided."),
+    ("2026-04-20T07:30", "Ran 3 km slowly today. No 10 km for a while."),
+]
+
+
+@pytest.fixture(scope="module")
+def qwen():
+    from zettel_amem.llm.llama import load_llm
+
+    return load_llm("qwen2.5-0.5b")
+
+
+def zk_json(args, monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["zk", *args, "--json"])
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"")))
+    try:
+        cli.main()
+    except SystemExit as exc:
+        assert not exc.code, capsys.readouterr().err
+    return json.loads(capsys.readouterr().out)
+
+
+def test_running_knee_dialogue_links_evolves_and_answers(zk_home, qwen, embedder, monkeypatch, capsys):
+    memory = Memory(zk_home, llm=qwen, embedder=embedder)
+    ids, results = [], []
+    for at, text in DIALOGUE:
+        note = memory.add(text, at)
+        ids.append(note.id)
+        results.append(memory.process(note.id))
+    assert all(r.status == READY and not r.error for r in results), results
+    assert all(r.llm_calls <= 2 for r in results)
+    notes = {n.id: n for n in memory.store.notes(with_vector=True)}
+    # Links are real note ids and show both ways.
+    all_links = [(n.id, target) for n in notes.values() for target in n.links]
+    assert len(all_links) >= 2
+    for source, target in all_links:
+        assert target in notes and target != source
+        shown = zk_json(["links", target[:8]], monkeypatch, capsys)
+        assert source in [b["id"] for b in shown["backlinks"]]
+    # At least one neighbour evolved: versioned, caused by a later note, re-embedded at once.
+    evolved = [n for n in notes.values() if n.version > 1]
+    assert evolved, "no neighbour evolved"
+    for note in evolved:
+        assert note.history[-1].cause in ids and ids.index(note.history[-1].cause) > ids.index(note.id)
+        fresh = embedder.embed_passages([note.embedding_text()])[0]
+        assert np.allclose(note.vector, fresh, atol=1e-5)
+        shown = zk_json(["show", note.id[:8]], monkeypatch, capsys)
+        assert shown["version"] == note.version and shown["history"][-1]["cause"] == note.history[-1].cause
+    # The answer is given the knee notes and reports their ids.
+    answer = zk_json(["ask", "what happened with my knee?"], monkeypatch, capsys)
+    assert answer["answer"].strip()
+    used = [n["id"] for n in answer["notes"]]
+    assert ids[2] in used and ids[3] in used
+
+
+def test_korean_note_stays_korean(zk_home, qwen, embedder):
+    memory = Memory(zk_home, llm=qwen, embedder=embedder)
+    note = memory.add("병원에서 2주 동안 뛰지 말라고 했다. 대회 참가는 아직 모르겠다.", "2026-04-01T18:00")
+    result = memory.process(note.id)
+    stored = memory.store.get(note.id)
+    assert result.status == READY and stored.keywords and stored.context
+    assert "\uac00" <= stored.context[0] <= "\ud7a3"  # the context starts in Hangul
+    for term in [*stored.keywords, *stored.tags, stored.context]:
+        assert not any("\u4e00" <= ch <= "\u9fff" or "\u3040" <= ch <= "\u30ff" for ch in term), term
+
+
+def test_smollm2_produces_schema_valid_notes(zk_home, embedder):
+    from zettel_amem.llm.llama import load_llm
+
+    memory = Memory(zk_home, llm=load_llm("smollm2-135m"), embedder=embedder)
+    memory.settings.link_min_similarity = 0.0
+    first = memory.add("Signed up for the autumn 10 km race.", "2026-03-10T20:00")
+    second = memory.add("Knee hurts; the race is undecided.", "2026-03-29T09:15")
+    results = memory.process_pending()
+    assert [r.id for r in results] == [first.id, second.id]
+    assert all(r.status == READY and not r.error for r in results)
+    assert results[1].llm_calls == 2 and results[1].completion_tokens > 0
+    stored = memory.store.get(second.id)
+    assert len(stored.context) <= memory.settings.max_context_chars
+    assert set(stored.links) <= {first.id}
