@@ -31,7 +31,8 @@ def zk(zk_home, capsys, monkeypatch):
 
 
 def test_add_list_show_search_json(zk):
-    code, out, _ = zk("add", "나는 주말마다 여의도 한강공원에서 10km 달리기를 한다.", "--at", "2026-03-01T08:00", "--json")
+    text = "나는 주말마다 여의도 한강공원에서 10km 달리기를 한다."
+    code, out, _ = zk("add", text, "--at", "2026-03-01T08:00", "--json")
     assert code == 0
     added = json.loads(out)
     assert added["status"] == "pending" and len(added["id"]) == 32

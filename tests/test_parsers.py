@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -50,7 +50,7 @@ def test_parse_datetime_variants() -> None:
     assert parse_datetime("2026-03-29 09:15") == datetime(2026, 3, 29, 9, 15)
     assert parse_datetime("2026-03-29T09:15:30.25") == datetime(2026, 3, 29, 9, 15, 30, 250000)
     assert parse_datetime("2026-03-29") == datetime(2026, 3, 29)
-    utc = datetime(2026, 3, 29, 0, 15, tzinfo=timezone.utc)
+    utc = datetime(2026, 3, 29, 0, 15, tzinfo=UTC)
     assert parse_datetime("2026-03-29T00:15:00Z") == local(utc)
     assert parse_datetime("2026-03-29T09:15:00+09:00") == local(utc)
     assert parse_datetime("2026-03-29T09:15:00+0900") == local(utc)
@@ -180,7 +180,7 @@ def test_jsonl_messages(tmp_path: Path) -> None:
         ("user", "x1", "t", 3, 10),
         ("user", "x2", "t", 4, 10),
     ]
-    assert turns[0].at == local(datetime(2026, 3, 29, 9, 15, tzinfo=timezone.utc))
+    assert turns[0].at == local(datetime(2026, 3, 29, 9, 15, tzinfo=UTC))
     assert turns[0].meta["role"] == "user"
     assert turns[1].meta["role"] == "assistant"
     assert turns[2].at == datetime.fromtimestamp(1_700_000_000)

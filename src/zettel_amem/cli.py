@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Optional
 
 import typer
 
@@ -20,12 +19,12 @@ JSON_OPT = typer.Option(False, "--json", help="Print JSON for scripts.")
 
 
 class State:
-    home: Optional[str] = None
+    home: str | None = None
     notebook: str = "main"
 
 
 @app.callback()
-def _global(home: Optional[str] = typer.Option(None, "--home", help="Data directory (default: $ZK_HOME or the "
+def _global(home: str | None = typer.Option(None, "--home", help="Data directory (default: $ZK_HOME or the "
                                                "user data dir)."),
             notebook: str = typer.Option("main", "--notebook", "-n", help="Notebook to use.")) -> None:
     State.home = home
@@ -48,7 +47,7 @@ def _read_stdin() -> str:
 
 @app.command()
 def add(text: str = typer.Argument(..., help="The note, or - to read it from standard input."),
-        at: Optional[str] = typer.Option(None, "--at", help="When it happened, e.g. 2026-03-29T09:15."),
+        at: str | None = typer.Option(None, "--at", help="When it happened, e.g. 2026-03-29T09:15."),
         wait: bool = typer.Option(False, "--wait", help="Run linking and evolution now and show them."),
         as_json: bool = JSON_OPT) -> None:
     """Add a note. It is saved and searchable at once; the LLM work runs in the background."""
@@ -77,7 +76,7 @@ def add(text: str = typer.Argument(..., help="The note, or - to read it from sta
 
 @app.command()
 def ask(question: str = typer.Argument(..., help="Your question."),
-        k: Optional[int] = typer.Option(None, "--k", help="Notes retrieved before link expansion."),
+        k: int | None = typer.Option(None, "--k", help="Notes retrieved before link expansion."),
         as_json: bool = JSON_OPT) -> None:
     """Answer from your notes (streamed), citing the notes it used."""
     from . import render
@@ -113,9 +112,9 @@ def search(query: str = typer.Argument(..., help="What to look for."),
 
 
 @app.command("list")
-def list_notes(since: Optional[str] = typer.Option(None, "--since", help="Only notes at or after this date."),
-               until: Optional[str] = typer.Option(None, "--until", help="Only notes before this date."),
-               limit: Optional[int] = typer.Option(None, "--limit", help="At most N notes."),
+def list_notes(since: str | None = typer.Option(None, "--since", help="Only notes at or after this date."),
+               until: str | None = typer.Option(None, "--until", help="Only notes before this date."),
+               limit: int | None = typer.Option(None, "--limit", help="At most N notes."),
                as_json: bool = JSON_OPT) -> None:
     """Notes, newest first, one line each."""
     from . import render
@@ -176,7 +175,7 @@ def links(note_id: str = typer.Argument(..., metavar="ID", help="Note id or uniq
 
 
 @app.command()
-def process(limit: Optional[int] = typer.Option(None, "--limit", help="Process at most N notes."),
+def process(limit: int | None = typer.Option(None, "--limit", help="Process at most N notes."),
             quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
             background: bool = typer.Option(False, "--background", hidden=True),
             as_json: bool = JSON_OPT) -> None:

@@ -53,7 +53,9 @@ class Settings:
     max_links: int = 5  # outgoing links per note
     link_candidates: int = 4  # neighbours shown to the LLM for linking
     link_min_similarity: float = 0.80  # below this the nearest neighbour is unrelated: skip the LLM link call
-    evolve_max_neighbours: int = 2  # neighbours one new note may rewrite
+    evolve_max_neighbours: int = 2  # neighbours one new note may rewrite (0 = no evolution)
+    construct: bool = True  # False: no LLM annotation (notes keep their raw content embedding)
+    link: bool = True  # False: no link generation (and so no evolution)
     search_k: int = 8
     context_budget_tokens: int = 700  # for `zk ask`
     answer_max_tokens: int = 256

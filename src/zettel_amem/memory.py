@@ -180,8 +180,9 @@ class Memory:
         return result
 
     def _construct(self, note: Note, usage: Usage, result: ProcessResult) -> None:
-        if is_trivial(note.content):
-            note.status, note.error, result.skipped = READY, "", "trivial note"
+        if is_trivial(note.content) or not self.settings.construct:
+            note.status, note.error = READY, ""
+            result.skipped = "trivial note" if self.settings.construct else "construction disabled"
             self.store.upsert([note])
             return
         annotation, spent = annotate(self.llm, self.prompts, note, self.settings)
@@ -197,6 +198,10 @@ class Memory:
         return self.store.nearest(note.vector, self.settings.link_candidates, where)
 
     def _link_and_evolve(self, note: Note, usage: Usage, result: ProcessResult) -> None:
+        if not self.settings.link:
+            note.status, result.skipped = READY, "linking disabled"
+            self.store.upsert([note])
+            return
         candidates = self.link_candidates(note)
         if not candidates or candidates[0][1] < self.settings.link_min_similarity:
             note.status, result.skipped = READY, "no similar neighbour"

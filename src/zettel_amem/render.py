@@ -70,7 +70,8 @@ def show_note(note: Note, backlinks: list[Note], links: list[Note]) -> None:
     body.add_row("status", _status(note) + (f"  [red]{escape(note.error)}[/]" if note.error else ""))
     body.add_row("version", str(note.version))
     if note.session_id:
-        body.add_row("session", f"{note.session_id} #{note.seq}" + (f" ({escape(note.speaker)})" if note.speaker else ""))
+        speaker = f" ({escape(note.speaker)})" if note.speaker else ""
+        body.add_row("session", f"{note.session_id} #{note.seq}{speaker}")
     body.add_row("content", escape(note.content))
     body.add_row("context", escape(note.context) or "[dim]-[/]")
     body.add_row("keywords", escape(", ".join(note.keywords)) or "[dim]-[/]")
