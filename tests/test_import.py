@@ -222,7 +222,7 @@ def test_batches_and_progress(memory: Memory, tmp_path: Path, monkeypatch) -> No
     log = write_lines(tmp_path / "many.txt", [f"Speaker{i % 3}: line {i}" for i in range(130)])
     sizes: list[int] = []
     real = memory.add_notes
-    monkeypatch.setattr(memory, "add_notes", lambda notes: (sizes.append(len(notes)), real(notes)))
+    monkeypatch.setattr(memory, "add_notes", lambda notes, **kw: (sizes.append(len(notes)), real(notes, **kw))[1])
     progress: list[tuple[int, int | None]] = []
     report = import_source(memory, log, batch_size=50, on_progress=lambda d, t: progress.append((d, t)))
     assert report.added == 130 and sizes == [50, 50, 30]
@@ -289,3 +289,24 @@ def test_resume_after_kill(memory: Memory, tmp_path: Path) -> None:
     assert Counter(n.content for n in notes) == expected
     assert len({n.content_hash for n in notes}) == total
     assert sorted(n.seq for n in notes) == list(range(total))
+
+
+def test_stdin_pipe_through_the_real_cli(tmp_path: Path) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "ZK_HOME": str(tmp_path / "cli-home"), "ZK_NO_WORKER": "1"}
+    log = "민수: 오늘 무릎 괜찮아?\r\nAmy: better, thanks\r\n{broken\x00\r\n민수: 다행이다\r\n".encode()
+    cmd = [sys.executable, "-m", "zettel_amem", "import", "-", "--json"]
+    first = subprocess.run(cmd, input=b"\xef\xbb\xbf" + log, capture_output=True, env=env)
+    assert first.returncode == 3, first.stderr  # imported, but one line was skipped
+    report = json.loads(first.stdout)
+    assert report["format"] == "text" and report["added"] == 3
+    assert [f["line"] for f in report["failed"]] == [3]
+    again = subprocess.run(cmd, input=log, capture_output=True, env=env)
+    assert json.loads(again.stdout)["added"] == 0 and json.loads(again.stdout)["skipped_duplicates"] == 3
+    listed = subprocess.run([sys.executable, "-m", "zettel_amem", "list", "--json"], capture_output=True, env=env)
+    contents = sorted(n["content"] for n in json.loads(listed.stdout))
+    assert contents == sorted(["오늘 무릎 괜찮아?", "better, thanks", "다행이다"])

@@ -127,12 +127,22 @@ def list_notes(since: str | None = typer.Option(None, "--since", help="Only note
 
 
 @app.command()
-def show(note_id: str = typer.Argument(..., metavar="ID", help="Note id or unique prefix."),
+def show(note_id: str = typer.Argument(..., metavar="ID", help="Note id, session id (s...) or a unique prefix."),
          as_json: bool = JSON_OPT) -> None:
-    """Every field of a note, its links both ways and its version history."""
+    """Every field of a note, its links both ways and its version history; or a session's turns."""
     from . import render
 
     memory = _memory()
+    if note_id.strip().lower().startswith("s"):  # session ids start with "s", note ids are hex
+        from .ingest.importer import session_turns
+
+        turns = session_turns(memory, note_id)
+        if as_json:
+            render.print_json({"session_id": turns[0].session_id, "title": turns[0].source,
+                               "turns": [t.to_json() for t in turns]})
+        else:
+            render.session_view(turns)
+        return
     note = memory.resolve(note_id)
     backlinks = memory.backlinks(note.id)
     if as_json:
@@ -174,6 +184,23 @@ def links(note_id: str = typer.Argument(..., metavar="ID", help="Note id or uniq
     render.console.print(render.links_tree(root, both_ways, depth))
 
 
+def _process_foreground(memory, quiet: bool) -> list:
+    """Drain the queue here (waiting for a running background worker), with a progress bar."""
+    from . import render
+    from .worker import drain
+
+    total = len(memory.pending_ids(all_notebooks=True))
+    if quiet or total == 0:
+        return drain(memory, wait=True) or []
+    with render.progress() as bar:
+        task = bar.add_task("processing notes", total=total)
+
+        def advance(result, index, count):
+            bar.update(task, completed=index, total=count)
+
+        return drain(memory, advance, wait=True) or []
+
+
 @app.command()
 def process(limit: int | None = typer.Option(None, "--limit", help="Process at most N notes."),
             quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
@@ -187,21 +214,7 @@ def process(limit: int | None = typer.Option(None, "--limit", help="Process at m
     if background:
         drain(memory)
         return
-    total = len(memory.pending_ids(all_notebooks=True))
-    if quiet or as_json or total == 0:
-        results = drain(memory, wait=True) or []
-    else:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-        with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                      TimeRemainingColumn(), console=render.err_console) as bar:
-            task = bar.add_task("processing notes", total=total)
-
-            def advance(result, index, count):
-                bar.update(task, completed=index, total=count,
-                           description=f"processing notes ({len(result.links)} links)")
-
-            results = drain(memory, advance, wait=True) or []
+    results = _process_foreground(memory, quiet or as_json)
     results = results[:limit] if limit else results
     if as_json:
         render.print_json([r.__dict__ for r in results])
@@ -209,6 +222,58 @@ def process(limit: int | None = typer.Option(None, "--limit", help="Process at m
         render.process_summary(results)
     if any(r.error for r in results):
         raise typer.Exit(1)
+
+
+@app.command("import")
+def import_(source: str = typer.Argument(..., help="File, Markdown folder, or - for standard input."),
+            fmt: str = typer.Option("auto", "--format", "-f",
+                                    help="auto, text, jsonl, chatgpt, locomo or markdown."),
+            no_llm: bool = typer.Option(False, "--no-llm", help="Store and embed only; enrich later with "
+                                        "`zk process`."),
+            wait: bool = typer.Option(False, "--wait", help="Run the LLM enrichment now, in the foreground."),
+            quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
+            as_json: bool = JSON_OPT) -> None:
+    """Import a chat log or notes: each turn becomes a note in its session; re-imports add nothing."""
+    from pathlib import Path
+
+    from . import render
+    from .ingest.importer import import_source
+
+    memory = _memory()
+    stream = sys.stdin.buffer if source == "-" else Path(source)
+    if quiet or as_json:
+        report = import_source(memory, stream, fmt)
+    else:
+        with render.progress() as bar:
+            task = bar.add_task("importing turns", total=None)
+            report = import_source(memory, stream, fmt,
+                                   on_progress=lambda done, total: bar.update(task, completed=done, total=total))
+    if not quiet and not as_json:
+        render.import_summary(report)
+    if wait and not no_llm:
+        _process_foreground(memory, quiet or as_json)
+    elif not no_llm and report.added and memory.settings.auto_worker:
+        from .worker import spawn
+
+        spawn(memory.home)
+    if as_json:
+        render.print_json(report.to_json())
+    if report.failed:
+        raise typer.Exit(3)  # imported what it could; something was skipped
+
+
+@app.command()
+def sessions(limit: int | None = typer.Option(None, "--limit", help="At most N sessions."),
+             as_json: bool = JSON_OPT) -> None:
+    """Imported conversations (sessions), newest first."""
+    from . import render
+    from .ingest.importer import list_sessions
+
+    found = list_sessions(_memory())[:limit] if limit else list_sessions(_memory())
+    if as_json:
+        render.print_json(found)
+    else:
+        render.sessions_table(found)
 
 
 @app.command()
@@ -233,7 +298,9 @@ def main() -> None:
     import click
 
     try:
-        typer.main.get_command(app).main(prog_name="zk", standalone_mode=False)
+        code = typer.main.get_command(app).main(prog_name="zk", standalone_mode=False)
+        if isinstance(code, int) and code:  # click returns (not raises) Exit codes in this mode
+            sys.exit(code)
     except ZkError as exc:
         sys.stderr.write(f"zk: error: {exc}\n")
         sys.exit(1)

@@ -141,12 +141,13 @@ class Memory:
         self.add_notes([note])
         return note
 
-    def add_notes(self, notes: list[Note]) -> None:
-        """Embed in one batch and write in one commit: the bulk path of `zk import`."""
+    def add_notes(self, notes: list[Note], skip_existing: bool = False) -> list[Note]:
+        """Embed in one batch and write in one commit: the bulk path of `zk import`. Returns what was written
+        (with `skip_existing`, notes whose content hash is already stored are left out)."""
         vectors = self.embedder.embed_passages([n.content for n in notes])
         for note, vector in zip(notes, vectors):
             note.vector = vector.tolist()
-        self.store.add(notes)
+        return self.store.add(notes, skip_existing=skip_existing)
 
     # -- processing (the A-MEM pipeline) ----------------------------------------------------------
     def pending_ids(self, all_notebooks: bool = False) -> list[str]:

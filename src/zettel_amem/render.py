@@ -165,3 +165,42 @@ def stream_markdown(pieces: Iterator[str]) -> str:
             text += piece
             live.update(Markdown(text))
     return text
+
+
+def progress():
+    """A Rich progress bar on stderr with counts and ETA (stdout stays clean for pipes)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    return Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TimeRemainingColumn(), console=err_console, transient=False)
+
+
+def import_summary(report) -> None:
+    console.print(f"format [bold]{report.format}[/]: [green]{report.added} added[/], "
+                  f"{report.skipped_duplicates} already present, "
+                  f"{len(report.failed)} skipped, {len(report.session_ids)} session(s)")
+    for problem in report.failed[:20]:
+        where = f"line {problem['line']}: " if problem.get("line") else ""
+        err_console.print(f"[yellow]skipped[/] {where}{escape(problem['message'])}")
+    if len(report.failed) > 20:
+        err_console.print(f"[yellow]… and {len(report.failed) - 20} more[/]")
+
+
+def sessions_table(sessions: list[dict]) -> None:
+    table = Table()
+    for name in ("session", "title", "turns", "from", "to", "speakers"):
+        table.add_column(name, no_wrap=name in ("session", "from", "to"))
+    for s in sessions:
+        table.add_row(f"[bold cyan]{s['session_id']}[/]", escape(one_line(str(s.get('title') or ''), 40)),
+                      str(s["turns"]), str(s["first_at"])[:16].replace("T", " "),
+                      str(s["last_at"])[:16].replace("T", " "), escape(", ".join(s.get("speakers") or [])))
+    console.print(table)
+
+
+def session_view(turns: list[Note]) -> None:
+    first = turns[0]
+    console.print(f"[bold]session {first.session_id}[/] {escape(first.source or '')} — {len(turns)} turn(s)")
+    for turn in turns:
+        speaker = f"[bold]{escape(turn.speaker)}:[/] " if turn.speaker else ""
+        console.print(f"[cyan]{turn.short_id}[/] [dim]{turn.at[:16].replace('T', ' ')}[/] {speaker}"
+                      f"{escape(turn.content)}")

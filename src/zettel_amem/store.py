@@ -163,11 +163,18 @@ class Store:
             raise ZkError(f"cannot write to {self.home}: {exc.strerror}") from None
 
     # -- writes -----------------------------------------------------------------------------------
-    def add(self, notes: Iterable[Note]) -> None:
-        rows = [note_to_row(n) for n in notes]
-        if rows:
-            with self.write_lock():
+    def add(self, notes: Iterable[Note], skip_existing: bool = False) -> list[Note]:
+        """Append notes in one commit. With `skip_existing`, notes whose content_hash is already stored
+        are dropped inside the write lock, so two concurrent imports of one log never both write a turn."""
+        notes = list(notes)
+        with self.write_lock():
+            if skip_existing:
+                stored = self.existing_hashes([n.content_hash for n in notes])
+                notes = [n for n in notes if n.content_hash not in stored]
+            rows = [note_to_row(n) for n in notes]
+            if rows:
                 self._write(lambda: self.table.add(rows))
+        return notes
 
     def upsert(self, notes: Iterable[Note]) -> None:
         """Replace whole rows by id in one atomic commit (used for every multi-note change)."""

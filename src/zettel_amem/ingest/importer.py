@@ -35,8 +35,8 @@ Durability: every batch is embedded once and written in one atomic store commit;
 is already stored are dropped before embedding. A killed import re-run from the start therefore
 skips what was committed and finishes the rest, with nothing lost or duplicated. Notes are stored
 `pending`; the LLM enrichment runs later through the usual queue (`Memory.process_pending`).
-Two imports of the same log running *at the same time* can still both write a turn: the hash check
-and the write are not under one lock (that needs a check-and-add inside `Store`).
+Two imports of the same log running at the same time cannot both write a turn: the store re-checks
+the hashes inside its write lock (`Store.add(skip_existing=True)`).
 """
 
 from __future__ import annotations
@@ -187,9 +187,10 @@ class _Importer:
             stored = self.memory.store.existing_hashes([n.content_hash for n in batch])
             fresh = [n for n in batch if n.content_hash not in stored]
             self.report.skipped_duplicates += len(batch) - len(fresh)
-            if fresh:
-                self.memory.add_notes(fresh)  # one embedding batch, one atomic commit
-                self.report.added += len(fresh)
+            if fresh:  # one embedding batch, one atomic commit; re-checked under the write lock
+                added = self.memory.add_notes(fresh, skip_existing=True)
+                self.report.added += len(added)
+                self.report.skipped_duplicates += len(fresh) - len(added)
         if self.on_progress:
             total = self.total if self.total is None else max(self.total, self.done)
             self.on_progress(self.done, total)
