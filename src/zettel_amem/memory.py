@@ -144,7 +144,7 @@ class Memory:
     def add_notes(self, notes: list[Note], skip_existing: bool = False) -> list[Note]:
         """Embed in one batch and write in one commit: the bulk path of `zk import`. Returns what was written
         (with `skip_existing`, notes whose content hash is already stored are left out)."""
-        vectors = self.embedder.embed_passages([n.content for n in notes])
+        vectors = self.embedder.embed_passages([n.embedding_text() for n in notes])
         for note, vector in zip(notes, vectors):
             note.vector = vector.tolist()
         return self.store.add(notes, skip_existing=skip_existing)
@@ -275,11 +275,15 @@ class Memory:
             return hits
         return expand(hits, self.neighbours, budget_tokens, follow_links)
 
-    def ask(self, question: str, k: int | None = None, budget_tokens: int | None = None) -> Answer:
-        hits = self.search(question, k, budget_tokens=budget_tokens or self.settings.context_budget_tokens)
+    def ask(self, question: str, k: int | None = None, budget_tokens: int | None = None, *,
+            today: str | None = None, hits: list[Hit] | None = None, **search_options) -> Answer:
+        """Retrieve (or take `hits`), then stream an answer. `search_options` go to `search()`."""
+        if hits is None:
+            hits = self.search(question, k, budget_tokens=budget_tokens or self.settings.context_budget_tokens,
+                               **search_options)
         notes_block = "\n".join(render_for_context(h.note) for h in hits) or "(no notes)"
         user = self.prompts.render("answer", notes=notes_block, question=question.strip(),
-                                   today=date.today().isoformat())
+                                   today=today or date.today().isoformat())
         system = self.prompts.raw("answer_system").strip()
         llm = self.llm
         answer = Answer(pieces=iter(()), notes=hits)

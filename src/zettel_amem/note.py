@@ -67,7 +67,7 @@ class Note:
 
     def embedding_text(self) -> str:
         """What the full embedding covers: content plus everything the LLM added (A-MEM §3.1)."""
-        parts = [self.content]
+        parts = [f"{self.speaker}: {self.content}" if self.speaker else self.content]  # who said it matters
         if self.keywords:
             parts.append("Keywords: " + ", ".join(self.keywords))
         if self.tags:

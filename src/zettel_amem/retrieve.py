@@ -65,7 +65,7 @@ class BM25:
 
 
 def index_text(note: Note) -> str:
-    return " ".join([note.content, *note.keywords, *note.tags, note.context])
+    return " ".join([note.speaker or "", note.content, *note.keywords, *note.tags, note.context])
 
 
 @dataclass

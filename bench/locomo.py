@@ -1,0 +1,391 @@
+"""LoCoMo benchmark: does each part of the memory pay for itself?
+
+    python -m bench.locomo                                   # retrieval baselines, all dev conversations
+    python -m bench.locomo --conversations conv-30 --variants +construction,+links,+evolution \\
+        --llm qwen2.5-0.5b --answer                          # LLM variants, with answers scored
+
+Every variant runs the real pipeline (`zk import` path + `Memory.process` + `Memory.search/ask`) with
+flags, in a fresh store per conversation and ingest configuration:
+
+| variant        | ingest (store)                              | retrieval                          |
+|----------------|---------------------------------------------|------------------------------------|
+| raw-vector     | raw turns, no LLM                           | cosine top-k                       |
+| bm25           | raw turns, no LLM                           | BM25 top-k                         |
+| hybrid         | raw turns, no LLM                           | RRF(BM25, cosine)                  |
+| hybrid-window  | raw turns, no LLM                           | hybrid, each hit + its ±2 turns    |
+| +construction  | construction + links, evolution off         | hybrid over enriched notes         |
+| +links         | construction + links, evolution off         | hybrid + linked-neighbour expansion|
+| +evolution     | full pipeline                               | hybrid + linked-neighbour expansion|
+| full-context   | raw turns                                   | the whole conversation (answers)   |
+
++construction and +links share one ingest: construction of a note does not depend on other notes
+and the link step does not change the enriched embeddings when evolution is off, so the store of
+"construction only" is that store searched without expansion. Ingests are cached per model,
+configuration and conversation under `--out`/cache, and resume after an interruption (the import is
+idempotent; processing continues with the pending notes). Answers are cached per variant too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from bench.scoring import CATEGORY_NAMES, bleu1, evidence_ids, evidence_recall, locomo_f1, paper_f1, summarize
+
+DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "locomo-dev.json"
+RETRIEVAL_VARIANTS = ["raw-vector", "bm25", "hybrid", "hybrid-window"]
+LLM_VARIANTS = ["+construction", "+links", "+evolution"]
+ALL_VARIANTS = [*RETRIEVAL_VARIANTS, *LLM_VARIANTS, "full-context"]
+INGEST_OF = {"raw-vector": "raw", "bm25": "raw", "hybrid": "raw", "hybrid-window": "raw", "full-context": "raw",
+             "+construction": "links", "+links": "links", "+evolution": "full"}
+KS = (5, 10, 25)
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+# -- ingest -----------------------------------------------------------------------------------------
+def configure(memory, ingest: str) -> None:
+    s = memory.settings
+    s.auto_worker = False
+    if ingest == "raw":
+        s.construct, s.link = False, False
+    elif ingest == "links":
+        s.evolve_max_neighbours = 0
+
+
+def ingest_conversation(sample: dict, ingest: str, model: str | None, cache: Path, embedder):
+    """A store holding the conversation, processed with `ingest`'s flags; cached and resumable."""
+    from zettel_amem.ingest.importer import import_source
+    from zettel_amem.memory import Memory
+
+    folder = cache / (Path(model).stem if model and ingest != "raw" else "no-llm") / ingest / sample["sample_id"]
+    folder.mkdir(parents=True, exist_ok=True)
+    llm = None
+    if ingest != "raw":
+        from zettel_amem.llm.llama import load_llm
+
+        llm = load_llm(model)
+    memory = Memory(folder / "home", llm=llm, embedder=embedder)
+    configure(memory, ingest)
+    if (folder / "done").exists():
+        return memory, folder
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False, encoding="utf-8") as tmp:
+        json.dump([sample], tmp)  # the one conversation, in a temp file outside the repo
+    start = time.perf_counter()
+    report = import_source(memory, Path(tmp.name), "locomo", source_name=sample["sample_id"], batch_size=128)
+    Path(tmp.name).unlink()
+    import_seconds = time.perf_counter() - start
+    pending = len(memory.pending_ids())
+    log(f"{sample['sample_id']} [{ingest}] imported {report.added} turns in {import_seconds:.1f}s; "
+        f"{pending} to process")
+    started = time.perf_counter()
+    with open(folder / "ingest.jsonl", "a", encoding="utf-8") as out:
+        def progress(result, index, total):
+            out.write(json.dumps(asdict(result)) + "\n")
+            out.flush()
+            if ingest != "raw" and (index % 10 == 0 or index == total):
+                rate = (time.perf_counter() - started) / index
+                log(f"  {sample['sample_id']} [{ingest}/{model}] {index}/{total} "
+                    f"eta {rate * (total - index) / 60:.1f} min")
+
+        memory.process_pending(progress)
+    (folder / "done").write_text(json.dumps({"import_seconds": import_seconds}), encoding="utf-8")
+    return memory, folder
+
+
+def ingest_costs(folder: Path) -> dict:
+    path = folder / "ingest.jsonl"
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()] if path.exists() else []
+    if not rows:
+        return {}
+    def mean(key):
+        return round(statistics.fmean(r[key] for r in rows), 2)
+    return {"turns": len(rows), "llm_calls_per_turn": mean("llm_calls"),
+            "evaluated_tokens_per_turn": mean("evaluated_tokens"), "prompt_tokens_per_turn": mean("prompt_tokens"),
+            "completion_tokens_per_turn": mean("completion_tokens"), "seconds_per_turn": mean("seconds"),
+            "links_per_turn": round(statistics.fmean(len(r["links"]) for r in rows), 2),
+            "evolved_per_turn": round(statistics.fmean(len(r["evolved"]) for r in rows), 3),
+            "errors": sum(bool(r["error"]) for r in rows)}
+
+
+# -- retrieval --------------------------------------------------------------------------------------
+def dia_map(memory) -> dict[str, str]:
+    """note id -> LoCoMo dia_id, through the turn's session and order (never through text matching)."""
+    return {n.id: f"D{_SESSION_NUMBERS[n.session_id]}:{n.seq + 1}" for n in memory.store.notes()}
+
+
+_SESSION_NUMBERS: dict[str, int] = {}  # session id -> LoCoMo session number
+
+
+def register_sessions(sample: dict, notebook: str = "main") -> None:
+    from zettel_amem.ingest.importer import session_id_for
+
+    for key in sample["conversation"]:
+        if key.startswith("session_") and not key.endswith("date_time"):
+            number = int(key.split("_")[1])
+            _SESSION_NUMBERS[session_id_for(notebook, f"{sample['sample_id']}/session_{number}")] = number
+
+
+def retrieve(memory, variant: str, question: str, k: int, budget: int | None, window: dict):
+    if variant == "raw-vector":
+        return memory.search(question, k, follow_links=False, use_keywords=False, budget_tokens=budget)
+    if variant == "bm25":
+        return memory.search(question, k, follow_links=False, use_vector=False, budget_tokens=budget)
+    if variant in ("hybrid", "+construction"):
+        return memory.search(question, k, follow_links=False, budget_tokens=budget)
+    if variant == "hybrid-window":
+        from zettel_amem.retrieve import expand
+
+        hits = memory.search(question, k, follow_links=False)
+        return expand(hits, lambda n: window.get(n.id, []), budget, follow_links=True)
+    return memory.search(question, k, follow_links=True, budget_tokens=budget)  # +links, +evolution
+
+
+def session_windows(memory, radius: int = 2) -> dict:
+    by_session: dict[str, list] = {}
+    for note in memory.store.notes():
+        by_session.setdefault(note.session_id, []).append(note)
+    window = {}
+    for notes in by_session.values():
+        notes.sort(key=lambda n: n.seq)
+        for i, note in enumerate(notes):
+            around = notes[max(0, i - radius): i] + notes[i + 1: i + 1 + radius]
+            window[note.id] = sorted(around, key=lambda n: abs(n.seq - note.seq))
+    return window
+
+
+def full_context_hits(memory, budget: int):
+    """The whole conversation, newest turns kept when it does not fit; returns (hits, share kept)."""
+    from zettel_amem.retrieve import Hit, render_for_context
+    from zettel_amem.text import estimate_tokens
+
+    notes = sorted(memory.store.notes(), key=lambda n: (_SESSION_NUMBERS[n.session_id], n.seq))
+    kept, used = [], 0
+    for note in reversed(notes):
+        cost = estimate_tokens(render_for_context(note))
+        if used + cost > budget:
+            break
+        kept.append(note)
+        used += cost
+    kept.reverse()
+    return [Hit(n, 0.0) for n in kept], len(kept) / max(1, len(notes))
+
+
+def last_session_date(sample: dict) -> str:
+    from zettel_amem.ingest.parsers import parse_datetime
+
+    dates = [v for k, v in sample["conversation"].items() if k.endswith("_date_time")]
+    parsed = []
+    for value in dates:
+        try:
+            parsed.append(parse_datetime(value))
+        except ValueError:
+            continue
+    return max(parsed).date().isoformat() if parsed else "unknown"
+
+
+# -- one conversation × variant ---------------------------------------------------------------------
+def evaluate(sample: dict, variant: str, memory, args, answer_llm) -> list[dict]:
+    mapping = dia_map(memory)
+    valid = set(mapping.values())
+    window = session_windows(memory) if variant == "hybrid-window" else {}
+    today = last_session_date(sample)
+    questions = sample["qa"][: args.max_questions] if args.max_questions else sample["qa"]
+    records = []
+    for index, qa in enumerate(questions):
+        category = int(qa["category"])
+        evidence = evidence_ids(qa, valid)
+        record = {"conversation": sample["sample_id"], "variant": variant, "index": index, "category": category,
+                  "question": qa["question"], "gold": str(qa.get("answer", qa.get("adversarial_answer", "")))}
+        if variant == "full-context":
+            hits, kept = full_context_hits(memory, args.full_context_tokens)
+            record["context_share_kept"] = round(kept, 4)
+            retrieval_seconds = 0.0
+        else:
+            start = time.perf_counter()
+            ranked = retrieve(memory, variant, qa["question"], max(KS), None, window)
+            retrieval_seconds = time.perf_counter() - start
+            hits = retrieve(memory, variant, qa["question"], args.k, args.budget, window)
+            ranked_ids = [mapping[h.note.id] for h in ranked]
+            record["retrieved"] = ranked_ids[: max(KS)]
+            if evidence and category != 5:
+                for k in KS:
+                    record[f"recall_all@{k}"], record[f"recall_any@{k}"] = evidence_recall(evidence, ranked_ids, k)
+                record["recall_all@budget"], record["recall_any@budget"] = evidence_recall(
+                    evidence, [mapping[h.note.id] for h in hits], None)
+            record["retrieval_ms"] = round(retrieval_seconds * 1000, 2)
+        from zettel_amem.retrieve import render_for_context
+        from zettel_amem.text import estimate_tokens
+
+        record["context_notes"] = len(hits)
+        record["context_tokens"] = sum(estimate_tokens(render_for_context(h.note)) for h in hits)
+        record["evidence_missing"] = category != 5 and not evidence
+        if answer_llm is not None:
+            memory._llm = answer_llm
+            start = time.perf_counter()
+            answer = memory.ask(qa["question"], hits=hits, today=today)
+            for _ in answer.pieces:
+                pass
+            record["answer"] = answer.text.strip()
+            record["answer_seconds"] = round(time.perf_counter() - start, 3)
+            record["answer_prompt_tokens"] = answer.usage.prompt_tokens
+            record["f1"] = locomo_f1(record["answer"], qa.get("answer", ""), category)
+            if category != 5:
+                record["paper_f1"] = paper_f1(record["answer"], qa.get("answer", ""))
+                record["bleu1"] = bleu1(record["answer"], qa.get("answer", ""))
+        records.append(record)
+        if answer_llm is not None and (index + 1) % 10 == 0:
+            log(f"  {sample['sample_id']} {variant}: answered {index + 1}/{len(questions)}")
+    return records
+
+
+# -- reporting --------------------------------------------------------------------------------------
+def percentile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    values = sorted(values)
+    return round(values[min(len(values) - 1, int(round(q * (len(values) - 1))))], 2)
+
+
+def markdown_table(summary: dict, variants: list[str]) -> str:
+    cats = [1, 2, 3, 4]
+    lines = ["| variant | " + " | ".join(f"R@10 {CATEGORY_NAMES[c]}" for c in cats)
+             + " | R@5 | R@10 | R@25 | R@budget | ctx tokens | F1 (1-5) | paper F1 (1-4) |",
+             "|---" * (len(cats) + 8) + "|"]
+    for variant in variants:
+        if variant not in summary:
+            continue
+        s = summary[variant]
+
+        def metric(group, key, pct=True):
+            value = group["metrics"].get(key, {}).get("mean")
+            if value is None:
+                return "–"
+            return f"{value * 100:.1f}" if pct else f"{value:.0f}"
+
+        row = [metric(s["by_category"][c], "recall_all@10") if c in s["by_category"] else "–" for c in cats]
+        o = s["overall"]
+        row += [metric(o, "recall_all@5"), metric(o, "recall_all@10"), metric(o, "recall_all@25"),
+                metric(o, "recall_all@budget"), metric(o, "context_tokens", pct=False), metric(o, "f1"),
+                metric(o, "paper_f1")]
+        lines.append(f"| {variant} | " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def chart(summary: dict, variants: list[str], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cats = [1, 2, 3, 4, 5]
+    fig, axes = plt.subplots(1, 2, figsize=(13, 4.5))
+    for ax, key, title, cat_list in ((axes[0], "recall_all@10", "evidence recall@10 (all evidence)", cats[:4]),
+                                     (axes[1], "f1", "answer F1 (LoCoMo scorer)", cats)):
+        shown = [v for v in variants if v in summary]
+        width = 0.8 / max(1, len(shown))
+        for i, variant in enumerate(shown):
+            values = []
+            for c in cat_list:
+                group = summary[variant]["by_category"].get(c)
+                mean = group["metrics"].get(key, {}).get("mean") if group else None
+                values.append(mean or 0.0)
+            ax.bar([x + i * width for x in range(len(cat_list))], values, width, label=variant)
+        ax.set_xticks([x + width * (len(shown) - 1) / 2 for x in range(len(cat_list))])
+        ax.set_xticklabels([CATEGORY_NAMES[c] for c in cat_list])
+        ax.set_title(title)
+        ax.set_ylim(0, 1)
+    axes[0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="LoCoMo benchmark for zettel-amem")
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--conversations", default="", help="comma-separated sample ids (default: all)")
+    parser.add_argument("--variants", default=",".join(RETRIEVAL_VARIANTS))
+    parser.add_argument("--llm", default="qwen2.5-0.5b", help="bundled model name or .gguf path")
+    parser.add_argument("--k", type=int, default=10, help="hits before expansion for the answer context")
+    parser.add_argument("--budget", type=int, default=700, help="context token budget for answers")
+    parser.add_argument("--full-context-tokens", type=int, default=3400)
+    parser.add_argument("--answer", action="store_true", help="answer with the LLM and score")
+    parser.add_argument("--max-questions", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="kept for reproducibility (all steps are greedy)")
+    parser.add_argument("--out", type=Path, default=Path("results/locomo"))
+    args = parser.parse_args(argv)
+
+    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
+    unknown = set(variants) - set(ALL_VARIANTS)
+    if unknown:
+        parser.error(f"unknown variants: {sorted(unknown)}; choose from {ALL_VARIANTS}")
+    data = json.loads(args.data.read_text(encoding="utf-8"))
+    wanted = {c.strip() for c in args.conversations.split(",") if c.strip()}
+    samples = [s for s in data if not wanted or s["sample_id"] in wanted]
+    args.out.mkdir(parents=True, exist_ok=True)
+    run_tag = Path(args.llm).stem
+    from zettel_amem.embed import load_embedder
+
+    embedder = load_embedder()
+    answer_llm = None
+    if args.answer:
+        from zettel_amem.llm.llama import load_llm
+
+        answer_llm = load_llm(args.llm)
+    wall = time.perf_counter()
+    all_records: list[dict] = []
+    costs: dict[str, dict] = {}
+    for sample in samples:
+        register_sessions(sample)
+        for variant in variants:
+            ingest = INGEST_OF[variant]
+            memory, folder = ingest_conversation(sample, ingest, args.llm, args.out / "cache", embedder)
+            costs.setdefault(f"{ingest}/{sample['sample_id']}", ingest_costs(folder))
+            cache = args.out / "records" / f"{variant}-{run_tag if ingest != 'raw' or args.answer else 'no-llm'}-" \
+                f"{'answer' if args.answer else 'retrieval'}-{sample['sample_id']}-{args.max_questions}.jsonl"
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            if cache.exists():
+                records = [json.loads(line) for line in cache.read_text(encoding="utf-8").splitlines()]
+            else:
+                log(f"{sample['sample_id']}: {variant}")
+                records = evaluate(sample, variant, memory, args, answer_llm)
+                cache.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records),
+                                 encoding="utf-8")
+            all_records.extend(records)
+    summary = {}
+    for variant in variants:
+        rows = [r for r in all_records if r["variant"] == variant]
+        if rows:
+            numeric = [{k: v for k, v in r.items() if k not in ("retrieved",)} for r in rows]
+            summary[variant] = summarize(numeric, exclude=("category", "index"))
+            latencies = [r["retrieval_ms"] for r in rows if "retrieval_ms" in r]
+            summary[variant]["retrieval_ms_p50"] = percentile(latencies, 0.5)
+            summary[variant]["retrieval_ms_p95"] = percentile(latencies, 0.95)
+            answers = [r["answer_seconds"] for r in rows if "answer_seconds" in r]
+            summary[variant]["answer_s_p50"] = percentile(answers, 0.5)
+            summary[variant]["answer_s_p95"] = percentile(answers, 0.95)
+    tag = f"{run_tag}-{'answer' if args.answer else 'retrieval'}-{'_'.join(sorted(wanted)) or 'all'}"
+    result = {"args": {k: str(v) for k, v in vars(args).items()}, "wall_seconds": round(time.perf_counter() - wall, 1),
+              "summary": summary, "ingest_costs": costs, "records": all_records}
+    (args.out / f"locomo-{tag}.json").write_text(json.dumps(result, ensure_ascii=False, indent=1), encoding="utf-8")
+    table = markdown_table(summary, variants)
+    (args.out / f"locomo-{tag}.md").write_text(table + "\n", encoding="utf-8")
+    chart(summary, variants, args.out / f"locomo-{tag}.png")
+    print(table)
+    print(json.dumps({"ingest_costs": costs, "wall_seconds": result["wall_seconds"],
+                      "latency": {v: {k: s[k] for k in s if k.endswith(("p50", "p95"))} for v, s in summary.items()}},
+                     indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
