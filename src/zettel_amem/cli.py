@@ -241,6 +241,15 @@ def import_(source: str = typer.Argument(..., help="File, Markdown folder, or - 
 
     memory = _memory()
     stream = sys.stdin.buffer if source == "-" else Path(source)
+    if isinstance(stream, Path) and stream.is_file() and fmt in ("auto", "zk-export"):
+        from .ingest.export import is_export, restore
+
+        with open(stream, "rb") as fh:
+            if fmt == "zk-export" or is_export(fh.read(4096)):
+                report = restore(memory, stream)
+                render.print_json(report) if as_json else render.console.print(
+                    f"restored [green]{report['added']}[/] note(s), {report['skipped_duplicates']} already present")
+                return
     if quiet or as_json:
         report = import_source(memory, stream, fmt)
     else:
@@ -277,6 +286,72 @@ def sessions(limit: int | None = typer.Option(None, "--limit", help="At most N s
 
 
 @app.command()
+def history(note_id: str = typer.Argument(..., metavar="ID", help="Note id or unique prefix."),
+            as_json: bool = JSON_OPT) -> None:
+    """Every recorded change of a note: what changed, caused by which note, when."""
+    from . import render
+
+    note = _memory().resolve(note_id)
+    if as_json:
+        render.print_json({"id": note.id, "version": note.version, "history": [v.to_dict() for v in note.history]})
+    elif note.history:
+        render.history_table(note)
+    else:
+        render.console.print(f"note {note.short_id} has never been changed (version {note.version})")
+
+
+@app.command()
+def revert(note_id: str = typer.Argument(..., metavar="ID", help="Note id or unique prefix."),
+           to: int | None = typer.Option(None, "--to", help="Version to restore (default: the one before)."),
+           as_json: bool = JSON_OPT) -> None:
+    """Undo evolution: restore an earlier version (recorded as a new version; nothing is lost)."""
+    from . import render
+
+    note = _memory().revert(note_id, to)
+    if as_json:
+        render.print_json(note.to_json(history=[v.to_dict() for v in note.history]))
+    else:
+        render.console.print(f"note {note.short_id} is now version {note.version} ({note.history[-1].reason})")
+
+
+@app.command()
+def rm(note_id: str = typer.Argument(..., metavar="ID", help="Note id or unique prefix."),
+       yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+       as_json: bool = JSON_OPT) -> None:
+    """Delete a note for good: its links both ways, its history, and its text on disk."""
+    from . import render
+
+    memory = _memory()
+    note = memory.resolve(note_id)
+    if not yes and sys.stdin.isatty() and not typer.confirm(f"delete note {note.short_id}?"):
+        raise typer.Exit(1)
+    unlinked = memory.remove(note.id)
+    if as_json:
+        render.print_json({"id": note.id, "deleted": True, "unlinked": unlinked})
+    else:
+        render.console.print(f"deleted {note.short_id}" + (f"; removed links from {len(unlinked)} note(s)"
+                                                            if unlinked else ""))
+
+
+@app.command()
+def export(fmt: str = typer.Option("jsonl", "--format", "-f", help="Only jsonl for now."),
+           output: str | None = typer.Option(None, "--output", "-o", help="File to write (default: stdout)."),
+           ) -> None:
+    """Back up everything (notes, links, versions, sessions) as JSONL; `zk import FILE` restores it."""
+    from .ingest.export import export_jsonl
+
+    if fmt != "jsonl":
+        raise ZkError(f"unknown export format '{fmt}' (only jsonl)")
+    memory = _memory()
+    if output:
+        with open(output, "w", encoding="utf-8") as out:
+            count = export_jsonl(memory, out)
+        sys.stderr.write(f"exported {count} note(s) to {output}\n")
+    else:
+        export_jsonl(memory, sys.stdout)
+
+
+@app.command()
 def status(as_json: bool = JSON_OPT) -> None:
     """Where the data lives, how many notes, how many still pending, which models."""
     from . import render
@@ -295,8 +370,6 @@ def status(as_json: bool = JSON_OPT) -> None:
 
 def main() -> None:
     """Entry point: one clear line on stderr and a non-zero exit for every expected failure."""
-    import click
-
     try:
         code = typer.main.get_command(app).main(prog_name="zk", standalone_mode=False)
         if isinstance(code, int) and code:  # click returns (not raises) Exit codes in this mode
@@ -304,20 +377,24 @@ def main() -> None:
     except ZkError as exc:
         sys.stderr.write(f"zk: error: {exc}\n")
         sys.exit(1)
-    except click.exceptions.Abort:
-        sys.stderr.write("zk: interrupted\n")
-        sys.exit(130)
-    except click.ClickException as exc:
-        sys.stderr.write(f"zk: error: {exc.format_message()}\n")
-        sys.exit(exc.exit_code or 2)
-    except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, EOFError):
         sys.stderr.write("zk: interrupted\n")
         sys.exit(130)
     except BrokenPipeError:
         sys.exit(0)
+    except SystemExit:
+        raise
     except Exception as exc:  # noqa: BLE001 - last resort: never show a traceback to a user
+        # Typer vendors its own click; its usage errors are recognised by shape, not by class.
+        if type(exc).__name__ == "NoArgsIsHelpError":  # bare `zk`: show the help, like --help
+            sys.stdout.write(exc.format_message().removeprefix("Usage: ").join(["Usage: ", "\n"]))
+            sys.exit(0)
+        if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):
+            sys.stderr.write(f"zk: error: {exc.format_message()}\n")
+            sys.exit(exc.exit_code or 2)
+        if type(exc).__name__ in ("Abort", "Exit"):
+            sys.stderr.write("zk: interrupted\n") if type(exc).__name__ == "Abort" else None
+            sys.exit(getattr(exc, "exit_code", 1) or (1 if type(exc).__name__ == "Abort" else 0))
         if os.environ.get("ZK_DEBUG"):
             raise
         sys.stderr.write(f"zk: internal error: {type(exc).__name__}: {exc} (set ZK_DEBUG=1 for details)\n")

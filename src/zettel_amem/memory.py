@@ -22,10 +22,10 @@ from pathlib import Path
 
 from .config import Settings, ZkError, home_dir, templates_override_dir
 from .construct import annotate
-from .evolve import apply_update
+from .evolve import apply_update, record
 from .link import decide_links
 from .llm import LLM, LLMError, Usage
-from .note import CONSTRUCTED, PENDING, READY, Note, ProcessResult, now_iso
+from .note import CONSTRUCTED, EVOLVABLE, PENDING, READY, Note, ProcessResult, now_iso
 from .prompts import Prompts
 from .retrieve import Hit, expand, fuse, keyword_rank, render_for_context
 from .store import Store, sql_str
@@ -114,6 +114,10 @@ class Memory:
 
     @property
     def llm(self) -> LLM:
+        if self._llm is None and self.settings.llm_model.startswith("python:"):
+            from .llm import load_python_backend
+
+            self._llm = load_python_backend(self.settings.llm_model)
         if self._llm is None:
             from .llm.llama import load_llm
 
@@ -234,6 +238,46 @@ class Memory:
             if on_progress:
                 on_progress(result, index, len(ids))
         return results
+
+    # -- history, revert, deletion ----------------------------------------------------------------
+    def revert(self, note_id: str, to_version: int | None = None) -> Note:
+        """Restore the evolvable fields as they were at `to_version` (default: before the last change).
+
+        The revert is itself a new version, so the newer states stay in the history and can be restored.
+        """
+        note = self.store.get(self.resolve(note_id).id, with_vector=True)
+        target = note.version - 1 if to_version is None else to_version
+        if not 1 <= target < note.version:
+            raise ZkError(f"note {note.short_id} is at version {note.version}; "
+                          f"choose a version from 1 to {note.version - 1}")
+        state = {name: getattr(note, name) for name in EVOLVABLE}
+        for version in sorted(note.history, key=lambda v: -v.version):
+            if version.version <= target:
+                break
+            for name, change in version.changes.items():
+                if name in state:
+                    state[name] = change["old"]
+        changes = {name: {"old": getattr(note, name), "new": value}
+                   for name, value in state.items() if value != getattr(note, name)}
+        for name, change in changes.items():
+            setattr(note, name, change["new"])
+        record(note, changes, None, f"revert to v{target}")
+        note.vector = self.embedder.embed_passages([note.embedding_text()])[0].tolist()
+        self.store.upsert([note])
+        return note
+
+    def remove(self, note_id: str) -> list[str]:
+        """Delete a note, its links in both directions and its history, then purge old table versions
+        so its text does not survive on disk. Returns the ids of notes that lost a link to it."""
+        note = self.resolve(note_id)
+        linking = self.store.get_many(self.backlinks(note.id), with_vector=True)
+        for other in linking.values():
+            other.links = [i for i in other.links if i != note.id]
+        if linking:
+            self.store.upsert(linking.values())
+        self.store.delete([note.id])
+        self.store.compact()
+        return list(linking)
 
     # -- reading ----------------------------------------------------------------------------------
     def resolve(self, prefix: str) -> Note:

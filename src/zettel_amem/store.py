@@ -129,10 +129,26 @@ class Store:
                 if not meta:
                     self._write_meta()
             self.table = self.db.open_table(NOTES)
+            if meta and meta.get("schema_version", 0) < SCHEMA_VERSION:
+                self._migrate(meta.get("schema_version", 0))
         except ZkError:
             raise
         except Exception as exc:  # noqa: BLE001 - any LanceDB/IO failure means the store is unusable
             raise ZkError(f"cannot open the store at {self.db_path}: {exc}") from None
+
+    def _migrate(self, from_version: int) -> None:
+        """Bring an older store up to SCHEMA_VERSION: add every column it lacks, with its default."""
+        with self.write_lock():
+            present = set(self.table.schema.names)
+            missing = {f.name: f for f in _arrow_schema(self.dim) if f.name not in present}
+            defaults = {"string": "CAST(NULL AS STRING)", "int32": "CAST(1 AS INT)", "int64": "CAST(0 AS BIGINT)"}
+            simple = {name: defaults[str(f.type)] for name, f in missing.items() if str(f.type) in defaults}
+            if len(simple) != len(missing):
+                raise ZkError(f"cannot migrate this store from schema version {from_version}: "
+                              f"columns {sorted(set(missing) - set(simple))} need a manual export/import")
+            if simple:
+                self.table.add_columns(simple)
+            self._write_meta()
 
     @staticmethod
     def read_meta(home: Path) -> dict[str, Any]:
@@ -198,8 +214,19 @@ class Store:
             raise ZkError(f"cannot write to the store at {self.db_path}: {exc}") from None
 
     # -- reads ------------------------------------------------------------------------------------
+    def _read(self, action):
+        try:
+            return action()
+        except ZkError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a damaged file surfaces here as any Lance error
+            raise ZkError(f"cannot read the store at {self.db_path} (damaged?): {str(exc)[:200]}") from None
+
     def _query(self, where: str | None, columns: list[str] | None = None, limit: int | None = None
                ) -> list[dict[str, Any]]:
+        return self._read(lambda: self._query_unchecked(where, columns, limit))
+
+    def _query_unchecked(self, where, columns, limit) -> list[dict[str, Any]]:
         query = self.table.search()
         if where:
             query = query.where(where)
@@ -242,7 +269,7 @@ class Store:
         return [r["id"] for r in sorted(rows, key=lambda r: r["at"])]
 
     def count(self, where: str | None = None) -> int:
-        return self.table.count_rows(where) if where else self.table.count_rows()
+        return self._read(lambda: self.table.count_rows(where) if where else self.table.count_rows())
 
     def nearest(self, vector, k: int, where: str | None = None) -> list[tuple[Note, float]]:
         """Top-k by cosine similarity (1 - cosine distance)."""
@@ -251,7 +278,7 @@ class Store:
         query = self.table.search(list(vector)).distance_type("cosine").select([*TEXT_COLUMNS, "_distance"])
         if where:
             query = query.where(where, prefilter=True)
-        rows = query.limit(k).to_list()
+        rows = self._read(lambda: query.limit(k).to_list())
         return [(row_to_note(r), 1.0 - float(r["_distance"])) for r in rows]
 
     def existing_hashes(self, hashes: list[str]) -> set[str]:
@@ -266,5 +293,8 @@ class Store:
 
     def compact(self) -> None:
         """Merge small fragments and drop old table versions (deleted text must not survive on disk)."""
-        with self.write_lock():
+        import warnings
+
+        with self.write_lock(), warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # "removes every version": that is the point here
             self.table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)

@@ -46,3 +46,19 @@ class LLM(Protocol):
 
     @property
     def last_usage(self) -> Usage: ...
+
+
+def load_python_backend(spec: str) -> LLM:
+    """`python:package.module:Factory` -> Factory(): plug in any backend object with this interface
+    (an OpenAI-compatible client, a scripted model for crash tests)."""
+    import importlib
+
+    from ..config import ZkError
+
+    _, _, target = spec.partition(":")
+    module_name, _, attr = target.partition(":")
+    try:
+        factory = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ZkError(f"cannot load LLM backend '{target}': {exc}") from None
+    return factory()
