@@ -52,6 +52,11 @@ def log(message: str) -> None:
 
 
 # -- ingest -----------------------------------------------------------------------------------------
+def model_tag(model: str) -> str:
+    """A bundled model's name as is; a path's file name without .gguf."""
+    return Path(model).name.removesuffix(".gguf")
+
+
 def configure(memory, ingest: str) -> None:
     s = memory.settings
     s.auto_worker = False
@@ -66,7 +71,7 @@ def ingest_conversation(sample: dict, ingest: str, model: str | None, cache: Pat
     from zettel_amem.ingest.importer import import_source
     from zettel_amem.memory import Memory
 
-    folder = cache / (Path(model).stem if model and ingest != "raw" else "no-llm") / ingest / sample["sample_id"]
+    folder = cache / (model_tag(model) if model and ingest != "raw" else "no-llm") / ingest / sample["sample_id"]
     folder.mkdir(parents=True, exist_ok=True)
     llm = None
     if ingest != "raw":
@@ -332,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
     wanted = {c.strip() for c in args.conversations.split(",") if c.strip()}
     samples = [s for s in data if not wanted or s["sample_id"] in wanted]
     args.out.mkdir(parents=True, exist_ok=True)
-    run_tag = Path(args.llm).stem
+    run_tag = model_tag(args.llm)
     from zettel_amem.embed import load_embedder
 
     embedder = load_embedder()

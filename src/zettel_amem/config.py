@@ -51,9 +51,11 @@ class Settings:
     max_tags: int = 5
     max_context_chars: int = 200
     max_links: int = 5  # outgoing links per note
-    link_candidates: int = 4  # neighbours shown to the LLM for linking
-    link_min_similarity: float = 0.80  # below this the nearest neighbour is unrelated: skip the LLM link call
-    evolve_max_neighbours: int = 2  # neighbours one new note may rewrite (0 = no evolution)
+    link_candidates: int = 3  # neighbours shown to the LLM for linking
+    # Below this cosine similarity the nearest neighbour is taken as unrelated and the link call is
+    # skipped. None = the embedder's calibrated default (embed.LINK_THRESHOLDS): similarity scales differ.
+    link_min_similarity: float | None = None
+    evolve_max_neighbours: int = 1  # neighbours one new note may rewrite (0 = no evolution)
     construct: bool = True  # False: no LLM annotation (notes keep their raw content embedding)
     link: bool = True  # False: no link generation (and so no evolution)
     search_k: int = 8

@@ -16,8 +16,9 @@ from .prompts import Prompts, language_of
 from .text import clip, one_line
 
 # Model-facing limits: tighter than the stored caps, to keep completion tokens (the dear ones) low.
-MAX_KEYWORD_CHARS = 30
-MAX_TAG_CHARS = 24
+MAX_KEYWORD_CHARS = 24
+MAX_TAG_CHARS = 20
+MODEL_CONTEXT_CHARS = 100  # what the model may write; the stored cap (max_context_chars) is larger
 PROMPT_CONTENT_CHARS = 600  # a long note is annotated from its beginning; the note itself is kept whole
 
 
@@ -47,10 +48,10 @@ def annotate_schema(settings: Settings, language: str = "English") -> dict[str, 
         "type": "object",
         "properties": {
             "keywords": {"type": "array", "items": text_schema(MAX_KEYWORD_CHARS, language),
-                         "maxItems": settings.max_keywords},
+                         "maxItems": min(4, settings.max_keywords)},
             "tags": {"type": "array", "items": text_schema(MAX_TAG_CHARS, language),
                      "maxItems": min(3, settings.max_tags)},
-            "context": text_schema(min(150, settings.max_context_chars), language, sentence=True),
+            "context": text_schema(min(MODEL_CONTEXT_CHARS, settings.max_context_chars), language, sentence=True),
         },
         "required": ["keywords", "tags", "context"],
     }
@@ -89,5 +90,5 @@ def annotate(llm: LLM, prompts: Prompts, note: Note, settings: Settings) -> tupl
     user = prompts.render("annotate", at=note.at.replace("T", " ")[:16], language=language,
                           content=clip(note.content, PROMPT_CONTENT_CHARS))
     data, usage = llm.complete_json(prompts.raw("notes_system").strip(), user,
-                                    annotate_schema(settings, language), max_tokens=160)
+                                    annotate_schema(settings, language), max_tokens=120)
     return clean_annotation(data, settings), usage

@@ -19,7 +19,8 @@ from .note import SHORT_ID, Note
 from .prompts import Prompts, language_of
 from .text import clip, one_line
 
-CANDIDATE_CHARS = 160  # each candidate is shown compactly: start of content | context | tags
+UPDATE_CONTEXT_CHARS = 90  # an evolved context: one short sentence (completion tokens are the dear ones)
+CANDIDATE_CHARS = 100  # each candidate is shown compactly: start of content | context
 
 
 @dataclass
@@ -49,7 +50,7 @@ def link_schema(candidate_ids: list[str], settings: Settings, language: str = "E
     return {
         "type": "object",
         "properties": {
-            "links": {"type": "array", "items": id_enum, "maxItems": min(settings.max_links, len(candidate_ids))},
+            "links": {"type": "array", "items": id_enum, "maxItems": min(3, settings.max_links, len(candidate_ids))},
             "updates": {
                 "type": "array",
                 "maxItems": settings.evolve_max_neighbours,
@@ -57,8 +58,9 @@ def link_schema(candidate_ids: list[str], settings: Settings, language: str = "E
                     "type": "object",
                     "properties": {
                         "id": id_enum,
-                        "context": text_schema(min(150, settings.max_context_chars), language, sentence=True),
-                        "tags": {"type": "array", "items": text_schema(MAX_TAG_CHARS, language), "maxItems": 3},
+                        "context": text_schema(min(UPDATE_CONTEXT_CHARS, settings.max_context_chars), language,
+                                               sentence=True),
+                        "tags": {"type": "array", "items": text_schema(MAX_TAG_CHARS, language), "maxItems": 2},
                     },
                     "required": ["id", "context", "tags"],
                 },
@@ -69,12 +71,12 @@ def link_schema(candidate_ids: list[str], settings: Settings, language: str = "E
 
 
 def render_candidate(short: str, note: Note) -> str:
-    parts = [f"[{short}] {note.at[:10]}: {one_line(note.content, CANDIDATE_CHARS)}"]
+    """One compact line per candidate: its start, then its context when it has one (tokens are dear)."""
+    who = f"{note.speaker}: " if note.speaker else ""
+    line = f"[{short}] {note.at[:10]}: {who}{one_line(note.content, CANDIDATE_CHARS)}"
     if note.context:
-        parts.append(one_line(note.context, 100))
-    if note.tags:
-        parts.append(", ".join(note.tags[:3]))
-    return " | ".join(parts)
+        line += " | " + one_line(note.context, 80)
+    return line
 
 
 def parse_decision(data: dict[str, Any], ids: dict[str, str], settings: Settings) -> LinkDecision:
@@ -115,5 +117,5 @@ def decide_links(llm: LLM, prompts: Prompts, note: Note, candidates: list[Note],
                           candidates=lines)
     candidate_ids = [short_of[c.id] for c in candidates]
     data, usage = llm.complete_json(prompts.raw("notes_system").strip(), user,
-                                    link_schema(candidate_ids, settings, language), max_tokens=220)
+                                    link_schema(candidate_ids, settings, language), max_tokens=160)
     return parse_decision(data, {s: f for s, f in ids.items() if f != note.id}, settings), usage

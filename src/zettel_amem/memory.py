@@ -197,6 +197,13 @@ class Memory:
         note.status, note.error = CONSTRUCTED, ""
         self.store.upsert([note])
 
+    def link_threshold(self) -> float:
+        if self.settings.link_min_similarity is not None:
+            return self.settings.link_min_similarity
+        from .embed import DEFAULT_LINK_THRESHOLD, LINK_THRESHOLDS
+
+        return LINK_THRESHOLDS.get(self.embedder.name, DEFAULT_LINK_THRESHOLD)
+
     def link_candidates(self, note: Note) -> list[tuple[Note, float]]:
         """Nearest already-constructed notes by the note's full embedding (never itself)."""
         where = self._scope(f"id != {sql_str(note.id)} AND status != {sql_str(PENDING)}", note.notebook)
@@ -208,7 +215,7 @@ class Memory:
             self.store.upsert([note])
             return
         candidates = self.link_candidates(note)
-        if not candidates or candidates[0][1] < self.settings.link_min_similarity:
+        if not candidates or candidates[0][1] < self.link_threshold():
             note.status, result.skipped = READY, "no similar neighbour"
             self.store.upsert([note])
             return
