@@ -1,0 +1,146 @@
+"""Crash safety and concurrent writers, with real `zk` subprocesses and SIGKILL.
+
+The subprocesses use the scripted model (`tests.fake_llm.EvolvingFakeLLM`, which links and rewrites
+neighbours on every note) with a small per-call delay, so kills land before, during and after LLM
+calls, during evolution and during store writes.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from zettel_amem.memory import Memory
+from zettel_amem.note import READY
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[1]
+KILL_POINTS = 50
+
+
+def zk_env(home: Path, worker: bool = False) -> dict[str, str]:
+    env = {**os.environ, "ZK_HOME": str(home), "ZK_LLM_MODEL": "python:tests.fake_llm:EvolvingFakeLLM",
+           "ZK_FAKE_DELAY": "0.05", "PYTHONPATH": str(ROOT)}
+    env.pop("ZK_NO_WORKER", None)
+    if not worker:
+        env["ZK_NO_WORKER"] = "1"
+    return env
+
+
+def start(args: list[str], env: dict[str, str]) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "zettel_amem", *args], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+
+
+def prepare_home(home: Path) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text("[memory]\nlink_min_similarity = 0.0\n", encoding="utf-8")
+
+
+def check_invariants(home: Path, must_have: list[str]) -> list:
+    memory = Memory(home)  # opens cleanly after any kill
+    notes = {n.id: n for n in memory.store.notes()}
+    contents = Counter(n.content for n in notes.values())
+    for text in must_have:  # every `zk add` that returned success: present, exactly once
+        assert contents[text] == 1, (text, contents[text])
+    hashes = Counter(n.content_hash for n in notes.values())
+    assert max(hashes.values(), default=1) == 1  # no turn imported twice
+    caused: Counter[str] = Counter()
+    for note in notes.values():
+        for version in note.history:  # an applied evolution belongs to a finished note that links here
+            cause = notes.get(version.cause)
+            assert cause is not None and cause.status == READY and note.id in cause.links, note.id
+            caused[version.cause] += 1
+    for note in notes.values():  # ...and a finished note's evolution is fully there, never half
+        if note.status == READY and note.links:
+            assert caused[note.id] == memory.settings.evolve_max_neighbours, note.id
+    return list(notes.values())
+
+
+def test_fifty_random_kill_points(tmp_path):
+    home = tmp_path / "home"
+    prepare_home(home)
+    env = zk_env(home)
+    rng = random.Random(1234)
+    completed: list[str] = []
+    imports: list[Path] = []
+    kinds: Counter[str] = Counter()
+    for point in range(KILL_POINTS):
+        kind = rng.choice(["add", "add", "process", "import"])
+        if kind == "add":
+            text = f"note {point}: ran {rng.randint(1, 20)} km by the river, knee check {rng.random():.4f}"
+            proc = start(["add", "--wait", text], env)
+        elif kind == "process":
+            for extra in range(3):  # queue some work without the LLM, then kill the processing
+                queued = f"queued {point}.{extra} about running {rng.random():.4f}"
+                assert start(["add", queued], env).wait(60) == 0
+                completed.append(queued)
+            proc = start(["process", "--quiet"], env)
+        else:
+            log = tmp_path / f"chat-{point}.txt"
+            log.write_text("".join(f"Ana: turn {point}-{i} about the race plan\n" for i in range(20)), "utf-8")
+            imports.append(log)
+            proc = start(["import", str(log), "--wait", "--quiet"], env)
+        time.sleep(rng.uniform(0.3, 3.0))
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            kinds[kind + " killed"] += 1
+        else:
+            kinds[kind + " finished"] += 1
+        code = proc.wait(60)
+        if kind == "add" and code == 0:
+            completed.append(text)
+        check_invariants(home, completed)
+    # Resume everything: re-run the imports, then finish pending work.
+    for log in imports:
+        assert start(["import", str(log), "--quiet", "--no-llm"], env).wait(120) in (0,)
+    done = start(["process", "--quiet"], env)
+    assert done.wait(600) == 0, done.stderr.read().decode()
+    notes = check_invariants(home, completed)
+    assert all(n.status == READY for n in notes)
+    turns = Counter(n.content for n in notes if n.kind == "turn")
+    assert len(turns) == 20 * len(imports) and set(turns.values()) == {1}
+    assert sum(v for k, v in kinds.items() if k.endswith("killed")) >= 20, kinds
+
+
+def test_eight_concurrent_adds_with_background_workers(tmp_path):
+    home = tmp_path / "home"
+    prepare_home(home)
+    env = zk_env(home, worker=True)
+    texts = [f"concurrent note {i}: knee and race plan {i * 7}" for i in range(8)]
+    procs = [start(["add", text], env) for text in texts]
+    for proc in procs:
+        assert proc.wait(120) == 0, proc.stderr.read().decode()
+    memory = Memory(home)
+    deadline = time.time() + 240
+    while memory.pending_ids(all_notebooks=True) and time.time() < deadline:
+        time.sleep(1)
+    notes = check_invariants(home, texts)
+    assert len(notes) == 8 and all(n.status == READY for n in notes)
+
+
+def test_two_concurrent_imports(tmp_path):
+    home = tmp_path / "home"
+    prepare_home(home)
+    env = zk_env(home)
+    files = []
+    for name in ("a", "b"):
+        path = tmp_path / f"{name}.txt"
+        path.write_text("".join(f"{name.upper()}: line {i} of log {name}\n" for i in range(300)), "utf-8")
+        files.append(path)
+    same = tmp_path / "a-copy.txt"
+    same.write_bytes(files[0].read_bytes())
+    procs = [start(["import", str(p), "--no-llm", "--quiet"], env) for p in (*files, same)]
+    for proc in procs:
+        assert proc.wait(300) == 0, proc.stderr.read().decode()
+    notes = Memory(home).store.notes()
+    assert len(notes) == 600  # the copy of log a added nothing, even while racing the original
+    assert len({n.content_hash for n in notes}) == 600
