@@ -197,6 +197,26 @@ def last_session_date(sample: dict) -> str:
     return max(parsed).date().isoformat() if parsed else "unknown"
 
 
+def truncate_sample(sample: dict, max_turns: int) -> dict:
+    """The first `max_turns` turns (in session order) and the questions all of whose evidence lies in them.
+
+    Renamed `<id>-first<N>` so its stores and caches never mix with the full conversation's."""
+    conversation = {k: v for k, v in sample["conversation"].items() if not k.startswith("session_")}
+    numbers = sorted(int(k.split("_")[1]) for k in sample["conversation"]
+                     if k.startswith("session_") and not k.endswith("date_time"))
+    kept: set[str] = set()
+    for number in numbers:
+        turns = sample["conversation"][f"session_{number}"][: max_turns - len(kept)]
+        if not turns:
+            break
+        conversation[f"session_{number}"] = turns
+        conversation[f"session_{number}_date_time"] = sample["conversation"].get(f"session_{number}_date_time")
+        kept.update(t["dia_id"] for t in turns)
+    questions = [qa for qa in sample["qa"] if (ev := evidence_ids(qa)) and ev <= kept]
+    return {**sample, "sample_id": f"{sample['sample_id']}-first{max_turns}", "conversation": conversation,
+            "qa": questions}
+
+
 # -- one conversation × variant ---------------------------------------------------------------------
 def evaluate(sample: dict, variant: str, memory, args, answer_llm) -> list[dict]:
     mapping = dia_map(memory)
@@ -325,6 +345,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--full-context-tokens", type=int, default=3400)
     parser.add_argument("--answer", action="store_true", help="answer with the LLM and score")
     parser.add_argument("--max-questions", type=int, default=0)
+    parser.add_argument("--max-turns", type=int, default=0,
+                        help="only the first N turns of each conversation, and the questions answerable from them")
     parser.add_argument("--seed", type=int, default=0, help="kept for reproducibility (all steps are greedy)")
     parser.add_argument("--out", type=Path, default=Path("results/locomo"))
     args = parser.parse_args(argv)
@@ -336,6 +358,8 @@ def main(argv: list[str] | None = None) -> int:
     data = json.loads(args.data.read_text(encoding="utf-8"))
     wanted = {c.strip() for c in args.conversations.split(",") if c.strip()}
     samples = [s for s in data if not wanted or s["sample_id"] in wanted]
+    if args.max_turns:
+        samples = [truncate_sample(s, args.max_turns) for s in samples]
     args.out.mkdir(parents=True, exist_ok=True)
     run_tag = model_tag(args.llm)
     from zettel_amem.embed import load_embedder
