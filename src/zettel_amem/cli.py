@@ -58,7 +58,10 @@ def add(text: str = typer.Argument(..., help="The note, or - to read it from sta
     note = memory.add(content, at)
     result = None
     if wait:
-        result = memory.process(note.id)
+        try:
+            result = memory.process(note.id)
+        except ZkError as exc:  # the model could not even load: the note itself is safe
+            raise ZkError(f"{exc} — note {note.short_id} is saved as pending; run `zk process` later") from None
     elif memory.settings.auto_worker:
         from .worker import spawn
 

