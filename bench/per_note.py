@@ -23,6 +23,18 @@ from pathlib import Path
 DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "locomo-dev.json"
 
 
+JOURNAL = Path(__file__).resolve().parent / "data" / "journal.txt"
+
+
+def load_journal(limit: int) -> list[tuple[str, str]]:
+    """A realistic personal journal (Korean and English entries over five months), written for zk."""
+    from zettel_amem.ingest.parsers import parse
+
+    entries = [(t.at.isoformat(), t.text) for t in parse(JOURNAL, "text", default_session="journal")
+               if hasattr(t, "text")]
+    return entries[:limit]
+
+
 def load_turns(path: Path, conversation: str, limit: int) -> list[tuple[str, str]]:
     from zettel_amem.ingest.parsers import parse
 
@@ -46,13 +58,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--notes", type=int, default=60)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--conversation", default="conv-30")
+    parser.add_argument("--source", choices=["locomo", "journal"], default="locomo",
+                        help="a LoCoMo chat (turns) or bench/data/journal.txt (journal entries)")
     parser.add_argument("--out", type=Path, default=Path("results"))
     args = parser.parse_args(argv)
 
     from zettel_amem.llm.llama import load_llm
     from zettel_amem.memory import Memory
 
-    turns = load_turns(args.data, args.conversation, args.notes)
+    turns = load_journal(args.notes) if args.source == "journal" else load_turns(args.data, args.conversation,
+                                                                                  args.notes)
     with tempfile.TemporaryDirectory() as home:
         start = time.perf_counter()
         llm = load_llm(args.model)
@@ -71,7 +86,8 @@ def main(argv: list[str] | None = None) -> int:
         print(file=sys.stderr)
         evolved = sum(len(r.evolved) for r in results)
         report = {
-            "model": args.model, "notes": len(results), "conversation": args.conversation,
+            "model": args.model, "notes": len(results),
+            "source": "journal" if args.source == "journal" else args.conversation,
             "model_load_seconds": round(load_seconds, 2),
             "add_seconds": summarise(add_seconds),
             "process_seconds": summarise([r.seconds for r in results]),
@@ -87,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
             "versions_recorded": sum(len(n.history) for n in memory.store.notes()),
         }
     args.out.mkdir(parents=True, exist_ok=True)
-    out = args.out / f"per_note-{Path(args.model).stem}.json"
+    out = args.out / f"per_note-{args.source}-{Path(args.model).name.removesuffix('.gguf')}.json"
     out.write_text(json.dumps(report, indent=2), encoding="utf-8")
     print(json.dumps(report, indent=2))
     return 0

@@ -159,3 +159,18 @@ def test_unknown_and_ambiguous_prefixes(memory):
         memory.resolve("xyz!")
     any_id = next(iter(ids))
     assert memory.resolve(any_id[:12]).id == any_id
+
+
+def test_grammar_forbids_foreign_scripts_per_note_language():
+    import re
+
+    from zettel_amem.config import Settings
+    from zettel_amem.construct import annotate_schema
+
+    english = annotate_schema(Settings(), "English")["properties"]
+    korean = annotate_schema(Settings(), "Korean")["properties"]
+    assert re.fullmatch(english["keywords"]["items"]["pattern"], "knee") is not None
+    assert re.fullmatch(english["keywords"]["items"]["pattern"], "동생") is None  # copied example: refused
+    assert re.fullmatch(korean["keywords"]["items"]["pattern"], "동생") is not None
+    assert re.fullmatch(korean["context"]["pattern"], "무릎 부상 기록.") is not None
+    assert re.fullmatch(korean["context"]["pattern"], "膝盖受伤") is None  # Chinese drift: refused

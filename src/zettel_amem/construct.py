@@ -29,18 +29,22 @@ class Annotation:
     context: str
 
 
-# Characters a JSON string may hold, minus Chinese ideographs and kana: a small Qwen drifts into
-# Chinese on Korean input; the grammar makes that impossible instead of filtering it afterwards.
-_CHAR = '[^"\\\\\u3040-\u30ff\u3400-\u9fff]'
+# Characters a JSON string may hold, minus scripts the note is not written in: a small Qwen drifts into
+# Chinese on Korean input, and a 135M model copies the Korean example into English notes. The grammar
+# makes both impossible instead of filtering afterwards.
+_NOT_CJK = '"\\\\\u3040-\u30ff\u3400-\u9fff'
+_NOT_HANGUL = "\u1100-\u11ff\u3130-\u318f\uac00-\ud7a3"
+_CHAR = {"Korean": f"[^{_NOT_CJK}]", "English": f"[^{_NOT_CJK}{_NOT_HANGUL}]"}
 _FIRST = {"Korean": "[가-힣]", "English": "[A-Za-z0-9]"}
 
 
 def text_schema(max_chars: int, language: str, sentence: bool = False) -> dict[str, Any]:
     """A string of at most `max_chars` in the note's script; a sentence must *start* in that script."""
+    char = _CHAR.get(language, '[^"\\\\]')  # other languages: any character the JSON string allows
     first = _FIRST.get(language) if sentence else None
     if first is None:
-        return {"type": "string", "pattern": f"^{_CHAR}{{1,{max_chars}}}$"}
-    return {"type": "string", "pattern": f"^{first}{_CHAR}{{0,{max_chars - 1}}}$"}
+        return {"type": "string", "pattern": f"^{char}{{1,{max_chars}}}$"}
+    return {"type": "string", "pattern": f"^{first}{char}{{0,{max_chars - 1}}}$"}
 
 
 def annotate_schema(settings: Settings, language: str = "English") -> dict[str, Any]:
