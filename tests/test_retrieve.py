@@ -51,3 +51,15 @@ def test_search_through_memory_expands_links_both_ways(memory, fake_llm):
     ids = [h.note.id for h in hits]
     assert ids[0] == a.id and b.id in ids  # b only links *to* a: found through the backlink
     assert len(ids) == len(set(ids))
+
+
+def test_keyword_index_is_reused_but_sees_other_writers(memory, zk_home, embedder):
+    from zettel_amem.memory import Memory
+
+    memory.add("alpha knee note", "2026-03-01")
+    assert [h.note.content for h in memory.search("knee", use_vector=False)] == ["alpha knee note"]
+    index = memory.keyword_index()
+    assert memory.keyword_index() is index  # same store version: no rebuild
+    Memory(zk_home, embedder=embedder).add("beta knee story", "2026-03-02")  # another process, in effect
+    found = {h.note.content for h in memory.search("knee", use_vector=False)}
+    assert found == {"alpha knee note", "beta knee story"}

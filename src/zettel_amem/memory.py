@@ -27,7 +27,7 @@ from .link import decide_links
 from .llm import LLM, LLMError, Usage
 from .note import CONSTRUCTED, EVOLVABLE, PENDING, READY, Note, ProcessResult, now_iso
 from .prompts import Prompts
-from .retrieve import Hit, expand, fuse, keyword_rank, render_for_context
+from .retrieve import Hit, KeywordIndex, expand, fuse, render_for_context
 from .store import Store, sql_str
 from .text import has_control_chars, has_lone_surrogate, is_trivial
 
@@ -96,6 +96,7 @@ class Memory:
         self._llm = llm
         self._embedder = embedder
         self._store: Store | None = None
+        self._keyword_index: tuple[tuple[str, int], KeywordIndex] | None = None
 
     # -- lazily loaded parts ----------------------------------------------------------------------
     @property
@@ -311,6 +312,13 @@ class Memory:
         notes.sort(key=lambda n: (n.at, n.created, n.seq), reverse=True)
         return notes[:limit] if limit else notes
 
+    def keyword_index(self) -> KeywordIndex:
+        """The notebook's BM25 index, rebuilt only when the table has a new version."""
+        key = (self.notebook, self.store.table.version)
+        if self._keyword_index is None or self._keyword_index[0] != key:
+            self._keyword_index = (key, KeywordIndex(self.store.notes(self._scope())))
+        return self._keyword_index[1]
+
     def search(self, query: str, k: int | None = None, *, follow_links: bool = True,
                budget_tokens: int | None = None, use_vector: bool = True, use_keywords: bool = True
                ) -> list[Hit]:
@@ -320,11 +328,19 @@ class Memory:
         pool = max(50, 5 * k)
         vector_ranked = (self.store.nearest(self.embedder.embed_query(query), pool, self._scope())
                          if use_vector else [])
-        keyword_ranked = keyword_rank(self.store.notes(self._scope()), query, pool) if use_keywords else []
+        keyword_ranked = self.keyword_index().rank(query, pool) if use_keywords else []
         hits = fuse(vector_ranked, keyword_ranked, k, use_vector, use_keywords)
-        if not follow_links and budget_tokens is None:
-            return hits
-        return expand(hits, self.neighbours, budget_tokens, follow_links)
+        if not follow_links:
+            return hits if budget_tokens is None else expand(hits, self.neighbours, budget_tokens, False)
+        # One scan for every hit's backlinks and one read for all neighbours, not two queries per hit.
+        back = self.store.backlinks_many([h.note.id for h in hits])
+        found = self.store.get_many([i for h in hits for i in (*h.note.links, *back[h.note.id])])
+
+        def neighbours(note: Note) -> list[Note]:
+            ids = dict.fromkeys([*note.links, *back.get(note.id, [])])
+            return [found[i] for i in ids if i in found]
+
+        return expand(hits, neighbours, budget_tokens, follow_links)
 
     def ask(self, question: str, k: int | None = None, budget_tokens: int | None = None, *,
             today: str | None = None, hits: list[Hit] | None = None, **search_options) -> Answer:

@@ -100,13 +100,24 @@ def fuse(vector_ranked: list[tuple[Note, float]], keyword_ranked: list[tuple[Not
     return sorted(hits.values(), key=lambda h: (-h.score, h.note.at))[:k]
 
 
+class KeywordIndex:
+    """BM25 over a fixed set of notes; built once per store version and reused across queries."""
+
+    def __init__(self, notes: list[Note]):
+        self.notes = notes
+        self.bm25 = BM25([tokens(index_text(n)) for n in notes]) if notes else None
+
+    def rank(self, query: str, limit: int) -> list[tuple[Note, float]]:
+        query_tokens = tokens(query)
+        if not query_tokens or self.bm25 is None:
+            return []
+        scores = self.bm25.scores(query_tokens)
+        ranked = sorted((pair for pair in zip(self.notes, scores) if pair[1] > 0), key=lambda p: -p[1])
+        return ranked[:limit]
+
+
 def keyword_rank(notes: list[Note], query: str, limit: int) -> list[tuple[Note, float]]:
-    query_tokens = tokens(query)
-    if not query_tokens or not notes:
-        return []
-    scores = BM25([tokens(index_text(n)) for n in notes]).scores(query_tokens)
-    ranked = sorted((pair for pair in zip(notes, scores) if pair[1] > 0), key=lambda p: -p[1])
-    return ranked[:limit]
+    return KeywordIndex(notes).rank(query, limit)
 
 
 def render_for_context(note: Note) -> str:

@@ -268,6 +268,19 @@ class Store:
         rows = self._query(f"array_has(links, {sql_str(note_id)})", ["id", "at"])
         return [r["id"] for r in sorted(rows, key=lambda r: r["at"])]
 
+    def backlinks_many(self, note_ids: list[str]) -> dict[str, list[str]]:
+        """Backlinks of several notes in one scan (retrieval expands every hit at once)."""
+        if not note_ids:
+            return {}
+        wanted = set(note_ids)
+        where = "array_has_any(links, make_array(" + ", ".join(sql_str(i) for i in wanted) + "))"
+        out: dict[str, list[str]] = {i: [] for i in note_ids}
+        for row in sorted(self._query(where, ["id", "at", "links"]), key=lambda r: r["at"]):
+            for target in row["links"] or []:
+                if target in wanted:
+                    out[target].append(row["id"])
+        return out
+
     def count(self, where: str | None = None) -> int:
         return self._read(lambda: self.table.count_rows(where) if where else self.table.count_rows())
 
