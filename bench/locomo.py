@@ -73,15 +73,14 @@ def ingest_conversation(sample: dict, ingest: str, model: str | None, cache: Pat
 
     folder = cache / (model_tag(model) if model and ingest != "raw" else "no-llm") / ingest / sample["sample_id"]
     folder.mkdir(parents=True, exist_ok=True)
-    llm = None
+    memory = Memory(folder / "home", embedder=embedder)
+    configure(memory, ingest)
+    if (folder / "done").exists():  # cached: no model needed to search it
+        return memory, folder
     if ingest != "raw":
         from zettel_amem.llm.llama import load_llm
 
-        llm = load_llm(model)
-    memory = Memory(folder / "home", llm=llm, embedder=embedder)
-    configure(memory, ingest)
-    if (folder / "done").exists():
-        return memory, folder
+        memory._llm = load_llm(model)
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False, encoding="utf-8") as tmp:
         json.dump([sample], tmp)  # the one conversation, in a temp file outside the repo
     start = time.perf_counter()

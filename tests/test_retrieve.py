@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from zettel_amem.note import Note
-from zettel_amem.retrieve import Hit, expand, fuse, keyword_rank, render_for_context, tokens
+from zettel_amem.retrieve import Hit, KeywordIndex, expand, fuse, render_for_context, tokens
 from zettel_amem.text import estimate_tokens
 
 
@@ -13,7 +13,7 @@ def make(i: str, content: str, links=()) -> Note:
 
 def test_korean_keyword_matches_inside_words():
     notes = [make("a", "토요일 달리기 이후로 무릎이 아파서 멈췄다."), make("b", "회사 근처 헬스장 등록")]
-    ranked = keyword_rank(notes, "무릎", 5)
+    ranked = KeywordIndex(notes).rank("무릎", 5)
     assert [n.id for n, _ in ranked] == [notes[0].id]
     assert "무릎" in tokens("무릎이")
 

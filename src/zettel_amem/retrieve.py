@@ -116,9 +116,6 @@ class KeywordIndex:
         return ranked[:limit]
 
 
-def keyword_rank(notes: list[Note], query: str, limit: int) -> list[tuple[Note, float]]:
-    return KeywordIndex(notes).rank(query, limit)
-
 
 def render_for_context(note: Note) -> str:
     """How a note appears in an answer prompt (also what the budget counts)."""
