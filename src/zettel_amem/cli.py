@@ -326,7 +326,7 @@ def rm(note_id: str = typer.Argument(..., metavar="ID", help="Note id or unique 
 
     memory = _memory()
     note = memory.resolve(note_id)
-    if not yes and sys.stdin.isatty() and not typer.confirm(f"delete note {note.short_id}?"):
+    if not yes and sys.stdin is not None and sys.stdin.isatty() and not typer.confirm(f"delete note {note.short_id}?"):
         raise typer.Exit(1)
     unlinked = memory.remove(note.id)
     if as_json:
