@@ -402,6 +402,7 @@ def main(argv: list[str] | None = None) -> int:
             summary[variant]["answer_s_p50"] = percentile(answers, 0.5)
             summary[variant]["answer_s_p95"] = percentile(answers, 0.95)
     tag = f"{run_tag}-{'answer' if args.answer else 'retrieval'}-{'_'.join(sorted(wanted)) or 'all'}"
+    tag += f"-first{args.max_turns}" if args.max_turns else ""
     result = {"args": {k: str(v) for k, v in vars(args).items()}, "wall_seconds": round(time.perf_counter() - wall, 1),
               "summary": summary, "ingest_costs": costs, "records": all_records}
     (args.out / f"locomo-{tag}.json").write_text(json.dumps(result, ensure_ascii=False, indent=1), encoding="utf-8")
