@@ -167,8 +167,8 @@ def links(note_id: str = typer.Argument(..., metavar="ID", help="Note id or uniq
     root = memory.resolve(note_id)
 
     def both_ways(note):
-        found = memory.store.get_many([*note.links, *memory.backlinks(note.id)])
         back = memory.backlinks(note.id)
+        found = memory.store.get_many([*note.links, *back])
         return [found[i] for i in note.links if i in found], [found[i] for i in back if i in found]
 
     if as_json:
