@@ -31,6 +31,13 @@ class FakeLLM:
             "tags": ["journal"], "context": "About: " + user.split("Note:", 1)[1].strip()[:40]}
         self.link = lambda user, ids: {"links": ids[:1], "updates": []}
         self.answer = "The knee notes say so."
+        # Upper tiers: a summary is the session's first turns; entities are capitalised words and
+        # "X uses Y" sentences become relations; no unsure name is the same; every conflict outdates.
+        self.summarise = lambda user: {"facts": [re.sub(r"^\S+ \S+ ", "", line)
+                                                 for line in user.split("Turns:\n", 1)[1].splitlines()[:3]]}
+        self.extract = _extract_by_rule
+        self.same = lambda user: {"same": False}
+        self.outdated = lambda user, ids: {"outdated": ids}
         self._last = Usage()
 
     @property
@@ -46,6 +53,14 @@ class FakeLLM:
                            completion_tokens=20)
         if user.startswith("Task ANNOTATE"):
             return self.annotate(user), self._last
+        if user.startswith("Task SUMMARISE"):
+            return self.summarise(user), self._last
+        if user.startswith("Task EXTRACT"):
+            return self.extract(user), self._last
+        if user.startswith("Task SAME"):
+            return self.same(user), self._last
+        if user.startswith("Task OUTDATED"):
+            return self.outdated(user, schema["properties"]["outdated"]["items"]["enum"]), self._last
         ids = schema["properties"]["links"]["items"]["enum"]
         return self.link(user, ids), self._last
 
@@ -66,6 +81,14 @@ class EvolvingFakeLLM(FakeLLM):
         super().__init__()
         self.link = lambda user, ids: {"links": ids[:2], "updates": [
             {"id": i, "context": f"Updated by {_new_id(user)}.", "tags": ["evolved"]} for i in ids[:2]]}
+
+
+def _extract_by_rule(user: str) -> dict:
+    facts = user.split("):\n", 1)[1]
+    names = list(dict.fromkeys(re.findall(r"\b[A-Z][A-Za-z]+\b", facts)))
+    relations = [{"subject": s, "predicate": "uses", "object": o}
+                 for s, o in re.findall(r"\b([A-Z][A-Za-z]+) uses ([A-Z][A-Za-z]+)", facts)]
+    return {"entities": [{"name": n, "type": "other"} for n in names], "relations": relations}
 
 
 def _new_id(user: str) -> str:

@@ -1,6 +1,7 @@
 """Module boundaries, enforced: each layer imports only the layers below it.
 
-cli -> memory/render/worker -> pipeline (construct, link, evolve, retrieve) -> store/embed/llm/prompts
+cli -> tiers (episodes, graph, tier_store) -> memory/render/worker -> pipeline (construct, link, evolve,
+retrieve) -> store/embed/llm/prompts
 -> note/text/config. Storage never knows about the LLM; the LLM never knows about storage; only the
 CLI prints.
 """
@@ -27,9 +28,14 @@ ALLOWED = {
     "memory": {"config", "construct", "evolve", "link", "llm", "note", "prompts", "retrieve", "store", "text",
                "embed"},
     "ingest": {"config", "ingest", "memory", "note", "store", "text"},
+    "tier_store": {"note", "store"},
+    "episodes": {"config", "construct", "llm", "note", "prompts", "text"},
+    "graph": {"llm", "note", "prompts", "text"},
+    "tiers": {"config", "embed", "episodes", "graph", "llm", "memory", "note", "prompts", "retrieve", "store", "text",
+              "tier_store"},
     "worker": {"note"},
     "render": {"note", "retrieve", "text"},
-    "cli": {"config", "memory", "render", "worker", "ingest", "note"},
+    "cli": {"config", "memory", "render", "worker", "ingest", "note", "tiers"},
 }
 
 

@@ -83,15 +83,26 @@ def ask(question: str = typer.Argument(..., help="Your question."),
         as_json: bool = JSON_OPT) -> None:
     """Answer from your notes (streamed), citing the notes it used."""
     from . import render
+    from .tiers import Tiers
 
     memory = _memory()
-    answer = memory.ask(question, k)
+    tiers = Tiers(memory)
+    hints = tiers.context(question, log=False).hints  # L0: past episodes that look relevant
+    facts = tiers.facts_for(question)  # L2: what the graph knows about the people/projects named
+    block = ""
+    if hints:
+        block += "Past episodes:\n" + "\n".join(f"- {h.episode.start[:10]}: {h.episode.abstract}" for h in hints)
+        block += "\n"
+    if facts:
+        block += "Known facts:\n" + "\n".join(facts) + "\n"
+    answer = memory.ask(question, k, memory_block=block)
     if as_json:
         for _ in answer.pieces:
             pass
         cited = set(answer.cited())
         render.print_json({"answer": answer.text.strip(),
-                           "notes": [h.to_json(cited=h.note.id in cited) for h in answer.notes]})
+                           "notes": [h.to_json(cited=h.note.id in cited) for h in answer.notes],
+                           "episodes": [h.to_json() for h in hints], "facts": facts})
         return
     render.stream_markdown(answer.pieces)
     cited = set(answer.cited())
@@ -104,14 +115,21 @@ def search(query: str = typer.Argument(..., help="What to look for."),
            limit: int = typer.Option(10, "--limit", "-k", help="Number of hits before link expansion."),
            no_links: bool = typer.Option(False, "--no-links", help="Do not add linked notes."),
            as_json: bool = JSON_OPT) -> None:
-    """Retrieval only, no LLM: hybrid keyword + vector search plus linked notes."""
-    from . import render
+    """Retrieval only, no LLM: notes (hybrid search plus linked notes) and matching episodes (L1).
 
-    hits = _memory().search(query, limit, follow_links=not no_links)
+    `zk expand ID` shows an episode's full summary or a whole note."""
+    from . import render
+    from .tiers import Tiers
+
+    memory = _memory()
+    hits = memory.search(query, limit, follow_links=not no_links)
+    episodes = Tiers(memory).search_episodes(query, k=3, min_score=memory.settings.context_min_score)
     if as_json:
-        render.print_json([h.to_json() for h in hits])
-    else:
-        render.hits_table(hits)
+        render.print_json([h.to_json() for h in hits] + [{"kind": "episode", **h.to_json()} for h in episodes])
+        return
+    if episodes:
+        render.episodes_table(episodes)
+    render.hits_table(hits, title="notes" if episodes else None)
 
 
 @app.command("list")
@@ -187,21 +205,41 @@ def links(note_id: str = typer.Argument(..., metavar="ID", help="Note id or uniq
     render.console.print(render.links_tree(root, both_ways, depth))
 
 
-def _process_foreground(memory, quiet: bool) -> list:
-    """Drain the queue here (waiting for a running background worker), with a progress bar."""
+def _promote(memory, quiet: bool, done: list) -> None:
+    """The promotion chain after the notes: close past journal days, then summarise and extract."""
+    from . import render
+    from .tiers import Tiers
+
+    tiers = Tiers(memory)
+    if memory.settings.episodes:
+        tiers.close_due()
+    total = len(tiers.pending_episodes())
+    if quiet or total == 0:
+        done.extend(tiers.process_pending())
+        return
+    with render.progress() as bar:
+        task = bar.add_task("summarising sessions", total=total)
+        done.extend(tiers.process_pending(lambda r, i, n: bar.update(task, completed=i, total=n)))
+
+
+def _process_foreground(memory, quiet: bool, episodes: list | None = None) -> list:
+    """Drain the queue here (waiting for a running background worker), with a progress bar; then the
+    episodes (their results are appended to `episodes`)."""
     from . import render
     from .worker import drain
 
+    episodes = [] if episodes is None else episodes
+    then = lambda: _promote(memory, quiet, episodes)  # noqa: E731
     total = len(memory.pending_ids(all_notebooks=True))
     if quiet or total == 0:
-        return drain(memory, wait=True) or []
+        return drain(memory, wait=True, then=then) or []
     with render.progress() as bar:
         task = bar.add_task("processing notes", total=total)
 
         def advance(result, index, count):
             bar.update(task, completed=index, total=count)
 
-        return drain(memory, advance, wait=True) or []
+        return drain(memory, advance, wait=True, then=then) or []
 
 
 @app.command()
@@ -209,21 +247,24 @@ def process(limit: int | None = typer.Option(None, "--limit", help="Process at m
             quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
             background: bool = typer.Option(False, "--background", hidden=True),
             as_json: bool = JSON_OPT) -> None:
-    """Finish pending notes now (construction, links, evolution), with a progress bar."""
+    """Finish pending work now: notes (construction, links, evolution), then sessions into episodes."""
     from . import render
     from .worker import drain
 
     memory = _memory()
     if background:
-        drain(memory)
+        drain(memory, then=lambda: _promote(memory, True, []))
         return
-    results = _process_foreground(memory, quiet or as_json)
+    episodes: list = []
+    results = _process_foreground(memory, quiet or as_json, episodes)
     results = results[:limit] if limit else results
     if as_json:
-        render.print_json([r.__dict__ for r in results])
+        render.print_json([r.__dict__ for r in results] + [{"kind": "episode", **r.__dict__} for r in episodes])
     elif not quiet:
         render.process_summary(results)
-    if any(r.error for r in results):
+        if episodes:
+            render.episode_summary(episodes)
+    if any(r.error for r in [*results, *episodes]):
         raise typer.Exit(1)
 
 
@@ -262,9 +303,13 @@ def import_(source: str = typer.Argument(..., help="File, Markdown folder, or - 
                                    on_progress=lambda done, total: bar.update(task, completed=done, total=total))
     if not quiet and not as_json:
         render.import_summary(report)
+    if report.session_ids and memory.settings.episodes and not no_llm:  # an imported log is a finished session
+        from .tiers import Tiers
+
+        Tiers(memory).close_sessions(report.session_ids)
     if wait and not no_llm:
         _process_foreground(memory, quiet or as_json)
-    elif not no_llm and report.added and memory.settings.auto_worker:
+    elif not no_llm and report.session_ids and memory.settings.auto_worker:
         from .worker import spawn
 
         spawn(memory.home)
@@ -277,7 +322,7 @@ def import_(source: str = typer.Argument(..., help="File, Markdown folder, or - 
 @app.command()
 def sessions(limit: int | None = typer.Option(None, "--limit", help="At most N sessions."),
              as_json: bool = JSON_OPT) -> None:
-    """Imported conversations (sessions), newest first."""
+    """Sessions, newest first: imported conversations and journal days (`zk add` entries of one day)."""
     from . import render
     from .ingest.importer import list_sessions
 
@@ -369,6 +414,167 @@ def status(as_json: bool = JSON_OPT) -> None:
     else:
         for key, value in data.items():
             render.console.print(f"[bold]{key:>9}[/] {value}")
+
+
+# -- upper tiers ------------------------------------------------------------------------------------
+def _tiers():
+    from .tiers import Tiers
+
+    return Tiers(_memory())
+
+
+@app.command()
+def context(message: str = typer.Argument(..., help="The user's new message, or - to read it from standard input."),
+            recent: list[str] = typer.Option([], "--recent", "-r", help="An earlier user turn, oldest first "
+                                             "(repeatable; the last two are used)."),
+            limit: int | None = typer.Option(None, "--limit", "-k", min=0, help="At most N hints (default 3)."),
+            min_score: float | None = typer.Option(None, "--min-score", help="Hide hints scoring below this "
+                                                   "(default 0.3)."),
+            with_instructions: bool = typer.Option(False, "--with-instructions",
+                                                   help="Add the paragraph that tells an agent how to use its memory."),
+            as_json: bool = JSON_OPT) -> None:
+    """L0: a `## Memory Context` block of relevant past episodes for an agent's prompt; nothing if none fits."""
+    from . import render
+
+    tiers = _tiers()
+    result = tiers.context(_read_stdin() if message == "-" else message, recent, limit, min_score)
+    instructions = tiers.instructions() if with_instructions else ""
+    if as_json:
+        render.print_json({"query": result.query, "skipped": result.skipped or None, "top_score": result.top_score,
+                           "hints": [h.to_json() for h in result.hints], "block": result.block(instructions)})
+    else:
+        sys.stdout.write(result.block(instructions))
+
+
+@app.command()
+def expand(item_id: str = typer.Argument(..., metavar="ID", help="Episode id (e…), session id (s…) or note id."),
+           as_json: bool = JSON_OPT) -> None:
+    """L1: the full episode summary (e…), a session's turns (s…), or a whole note."""
+    from . import render
+
+    kind, item = _tiers().expand(item_id)
+    if kind == "note":
+        if as_json:
+            render.print_json(item.to_json(history=[v.to_dict() for v in item.history]))
+        else:
+            render.show_note(item, [], [])
+        return
+    episode, turns = item
+    if as_json:
+        data = episode.to_json() if episode else {"session_id": turns[0].session_id, "episode": None}
+        render.print_json({**data, "turn_ids": [t.id for t in turns]} if kind == "episode"
+                          else {**data, "turns": [t.to_json() for t in turns]})
+    elif kind == "episode":
+        render.episode_view(episode, turns)
+    else:
+        if episode:
+            render.episode_view(episode, turns)
+        render.session_view(turns)
+
+
+@app.command()
+def graph(entity: str | None = typer.Argument(None, help="A person, project, place… (omit to list entities)."),
+          depth: int = typer.Option(1, "--depth", min=1, max=3, help="Hops of connected entities to show."),
+          at: str | None = typer.Option(None, "--at", help="Only relations valid at this date."),
+          merge_into: str | None = typer.Option(None, "--merge-into", help="Record that ENTITY is the same as this."),
+          unmerge: bool = typer.Option(False, "--unmerge", help="Undo the merge of the entity named ENTITY."),
+          as_json: bool = JSON_OPT) -> None:
+    """L2: what the graph knows about an entity: relations now and in the past, their episodes, neighbours."""
+    from . import render
+
+    tiers = _tiers()
+    if entity is None:
+        if merge_into or unmerge:
+            raise ZkError("--merge-into and --unmerge need an ENTITY")
+        rows = tiers.entities()
+        render.print_json(rows) if as_json else render.entities_table(rows)
+        return
+    if merge_into or unmerge:
+        changed = tiers.unmerge(entity) if unmerge else tiers.merge(entity, merge_into)
+        if as_json:
+            render.print_json(changed.to_json())
+        else:
+            render.console.print(f"'{changed.name}' " + ("stands alone again" if unmerge else
+                                                         f"is now the same entity as '{merge_into}'"))
+        return
+    view = tiers.graph(entity, depth, at)
+    render.print_json(view) if as_json else render.console.print(render.graph_tree(view))
+
+
+session_app = typer.Typer(no_args_is_help=True, help="Close sessions into episodes, or summarise one again.")
+app.add_typer(session_app, name="session")
+
+
+@session_app.command("close")
+def session_close(ids: list[str] = typer.Argument(None, metavar="[ID]...", help="Session (s…) or episode (e…) "
+                                                  "ids; default: today's journal."),
+                  wait: bool = typer.Option(False, "--wait", help="Summarise now, in the foreground."),
+                  as_json: bool = JSON_OPT) -> None:
+    """Mark sessions complete: they are summarised into episodes (by the background worker, or now)."""
+    from . import render
+    from .note import day_session_key, now_iso, session_id_for
+
+    tiers = _tiers()
+    memory = tiers.memory
+    targets = [tiers.resolve_session(i) for i in ids] if ids else [
+        session_id_for(memory.notebook, day_session_key(now_iso()[:10]))]
+    episodes = tiers.close_sessions(targets)
+    results = []
+    if wait:
+        results = [tiers.process_episode(e.id) for e in episodes]
+    elif memory.settings.auto_worker:
+        from .worker import spawn
+
+        spawn(memory.home)
+    if as_json:
+        render.print_json([{**e.to_json(), "result": next((r.__dict__ for r in results if r.id == e.id), None)}
+                           for e in episodes])
+        return
+    for episode in episodes:
+        episode = tiers.store.episode(episode.id) or episode
+        render.console.print(f"[bold cyan]{episode.id[:9]}[/] {episode.status}: {render.escape(episode.abstract)}")
+    if any(r.error for r in results):
+        raise typer.Exit(1)
+
+
+@session_app.command("resummarize")
+def session_resummarize(item_id: str = typer.Argument(..., metavar="ID", help="Session (s…) or episode (e…) id."),
+                        as_json: bool = JSON_OPT) -> None:
+    """Summarise a session again from its raw turns (never from the old summary) and re-extract its facts."""
+    from . import render
+
+    tiers = _tiers()
+    result = tiers.resummarize(item_id)
+    episode = tiers.store.episode(result.id)
+    if as_json:
+        render.print_json({**episode.to_json(), "result": result.__dict__})
+    else:
+        render.episode_view(episode, [])
+    if result.error:
+        raise typer.Exit(1)
+
+
+@app.command()
+def prune(older_than: str = typer.Option(..., "--older-than", help="Age, e.g. 180d, 26w, 6m, 1y."),
+          as_json: bool = JSON_OPT) -> None:
+    """Remove episode summaries that ended before the given age. Raw notes and graph facts stay."""
+    from . import render
+
+    removed = _tiers().prune(older_than)
+    if as_json:
+        render.print_json({"pruned": removed})
+    else:
+        render.console.print(f"pruned {len(removed)} episode summar{'y' if len(removed) == 1 else 'ies'}; "
+                             "raw notes and graph facts kept")
+
+
+@app.command()
+def stats(as_json: bool = JSON_OPT) -> None:
+    """Counts per tier, and how `zk context` has been doing (hints per call, top scores)."""
+    from . import render
+
+    data = _tiers().stats()
+    render.print_json(data) if as_json else render.stats_view(data)
 
 
 def main() -> None:

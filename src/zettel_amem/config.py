@@ -62,6 +62,15 @@ class Settings:
     context_budget_tokens: int = 700  # for `zk ask`
     answer_max_tokens: int = 256
     auto_worker: bool = True  # spawn the background worker after `zk add`
+    # Upper tiers.
+    episodes: bool = True  # close imported sessions and past journal days into episodes automatically
+    summary_chunk_tokens: int = 1500  # raw turns per summarising call (longer sessions take several)
+    summary_max_facts: int = 6
+    summary_max_tokens: int = 300
+    context_hints: int = 3  # L0: at most this many one-line episode abstracts
+    context_min_score: float = 0.35  # L0: below this, no hint; above the 0.3 a vector alone can reach
+    context_keyword_weight: float = 0.7  # L0: text 0.7 / vector 0.3
+    context_query_chars: int = 300  # L0: message + last 2 user turns, newest end kept
     extra: dict[str, str] = field(default_factory=dict)
 
     @classmethod

@@ -132,3 +132,10 @@ def load_embedder(name: str = "default", threads: int = 2) -> Embedder:
         model, _, path = spec.partition("@")
         return FastEmbedEmbedder(model, Path(path).expanduser() if path else None, name=name, threads=threads)
     raise ZkError(f"unknown embedder '{name}' (use e5-small, minilm or fastembed:<model>[@<dir>])")
+
+# Cosine band a query's similarity to an episode is rescaled from (to 0..1) for the L0 threshold: e5
+# scores unrelated text around 0.75 and close paraphrases above 0.9.
+QUERY_SIMILARITY_BANDS = {"e5-small": (0.75, 0.9), "minilm": (0.1, 0.7)}
+# Entity names: (ask the model above, merge without asking above). On e5 "PostgreSQL"/"Postgres" is 0.97,
+# "Yeouido Hangang Park"/"Hangang Park" 0.96, "SQLite"/"PostgreSQL" 0.93, "Mina"/"미나" 0.89, "Hana"/"Mina" 0.86.
+ENTITY_THRESHOLDS = {"e5-small": (0.88, 0.96), "minilm": (0.6, 0.9)}

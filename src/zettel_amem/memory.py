@@ -25,7 +25,7 @@ from .construct import annotate
 from .evolve import apply_update, record
 from .link import decide_links
 from .llm import LLM, LLMError, Usage
-from .note import CONSTRUCTED, EVOLVABLE, PENDING, READY, Note, ProcessResult, now_iso
+from .note import CONSTRUCTED, EVOLVABLE, PENDING, READY, Note, ProcessResult, day_session_key, now_iso, session_id_for
 from .prompts import Prompts
 from .retrieve import Hit, KeywordIndex, expand, fuse, render_for_context
 from .store import Store, sql_str
@@ -141,8 +141,12 @@ class Memory:
                     **fields)
 
     def add(self, content: str, at: str | None = None) -> Note:
-        """Store the raw note with its content embedding. Returns once it is durable and searchable."""
+        """Store the raw note with its content embedding. Returns once it is durable and searchable.
+
+        A journal entry belongs to its day's session, which becomes an episode once the day is over."""
         note = self.new_note(content, at)
+        note.session_id = session_id_for(self.notebook, day_session_key(note.at[:10]))
+        note.source = f"journal {note.at[:10]}"
         self.add_notes([note])
         return note
 
@@ -343,17 +347,20 @@ class Memory:
         return expand(hits, neighbours, budget_tokens, follow_links)
 
     def ask(self, question: str, k: int | None = None, budget_tokens: int | None = None, *,
-            today: str | None = None, hits: list[Hit] | None = None, **search_options) -> Answer:
-        """Retrieve (or take `hits`), then stream an answer. `search_options` go to `search()`."""
+            today: str | None = None, hits: list[Hit] | None = None, memory_block: str = "",
+            **search_options) -> Answer:
+        """Retrieve (or take `hits`), then stream an answer. `search_options` go to `search()`;
+        `memory_block` is what the upper tiers add (episode hints, graph facts), placed before the notes."""
         if hits is None:
             hits = self.search(question, k, budget_tokens=budget_tokens or self.settings.context_budget_tokens,
                                **search_options)
-        if not hits:  # nothing to answer from: say so without spending an LLM call
+        if not hits and not memory_block:  # nothing to answer from: say so without spending an LLM call
             return Answer(pieces=iter(["No notes found for this question."]), notes=[],
                           text="No notes found for this question.")
         notes_block = "\n".join(render_for_context(h.note) for h in hits)
         user = self.prompts.render("answer", notes=notes_block, question=question.strip(),
-                                   today=today or date.today().isoformat())
+                                   today=today or date.today().isoformat(),
+                                   memory=memory_block.strip() + "\n" if memory_block.strip() else "")
         system = self.prompts.raw("answer_system").strip()
         llm = self.llm
         answer = Answer(pieces=iter(()), notes=hits)

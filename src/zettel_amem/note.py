@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -97,6 +98,17 @@ class Note:
         return [Version.from_dict(v) for v in json.loads(raw)] if raw else []
 
 
+def session_id_for(notebook: str, session_key: str) -> str:
+    """Stable session id: "s" + 15 hex of sha256(notebook, the log's own session key)."""
+    digest = hashlib.sha256(f"{notebook}\x1f{session_key}".encode()).hexdigest()
+    return "s" + digest[:15]
+
+
+def day_session_key(day: str) -> str:
+    """Journal entries (`zk add`) form one session per calendar day of their time: the working tier."""
+    return f"day:{day}"
+
+
 def now_iso() -> str:
     return datetime.now().replace(microsecond=0).isoformat()
 
@@ -116,3 +128,90 @@ class ProcessResult:
     completion_tokens: int = 0
     seconds: float = 0.0
     error: str = ""
+
+
+# -- the upper tiers: episodes (episodic) and the entity graph (semantic) ----------------------------
+# An episode moves through these stages, each committed on its own, like a note's.
+EPISODE_PENDING = "pending"  # the session is complete; no summary yet
+EPISODE_SUMMARISED = "summarised"  # summary + extractive abstract stored; entities not extracted yet
+EPISODE_READY = "ready"  # entities and relations extracted and deduplicated into the graph
+
+
+@dataclass
+class Episode:
+    """One completed session, compressed: an LLM summary plus an extractive one-line abstract.
+
+    The id follows from the session id ("e" + the session's hex), so one session has one episode and
+    re-closing it never makes a second. The summary is always regenerated from the raw turns."""
+
+    id: str
+    session_id: str
+    notebook: str = "main"
+    title: str = ""
+    start: str = ""  # time of the session's first and last turn
+    end: str = ""
+    turns: int = 0  # turns summarised; a session that grew since is summarised again
+    summary: str = ""
+    abstract: str = ""
+    status: str = EPISODE_PENDING
+    created: str = ""
+    error: str = ""
+    vector: list[float] | None = None
+
+    def to_json(self, **extra: Any) -> dict[str, Any]:
+        data = {"id": self.id, "kind": "episode", "session_id": self.session_id, "notebook": self.notebook,
+                "title": self.title, "start": self.start, "end": self.end, "turns": self.turns,
+                "abstract": self.abstract, "summary": self.summary, "status": self.status}
+        data.update(extra)
+        return data
+
+
+@dataclass
+class Entity:
+    """A person, project, place, organisation, technology, ... named in some episode.
+
+    Deduplication never rewrites a row: a duplicate keeps its own row and points at the entity it was
+    merged into (`merged_into`, with the reason), so every merge can be undone."""
+
+    id: str
+    name: str
+    type: str = "other"
+    notebook: str = "main"
+    key: str = ""  # normalised name (text.name_key): identical keys are the same entity, no merge needed
+    merged_into: str | None = None
+    merge_reason: str = ""
+    created: str = ""
+    episodes: list[str] = field(default_factory=list)  # where it was mentioned
+    vector: list[float] | None = None
+
+    def to_json(self, **extra: Any) -> dict[str, Any]:
+        data = {"id": self.id, "name": self.name, "type": self.type, "notebook": self.notebook,
+                "merged_into": self.merged_into, "merge_reason": self.merge_reason or None,
+                "episodes": self.episodes}
+        data.update(extra)
+        return data
+
+
+@dataclass
+class Relation:
+    """subject --predicate--> object, valid from the episode that stated it until one that contradicts it.
+
+    Contradicted relations are never deleted: `invalid_from` and `invalidated_by` say when and by which
+    newer relation, so questions about the past still have answers."""
+
+    id: str
+    subject: str  # entity id
+    predicate: str
+    object: str  # entity id
+    notebook: str = "main"
+    episode_id: str = ""
+    valid_from: str = ""
+    invalid_from: str | None = None
+    invalidated_by: str | None = None
+    created: str = ""
+
+    def valid_at(self, when: str | None) -> bool:
+        """Current (when None) or in force at the ISO time `when`."""
+        if when is None:
+            return self.invalid_from is None
+        return self.valid_from <= when and (self.invalid_from is None or when < self.invalid_from)

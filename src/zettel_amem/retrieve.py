@@ -17,23 +17,34 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .note import Note
-from .text import estimate_tokens, one_line
+from .text import estimate_tokens, one_line, romanise
 
 RRF_K = 60
 _WORD = re.compile(r"[0-9a-z]+|[\uac00-\ud7a3]+|[\u4e00-\u9fff\u3040-\u30ff]", re.IGNORECASE)
 _STOP = {"the", "a", "an", "and", "or", "of", "to", "in", "on", "at", "is", "was", "what", "how", "did",
          "do", "my", "i", "me", "with", "for", "it", "this", "that", "about", "happened", "are", "be"}
+# Chat filler that says nothing about a topic (L0 hints only; note search keeps its own list above).
+_FILLER = {"does", "will", "would", "can", "could", "you", "your", "we", "our", "now", "so", "then", "just",
+           "any", "anything", "again", "still", "tell", "know", "think", "there", "where", "when", "which", "who",
+           "그거", "그게", "이거", "이게", "저거", "그건", "어떻게", "됐어", "됐어요", "뭐", "뭐야", "뭐였지", "말이야",
+           "그래서", "근데", "그럼", "혹시", "좀", "다시", "아까", "이제", "그", "이", "저", "어", "음", "있어", "없어",
+           "했어", "할까", "알려줘", "어때", "어디", "언제", "누구", "왜"}
 
 
-def tokens(text: str) -> list[str]:
+def tokens(text: str, romanised: bool = False) -> list[str]:
+    """Lower-cased words minus stop words; Hangul runs also as character bigrams (and, with
+    `romanised`, in Latin letters, so "온비서" meets "Onbiseo")."""
     out: list[str] = []
     for match in _WORD.finditer(text.lower()):
         word = match.group()
         if word in _STOP:
             continue
         out.append(word)
-        if "\uac00" <= word[0] <= "\ud7a3" and len(word) > 2:
-            out.extend(word[i:i + 2] for i in range(len(word) - 1))
+        if "\uac00" <= word[0] <= "\ud7a3":
+            if len(word) > 2:
+                out.extend(word[i:i + 2] for i in range(len(word) - 1))
+            if romanised:
+                out.append(romanise(word))
     return out
 
 
@@ -115,6 +126,73 @@ class KeywordIndex:
         ranked = sorted((pair for pair in zip(self.notes, scores) if pair[1] > 0), key=lambda p: -p[1])
         return ranked[:limit]
 
+
+class CoverageIndex:
+    """How much of a query a document covers, in [0, 1], comparable across queries (unlike BM25).
+
+    The IDF-weighted share of the query's distinct words found in the document. A Hangul word also
+    counts in part through its character bigrams ("데이터베이스" in "데이터베이스를"), and in Latin letters
+    ("온비서" = "onbiseo"). Words no document has still weigh (half the median IDF): a query mostly about
+    something else must not score high because one common word matched. Chat filler ("그거", "어떻게")
+    weighs nothing. Used where a score must pass a fixed threshold (L0 hints)."""
+
+    def __init__(self, texts: list[str]):
+        self.docs = [self.terms(t) for t in texts]
+        df: Counter[str] = Counter()
+        for doc in self.docs:
+            df.update(doc)
+        n = len(self.docs)
+        self.idf = {t: math.log(1 + (n - f + 0.5) / (f + 0.5)) for t, f in df.items()}
+        weights = sorted(self.idf.values())
+        self.unseen_weight = 0.5 * weights[len(weights) // 2] if weights else 1.0
+
+    @staticmethod
+    def words(text: str) -> list[str]:
+        """Whole words minus stop words and filler; a plural/3rd-person "s" dropped ("uses" = "use")."""
+        out = []
+        for match in _WORD.finditer(text.lower()):
+            word = match.group()
+            if word in _STOP or word in _FILLER:
+                continue
+            if len(word) > 3 and word.endswith("s") and not word.endswith("ss") and word.isascii():
+                word = word[:-1]
+            out.append(word)
+        return out
+
+    @classmethod
+    def terms(cls, text: str) -> set[str]:
+        out: set[str] = set()
+        for word in cls.words(text):
+            out.add(word)
+            if "\uac00" <= word[0] <= "\ud7a3":
+                out.add(romanise(word))
+                out.update(word[i:i + 2] for i in range(len(word) - 1))
+        return out
+
+    def _match(self, word: str, doc: set[str]) -> float:
+        if word in doc:
+            return 1.0
+        if "\uac00" <= word[0] <= "\ud7a3":
+            if romanise(word) in doc:
+                return 1.0
+            grams = [word[i:i + 2] for i in range(len(word) - 1)]
+            return sum(g in doc for g in grams) / len(grams) if grams else 0.0
+        return 0.0
+
+    def _weight(self, word: str) -> float:
+        forms = [word]
+        if "\uac00" <= word[0] <= "\ud7a3":
+            forms += [romanise(word), *(word[i:i + 2] for i in range(len(word) - 1))]
+        seen = [self.idf[f] for f in forms if f in self.idf]
+        return max(seen) if seen else self.unseen_weight
+
+    def scores(self, query: str) -> list[float]:
+        words = list(dict.fromkeys(self.words(query)))
+        if not words:
+            return [0.0] * len(self.docs)
+        weight = {w: self._weight(w) for w in words}
+        total = sum(weight.values())
+        return [sum(weight[w] * self._match(w, doc) for w in words) / total for doc in self.docs]
 
 
 def render_for_context(note: Note) -> str:

@@ -103,3 +103,31 @@ def has_control_chars(text: str) -> bool:
 
 def has_lone_surrogate(text: str) -> bool:
     return any(0xD800 <= ord(ch) <= 0xDFFF for ch in text)
+
+
+# -- names: the keys entity deduplication compares ------------------------------------------------------
+_NAME_DROP = re.compile(r"[\s\W_]+", re.UNICODE)
+_INITIALS = ["g", "kk", "n", "d", "tt", "r", "m", "b", "pp", "s", "ss", "", "j", "jj", "ch", "k", "t", "p", "h"]
+_MEDIALS = ["a", "ae", "ya", "yae", "eo", "e", "yeo", "ye", "o", "wa", "wae", "oe", "yo", "u", "wo", "we", "wi",
+            "yu", "eu", "ui", "i"]
+_FINALS = ["", "k", "k", "k", "n", "n", "n", "t", "l", "k", "m", "l", "l", "l", "p", "l", "m", "p", "p", "t", "t",
+           "ng", "t", "t", "k", "t", "p", "t"]
+
+
+def name_key(name: str) -> str:
+    """A name with case, width, spacing and punctuation removed: "온 비서" and "온비서" share a key."""
+    return _NAME_DROP.sub("", unicodedata.normalize("NFKC", name).lower())
+
+
+def romanise(text: str) -> str:
+    """Hangul syllables in Revised Romanization (per syllable, no sound-change rules): 온비서 -> onbiseo.
+
+    Good enough to match a Korean name with its usual Latin spelling, which is all dedup asks of it."""
+    out = []
+    for ch in text:
+        code = ord(ch) - 0xAC00
+        if 0 <= code < 11172:
+            out.append(_INITIALS[code // 588] + _MEDIALS[(code % 588) // 28] + _FINALS[code % 28])
+        else:
+            out.append(ch)
+    return "".join(out)

@@ -46,8 +46,9 @@ def spawn(home: Path) -> None:
 
 
 def drain(memory, on_progress: Callable[[ProcessResult, int, int], None] | None = None,
-          wait: bool = False) -> list[ProcessResult] | None:
-    """Process every unfinished note (all notebooks). None if another worker holds the lock."""
+          wait: bool = False, then: Callable[[], object] | None = None) -> list[ProcessResult] | None:
+    """Process every unfinished note (all notebooks), then run `then` (the tiers' promotion chain)
+    while still holding the lock. None if another worker holds the lock."""
     results: list[ProcessResult] = []
     failed: set[str] = set()
     while True:
@@ -65,5 +66,7 @@ def drain(memory, on_progress: Callable[[ProcessResult, int, int], None] | None 
                         failed.add(note_id)  # keep it pending for a later `zk process`; don't spin on it
                     if on_progress:
                         on_progress(result, index, len(todo))
+            if then is not None:
+                then()
         if not [i for i in memory.pending_ids(all_notebooks=True) if i not in failed]:
             return results

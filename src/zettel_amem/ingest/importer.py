@@ -41,7 +41,6 @@ the hashes inside its write lock (`Store.add(skip_existing=True)`).
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -50,7 +49,7 @@ from typing import BinaryIO
 
 from ..config import ZkError
 from ..memory import Memory, content_hash
-from ..note import Note, now_iso
+from ..note import Note, now_iso, session_id_for
 from ..store import sql_str
 from . import parsers
 from .parsers import ParseProblem, Turn
@@ -72,11 +71,6 @@ class ImportReport:
 
     def to_json(self) -> dict:
         return asdict(self)
-
-
-def session_id_for(notebook: str, session_key: str) -> str:
-    digest = hashlib.sha256(f"{notebook}\x1f{session_key}".encode()).hexdigest()
-    return "s" + digest[:15]
 
 
 def _open_for_detection(source: Path | BinaryIO) -> tuple[bytes, Path | BinaryIO]:

@@ -1,0 +1,325 @@
+"""The three tiers with the mock model: promotion chain, L0 hints, L1 expand, L2 graph, scopes, prune."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+
+import pytest
+
+from tests.fake_llm import FakeLLM
+from zettel_amem import cli
+from zettel_amem.config import ZkError
+from zettel_amem.episodes import abstract_of
+from zettel_amem.memory import Memory
+from zettel_amem.note import EPISODE_PENDING, EPISODE_READY, READY
+from zettel_amem.tiers import Tiers
+
+
+def journal(memory: Memory, entries: list[tuple[str, str]]) -> Tiers:
+    """Add entries, process them, close their (past) days and run the promotion chain."""
+    for at, text in entries:
+        memory.add(text, at)
+    memory.process_pending()
+    tiers = Tiers(memory)
+    tiers.close_due(today="2026-12-01")
+    results = tiers.process_pending()
+    assert all(r.status == EPISODE_READY and not r.error for r in results), results
+    return tiers
+
+
+PROJECT = [
+    ("2026-03-02T10:00", "Onbiseo uses SQLite for the first prototype."),
+    ("2026-03-02T18:00", "Mina joined the Onbiseo team as PM."),
+    ("2026-05-04T09:00", "Onbiseo uses PostgreSQL now; the SQLite file was migrated."),
+    ("2026-06-10T08:00", "Ran 10 km at Yeouido Hangang Park, knee felt fine."),
+]
+
+
+# -- the episodic tier ----------------------------------------------------------------------------
+def test_abstract_is_first_meaningful_sentence_cut_on_characters():
+    assert abstract_of("Ok.\nJoon moved the Onbiseo project to PostgreSQL. Then lunch.") == \
+        "Joon moved the Onbiseo project to PostgreSQL."
+    korean = "좋아.\n" + "온비서 프로젝트의 데이터베이스를 SQLite에서 PostgreSQL로 옮기기로 결정했다" * 5 + "."
+    abstract = abstract_of(korean)
+    assert len(abstract) <= 200 and abstract.endswith("…")
+    assert abstract.startswith("온비서 프로젝트의") and "좋아" not in abstract
+    assert abstract[:-1] == korean.split("\n")[1][:len(abstract) - 1]  # a prefix: whole characters only
+    assert abstract_of("- 짧다.\n- 짧은 문장.") == "짧다. 짧은 문장."  # none reaches 20 characters: all, clipped
+
+
+def test_promotion_chain_turns_sessions_into_episodes_and_facts(memory):
+    tiers = journal(memory, PROJECT)
+    episodes = sorted(tiers.store.episodes("main"), key=lambda e: e.start)
+    assert [e.start[:10] for e in episodes] == ["2026-03-02", "2026-05-04", "2026-06-10"]
+    first = episodes[0]
+    assert first.turns == 2 and first.status == EPISODE_READY and first.vector is None  # vector not read
+    assert first.abstract == "Onbiseo uses SQLite for the first prototype."
+    assert "Mina joined the Onbiseo team as PM." in first.summary
+    # Raw turns are never touched by the tiers.
+    assert all(n.status == READY for n in memory.store.notes())
+    assert len(memory.store.notes()) == len(PROJECT)
+    # Idempotent: closing again changes nothing and queues nothing.
+    assert tiers.close_due(today="2026-12-01") == []
+    assert tiers.close_session(first.session_id).status == EPISODE_READY
+    assert tiers.pending_episodes() == []
+
+
+def test_add_and_ask_never_run_the_chain(memory):
+    memory.add("Onbiseo uses SQLite.", "2026-03-02T10:00")
+    tiers = Tiers(memory)
+    assert tiers.store.episodes("main") == []  # no episode until the day is closed by the worker
+    memory.process_pending()
+    assert not any(c["user"].startswith(("Task SUMMARISE", "Task EXTRACT")) for c in memory.llm.calls)
+
+
+def test_today_is_not_closed_until_the_day_rolls_over(memory):
+    memory.add("Still writing today.", "2026-11-29T09:00")
+    tiers = Tiers(memory)
+    assert tiers.close_due(today="2026-11-29") == []
+    assert len(tiers.close_due(today="2026-11-30")) == 1
+
+
+def test_a_grown_session_is_summarised_again_from_raw_turns(memory):
+    tiers = journal(memory, PROJECT[:1])
+    memory.add("Onbiseo got a logo today.", "2026-03-02T21:00")
+    episode = tiers.close_session(tiers.store.episodes("main")[0].session_id)
+    assert episode.status == EPISODE_PENDING
+    tiers.process_pending()
+    episode = tiers.store.episode(episode.id)
+    assert episode.turns == 2 and "Onbiseo got a logo today." in episode.summary
+    summarise_calls = [c for c in memory.llm.calls if c["user"].startswith("Task SUMMARISE")]
+    assert "Onbiseo uses SQLite" in summarise_calls[-1]["user"]  # the raw turns, not the old summary
+    assert episode.summary not in summarise_calls[-1]["user"] or episode.summary.count("\n") == 0
+
+
+def test_failed_summary_stays_pending_and_finishes_later(memory, fake_llm):
+    for at, text in PROJECT[:2]:
+        memory.add(text, at)
+    tiers = Tiers(memory)
+    tiers.close_due(today="2026-12-01")
+    fake_llm.fail = True
+    result = tiers.process_pending()[0]
+    assert result.error and tiers.store.episode(result.id).status == EPISODE_PENDING
+    fake_llm.fail = False
+    assert tiers.process_pending()[0].status == EPISODE_READY
+
+
+def test_resummarize_replaces_the_episodes_facts(memory, fake_llm):
+    tiers = journal(memory, PROJECT)
+    before = len(tiers.store.relations("main"))
+    episode = sorted(tiers.store.episodes("main"), key=lambda e: e.start)[1]
+    result = tiers.resummarize(episode.id[:6])
+    assert result.status == EPISODE_READY
+    assert len(tiers.store.relations("main")) == before  # replaced, not duplicated
+
+
+# -- L0: hints ------------------------------------------------------------------------------------
+def test_trivial_messages_are_skipped_without_searching(memory, monkeypatch):
+    tiers = journal(memory, PROJECT)
+    monkeypatch.setattr(tiers, "search_episodes", lambda *a, **k: pytest.fail("searched a trivial message"))
+    for message in ["ok", "고마워", "thanks!", "👍👍", "ㅋㅋㅋ"]:
+        result = tiers.context(message, recent=["What database does Onbiseo use?"])
+        assert result.skipped == "trivial message" and result.block() == ""
+
+
+KOREAN = [
+    ("2026-04-01T10:00", "온비서 데이터베이스를 PostgreSQL로 마이그레이션하기로 했다."),
+    ("2026-04-08T21:00", "동생이랑 성수동에서 저녁을 먹었다."),
+    ("2026-04-09T07:00", "한강에서 10km 달리기, 무릎이 조금 아팠다."),
+]
+
+
+def test_recent_turns_make_a_vague_message_find_its_topic(memory):
+    tiers = journal(memory, KOREAN)
+    alone = tiers.context("그거 어떻게 됐어?")
+    assert alone.hints == []  # nothing in the message itself: no hint beats a wrong hint
+    found = tiers.context("그거 어떻게 됐어?", recent=["점심 뭐 먹지", "온비서 데이터베이스 마이그레이션 말이야"])
+    assert [h.episode.start[:10] for h in found.hints] == ["2026-04-01"]
+    assert found.block().startswith("## Memory Context\n- [e")
+
+
+def test_query_keeps_the_newest_300_characters(zk_home):
+    tiers = Tiers(Memory(zk_home, llm=FakeLLM(), embedder=None))
+    long_old = "옛날 이야기 " * 100
+    query = tiers.build_query("그거 어떻게 됐어?", recent=["dropped: older than the last two", long_old, "온비서 DB"])
+    assert len(query) <= 300
+    assert query.endswith("온비서 DB 그거 어떻게 됐어?")
+    assert "dropped" not in query
+    assert query == (long_old.strip() + " 온비서 DB 그거 어떻게 됐어?")[-len(query):]  # cut on characters
+
+
+def test_nothing_relevant_prints_nothing(memory, monkeypatch, capsys):
+    journal(memory, PROJECT)
+    result = Tiers(memory).context("What is the capital of Australia?")
+    assert result.hints == [] and result.block() == ""
+    assert result.top_score is not None and result.top_score < memory.settings.context_min_score
+    assert zk(["context", "What is the capital of Australia?"], monkeypatch, capsys) == ""
+
+
+def test_context_calls_are_logged_for_stats(memory, monkeypatch, capsys):
+    tiers = journal(memory, PROJECT)
+    tiers.context("ok")
+    tiers.context("What database does Onbiseo use?")
+    tiers.context("What is the capital of Australia?")
+    stats = json.loads(zk(["stats", "--json"], monkeypatch, capsys))
+    ctx = stats["context"]
+    assert ctx["calls"] == 3 and ctx["skipped_trivial"] == 1 and ctx["no_hint"] == 1
+    assert ctx["top_score"]["p90"] >= memory.settings.context_min_score
+    assert stats["episodes"]["total"] == 3 and stats["notes"]["total"] == 4
+
+
+# -- L2: graph ------------------------------------------------------------------------------------
+def test_names_are_deduplicated_and_merges_can_be_undone(memory, fake_llm):
+    def extract(user):
+        name = next(n for n in ["온 비서", "온비서", "Onbiseo"] if n in user)
+        return {"entities": [{"name": name, "type": "project"}, {"name": "SQLite", "type": "technology"}],
+                "relations": [{"subject": name, "predicate": "uses", "object": "SQLite"}]}
+
+    fake_llm.extract = extract
+    tiers = journal(memory, [
+        ("2026-03-02T10:00", "온비서 uses SQLite."),
+        ("2026-03-03T10:00", "온 비서 uses SQLite still."),
+        ("2026-03-04T10:00", "Onbiseo uses SQLite for tests."),
+    ])
+    entities = tiers.entities()
+    onbiseo = [e for e in entities if e["canonical"] in ("온비서", "Onbiseo")]
+    assert len({e["canonical"] for e in onbiseo}) == 1  # one node
+    merged = [e for e in onbiseo if e["merged_into"]]
+    assert merged and all(e["merge_reason"] for e in merged)
+    view = tiers.graph("온 비서")
+    assert view["entity"]["name"] in ("온비서", "Onbiseo") and len(view["entity"]["relations"]) == 3
+    alias = merged[0]["name"]
+    tiers.unmerge(alias)
+    assert tiers.find_entity(alias).name == alias  # stands alone again ...
+    assert len(tiers.graph(alias)["entity"]["relations"]) == 1  # ... with only its own facts
+    assert alias == "Onbiseo" and merged[0]["merge_reason"] == "romanisation"
+    tiers.merge(alias, "온비서")
+    assert len(tiers.graph(alias)["entity"]["relations"]) == 3
+
+
+def test_unsure_names_ask_the_model_once(memory, fake_llm):
+    # "김민수" romanises to "gimminsu", not "Kim Minsu": the spelling rules cannot tell, the embedding is unsure.
+    fake_llm.same = lambda user: {"same": "Kim Minsu" in user and "김민수" in user}
+    fake_llm.extract = lambda user: {"entities": [{"name": "김민수" if "김민수" in user else "Kim Minsu",
+                                                   "type": "person"}], "relations": []}
+    tiers = journal(memory, [("2026-03-02T10:00", "Lunch with Kim Minsu."), ("2026-03-03T10:00", "김민수랑 저녁.")])
+    same_calls = [c for c in fake_llm.calls if c["user"].startswith("Task SAME")]
+    assert len(same_calls) == 1
+    rows = tiers.entities()
+    assert {r["canonical"] for r in rows} == {"Kim Minsu"}
+    assert "model judged same" in [r for r in rows if r["name"] == "김민수"][0]["merge_reason"]
+
+
+def test_contradicted_relations_are_invalidated_not_deleted(memory, monkeypatch, capsys):
+    tiers = journal(memory, PROJECT)
+    now = tiers.graph("Onbiseo")["entity"]["relations"]
+    current = {r["object"] for r in now if r["current"] and r["predicate"] == "uses"}
+    past = [r for r in now if not r["current"]]
+    assert current == {"PostgreSQL"}
+    assert [(r["object"], r["valid_from"][:10], r["invalid_from"][:10]) for r in past] == \
+        [("SQLite", "2026-03-02", "2026-05-04")]
+    in_march = tiers.graph("Onbiseo", at="2026-03-20")["entity"]["relations"]
+    assert {r["object"] for r in in_march if r["predicate"] == "uses"} == {"SQLite"}
+    facts = tiers.facts_for("What does Onbiseo use now?")
+    assert facts[0].startswith("- Onbiseo uses PostgreSQL") and "no longer true" in facts[-1]
+    data = json.loads(zk(["graph", "onbiseo", "--at", "2026-03-20", "--json"], monkeypatch, capsys))
+    assert {r["object"] for r in data["entity"]["relations"] if r["predicate"] == "uses"} == {"SQLite"}
+
+
+def test_a_backfilled_older_fact_arrives_already_superseded(memory):
+    tiers = journal(memory, [("2026-05-04T09:00", "Onbiseo uses PostgreSQL now.")])
+    journal(memory, [("2026-03-02T10:00", "Onbiseo uses SQLite.")])
+    relations = tiers.graph("Onbiseo")["entity"]["relations"]
+    by_object = {r["object"]: r for r in relations}
+    assert by_object["PostgreSQL"]["current"] and not by_object["SQLite"]["current"]
+    assert by_object["SQLite"]["invalid_from"][:10] == "2026-05-04"
+
+
+# -- scopes and pruning ---------------------------------------------------------------------------
+def test_a_private_notebook_never_leaks_into_another(zk_home, fake_llm, embedder, monkeypatch, capsys):
+    private = Memory(zk_home, llm=fake_llm, embedder=embedder, notebook="private")
+    journal(private, [("2026-03-02T10:00", "Secretproject uses Vault for the diagnosis notes.")])
+    main = Memory(zk_home, llm=fake_llm, embedder=embedder)
+    journal(main, PROJECT)
+    tiers = Tiers(main)
+    assert tiers.context("What does Secretproject use? the diagnosis notes in Vault").hints == []
+    assert all("Secretproject" not in h.episode.summary for h in tiers.search_episodes("Secretproject Vault"))
+    with pytest.raises(ZkError):
+        tiers.find_entity("Secretproject")
+    assert tiers.facts_for("Secretproject?") == []
+    assert Tiers(private).context("What does Secretproject use? Vault").hints  # but it is there
+    out = zk(["search", "Secretproject Vault diagnosis", "--json"], monkeypatch, capsys)
+    assert "Secretproject" not in out
+    out = zk(["--notebook", "private", "search", "Secretproject Vault diagnosis", "--json"], monkeypatch, capsys)
+    assert "Secretproject" in out
+
+
+def test_prune_removes_old_summaries_and_keeps_raw_notes_and_facts(memory):
+    tiers = journal(memory, PROJECT)
+    relations = len(tiers.store.relations("main"))
+    old_summary = sorted(tiers.store.episodes("main"), key=lambda e: e.start)[0].summary
+    pruned = tiers.prune("180d", now="2026-11-29")
+    assert len(pruned) == 2  # March and May ended more than 180 days before Nov 29; June did not
+    assert len(memory.store.notes()) == len(PROJECT)
+    assert len(tiers.store.relations("main")) == relations
+    assert tiers.close_due(today="2026-12-01") == []  # a tombstone: not summarised again
+    assert all(old_summary not in h.episode.summary for h in tiers.search_episodes("Onbiseo SQLite prototype"))
+    leftovers = [p for p in (memory.home / "lancedb" / "episodes.lance").rglob("*")
+                 if p.is_file() and b"first prototype" in p.read_bytes()]
+    assert leftovers == []
+    with pytest.raises(ZkError):
+        tiers.prune("soon")
+
+
+# -- the CLI ----------------------------------------------------------------------------------------
+def zk(args, monkeypatch, capsys, stdin: bytes = b"") -> str:
+    monkeypatch.setattr(sys, "argv", ["zk", *args])
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin)))
+    try:
+        cli.main()
+    except SystemExit as exc:
+        assert not exc.code, capsys.readouterr().err
+    return capsys.readouterr().out
+
+
+def test_cli_context_expand_graph_and_session_commands(zk_home, monkeypatch, capsys):
+    monkeypatch.setenv("ZK_LLM_MODEL", "python:tests.fake_llm:FakeLLM")
+    for at, text in PROJECT:
+        zk(["add", text, "--at", at], monkeypatch, capsys)
+    out = json.loads(zk(["process", "--json"], monkeypatch, capsys))
+    assert sum(1 for r in out if r.get("kind") == "episode") == 3  # past days were closed and summarised
+    block = zk(["context", "What database does Onbiseo use?", "--with-instructions"], monkeypatch, capsys)
+    assert block.startswith("## Memory Context\n- [e") and "zk expand" in block
+    data = json.loads(zk(["context", "-", "--json", "-r", "Onbiseo"], monkeypatch, capsys,
+                         stdin="데이터베이스는?".encode()))
+    assert data["hints"] and data["hints"][0]["score"] >= 0.3
+    episode_id = data["hints"][0]["id"]
+    expanded = json.loads(zk(["expand", episode_id[:7], "--json"], monkeypatch, capsys))
+    assert expanded["kind"] == "episode" and expanded["summary"] and expanded["turn_ids"]
+    note = json.loads(zk(["expand", expanded["turn_ids"][0][:8], "--json"], monkeypatch, capsys))
+    assert note["content"] in [t for _, t in PROJECT]
+    assert "PostgreSQL" in zk(["graph", "Onbiseo"], monkeypatch, capsys)
+    entities = json.loads(zk(["graph", "--json"], monkeypatch, capsys))
+    assert "Onbiseo" in [e["name"] for e in entities]
+    hits = json.loads(zk(["search", "Onbiseo PostgreSQL", "--json"], monkeypatch, capsys))
+    assert hits[0]["kind"] == "note" and any(h["kind"] == "episode" for h in hits)
+    zk(["add", "Today: Onbiseo demo went well.", "--at", "2026-11-29T10:00"], monkeypatch, capsys)
+    closed = json.loads(zk(["session", "close", "--wait", "--json"], monkeypatch, capsys))
+    assert closed[0]["result"]["status"] == "ready"
+    again = json.loads(zk(["session", "resummarize", closed[0]["session_id"], "--json"], monkeypatch, capsys))
+    assert again["status"] == "ready" and again["result"]["llm_calls"] >= 2
+    assert json.loads(zk(["prune", "--older-than", "1y", "--json"], monkeypatch, capsys)) == {"pruned": []}
+
+
+@pytest.mark.parametrize("args", [
+    ["graph", "Nobody"], ["expand", "e123"], ["expand", "zz!"], ["session", "close", "s0"],
+    ["prune", "--older-than", "tomorrow"], ["graph", "--unmerge"],
+])
+def test_cli_tier_errors_are_one_line(zk_home, monkeypatch, capsys, args):
+    monkeypatch.setattr(sys, "argv", ["zk", *args])
+    with pytest.raises(SystemExit) as exc:
+        cli.main()
+    err = capsys.readouterr().err
+    assert exc.value.code and err.startswith("zk: error:") and err.count("\n") == 1 and "Traceback" not in err
