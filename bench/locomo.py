@@ -17,6 +17,11 @@ flags, in a fresh store per conversation and ingest configuration:
 | +links         | construction + links, evolution off         | hybrid + linked-neighbour expansion|
 | +evolution     | full pipeline                               | hybrid + linked-neighbour expansion|
 | full-context   | raw turns                                   | the whole conversation (answers)   |
+| +episodes      | raw turns + each session summarised (tiers) | hybrid, boosted to the sessions of |
+|                |                                             | the L0 hints; hints in the prompt  |
+| +graph         | as +episodes, plus the entity graph         | as +episodes; graph facts (with    |
+|                |                                             | validity dates) in the prompt      |
+| +graph-static  | as +graph                                   | facts without dates, all "current" |
 
 +construction and +links share one ingest: construction of a note does not depend on other notes
 and the link step does not change the enriched embeddings when evolution is off, so the store of
@@ -41,9 +46,11 @@ from bench.scoring import CATEGORY_NAMES, bleu1, evidence_ids, evidence_recall, 
 DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "locomo-dev.json"
 RETRIEVAL_VARIANTS = ["raw-vector", "bm25", "hybrid", "hybrid-window"]
 LLM_VARIANTS = ["+construction", "+links", "+evolution"]
-ALL_VARIANTS = [*RETRIEVAL_VARIANTS, *LLM_VARIANTS, "full-context"]
+TIER_VARIANTS = ["+episodes", "+graph", "+graph-static"]
+ALL_VARIANTS = [*RETRIEVAL_VARIANTS, *LLM_VARIANTS, "full-context", *TIER_VARIANTS]
 INGEST_OF = {"raw-vector": "raw", "bm25": "raw", "hybrid": "raw", "hybrid-window": "raw", "full-context": "raw",
-             "+construction": "links", "+links": "links", "+evolution": "full"}
+             "+construction": "links", "+links": "links", "+evolution": "full",
+             "+episodes": "episodes", "+graph": "episodes", "+graph-static": "episodes"}
 KS = (5, 10, 25)
 
 
@@ -57,10 +64,21 @@ def model_tag(model: str) -> str:
     return Path(model).name.removesuffix(".gguf")
 
 
+def load_model(spec: str):
+    """A bundled model name, a .gguf path, or `python:module:Factory` (the mock model in tests)."""
+    if spec.startswith("python:"):
+        from zettel_amem.llm import load_python_backend
+
+        return load_python_backend(spec)
+    from zettel_amem.llm.llama import load_llm
+
+    return load_llm(spec)
+
+
 def configure(memory, ingest: str) -> None:
     s = memory.settings
     s.auto_worker = False
-    if ingest == "raw":
+    if ingest in ("raw", "episodes"):  # episodes: raw turns, the LLM works on the sessions only
         s.construct, s.link = False, False
     elif ingest == "links":
         s.evolve_max_neighbours = 0
@@ -78,9 +96,7 @@ def ingest_conversation(sample: dict, ingest: str, model: str | None, cache: Pat
     if (folder / "done").exists():  # cached: no model needed to search it
         return memory, folder
     if ingest != "raw":
-        from zettel_amem.llm.llama import load_llm
-
-        memory._llm = load_llm(model)
+        memory._llm = load_model(model)
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False, encoding="utf-8") as tmp:
         json.dump([sample], tmp)  # the one conversation, in a temp file outside the repo
     start = time.perf_counter()
@@ -101,6 +117,18 @@ def ingest_conversation(sample: dict, ingest: str, model: str | None, cache: Pat
                     f"eta {rate * (total - index) / 60:.1f} min")
 
         memory.process_pending(progress)
+        if ingest == "episodes":  # every LoCoMo session is a finished session: the promotion chain
+            from zettel_amem.tiers import Tiers
+
+            tiers = Tiers(memory)
+            tiers.close_sessions(report.session_ids or [n.session_id for n in memory.store.notes()])
+
+            def episode_progress(result, index, total):
+                out.write(json.dumps({"kind": "episode", **asdict(result)}) + "\n")
+                out.flush()
+                log(f"  {sample['sample_id']} [episodes/{model}] {index}/{total} sessions")
+
+            tiers.process_pending(episode_progress)
     (folder / "done").write_text(json.dumps({"import_seconds": import_seconds}), encoding="utf-8")
     return memory, folder
 
@@ -108,6 +136,17 @@ def ingest_conversation(sample: dict, ingest: str, model: str | None, cache: Pat
 def ingest_costs(folder: Path) -> dict:
     path = folder / "ingest.jsonl"
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()] if path.exists() else []
+    episodes = [r for r in rows if r.get("kind") == "episode"]
+    if episodes:
+        def per_session(key):
+            return round(statistics.fmean(r[key] for r in episodes), 2)
+        return {"sessions": len(episodes), "llm_calls_per_session": per_session("llm_calls"),
+                "evaluated_tokens_per_session": per_session("evaluated_tokens"),
+                "completion_tokens_per_session": per_session("completion_tokens"),
+                "seconds_per_session": per_session("seconds"), "entities": sum(r["entities"] for r in episodes),
+                "merged": sum(r["merged"] for r in episodes), "relations": sum(r["relations"] for r in episodes),
+                "invalidated": sum(r["invalidated"] for r in episodes),
+                "errors": sum(bool(r["error"]) for r in episodes)}
     if not rows:
         return {}
     def mean(key):
@@ -138,7 +177,38 @@ def register_sessions(sample: dict, notebook: str = "main") -> None:
             _SESSION_NUMBERS[session_id_for(notebook, f"{sample['sample_id']}/session_{number}")] = number
 
 
-def retrieve(memory, variant: str, question: str, k: int, budget: int | None, window: dict):
+def tier_context(memory, variant: str, question: str):
+    """(L0 hints, memory block for the prompt, graph facts) the way `zk ask` builds them."""
+    from zettel_amem.tiers import Tiers
+
+    tiers = Tiers(memory)
+    hints = tiers.context(question, log=False).hints
+    facts = tiers.facts_for(question, with_time=variant != "+graph-static") if variant != "+episodes" else []
+    block = ""
+    if hints:
+        block += "Past episodes:\n" + "\n".join(f"- {h.episode.start[:10]}: {h.episode.abstract}" for h in hints) + "\n"
+    if facts:
+        block += "Known facts:\n" + "\n".join(facts) + "\n"
+    return hints, block, facts
+
+
+def boosted_by_episodes(memory, question: str, k: int, budget: int | None, hint_sessions: set[str]):
+    """L1 in retrieval: hybrid hits, re-fused with the same hits restricted to the hinted sessions."""
+    from zettel_amem.retrieve import RRF_K, expand
+
+    pool = memory.search(question, max(50, 5 * k), follow_links=False)
+    inside = [h for h in pool if h.note.session_id in hint_sessions]
+    score = {h.note.id: 1 / (RRF_K + rank + 1) for rank, h in enumerate(pool)}
+    for rank, hit in enumerate(inside):
+        score[hit.note.id] += 1 / (RRF_K + rank + 1)
+    ranked = sorted(pool, key=lambda h: -score[h.note.id])[:k]
+    return ranked if budget is None else expand(ranked, lambda n: [], budget, False)
+
+
+def retrieve(memory, variant: str, question: str, k: int, budget: int | None, window: dict,
+             hint_sessions: set[str] | None = None):
+    if variant in TIER_VARIANTS:
+        return boosted_by_episodes(memory, question, k, budget, hint_sessions or set())
     if variant == "raw-vector":
         return memory.search(question, k, follow_links=False, use_keywords=False, budget_tokens=budget)
     if variant == "bm25":
@@ -218,6 +288,9 @@ def truncate_sample(sample: dict, max_turns: int) -> dict:
 
 # -- one conversation × variant ---------------------------------------------------------------------
 def evaluate(sample: dict, variant: str, memory, args, answer_llm) -> list[dict]:
+    from zettel_amem.retrieve import render_for_context
+    from zettel_amem.text import estimate_tokens
+
     mapping = dia_map(memory)
     valid = set(mapping.values())
     window = session_windows(memory) if variant == "hybrid-window" else {}
@@ -229,15 +302,25 @@ def evaluate(sample: dict, variant: str, memory, args, answer_llm) -> list[dict]
         evidence = evidence_ids(qa, valid)
         record = {"conversation": sample["sample_id"], "variant": variant, "index": index, "category": category,
                   "question": qa["question"], "gold": str(qa.get("answer", qa.get("adversarial_answer", "")))}
+        block, sessions = "", set()
+        if variant in TIER_VARIANTS:
+            start = time.perf_counter()
+            hints, block, facts = tier_context(memory, variant, qa["question"])
+            record["l0_ms"] = round((time.perf_counter() - start) * 1000, 2)
+            sessions = {h.episode.session_id for h in hints}
+            record["l0_hints"] = len(hints)
+            record["l0_tokens"] = sum(estimate_tokens(h.episode.abstract) + 4 for h in hints)
+            record["graph_facts"] = len(facts)
+            record["memory_block_tokens"] = estimate_tokens(block)
         if variant == "full-context":
             hits, kept = full_context_hits(memory, args.full_context_tokens)
             record["context_share_kept"] = round(kept, 4)
             retrieval_seconds = 0.0
         else:
             start = time.perf_counter()
-            ranked = retrieve(memory, variant, qa["question"], max(KS), None, window)
+            ranked = retrieve(memory, variant, qa["question"], max(KS), None, window, sessions)
             retrieval_seconds = time.perf_counter() - start
-            hits = retrieve(memory, variant, qa["question"], args.k, args.budget, window)
+            hits = retrieve(memory, variant, qa["question"], args.k, args.budget, window, sessions)
             ranked_ids = [mapping[h.note.id] for h in ranked]
             record["retrieved"] = ranked_ids[: max(KS)]
             if evidence and category != 5:
@@ -246,16 +329,14 @@ def evaluate(sample: dict, variant: str, memory, args, answer_llm) -> list[dict]
                 record["recall_all@budget"], record["recall_any@budget"] = evidence_recall(
                     evidence, [mapping[h.note.id] for h in hits], None)
             record["retrieval_ms"] = round(retrieval_seconds * 1000, 2)
-        from zettel_amem.retrieve import render_for_context
-        from zettel_amem.text import estimate_tokens
-
         record["context_notes"] = len(hits)
-        record["context_tokens"] = sum(estimate_tokens(render_for_context(h.note)) for h in hits)
+        record["context_tokens"] = sum(estimate_tokens(render_for_context(h.note)) for h in hits) + \
+            estimate_tokens(block)
         record["evidence_missing"] = category != 5 and not evidence
         if answer_llm is not None:
             memory._llm = answer_llm
             start = time.perf_counter()
-            answer = memory.ask(qa["question"], hits=hits, today=today)
+            answer = memory.ask(qa["question"], hits=hits, today=today, memory_block=block)
             for _ in answer.pieces:
                 pass
             record["answer"] = answer.text.strip()
@@ -366,9 +447,7 @@ def main(argv: list[str] | None = None) -> int:
     embedder = load_embedder()
     answer_llm = None
     if args.answer:
-        from zettel_amem.llm.llama import load_llm
-
-        answer_llm = load_llm(args.llm)
+        answer_llm = load_model(args.llm)
     wall = time.perf_counter()
     all_records: list[dict] = []
     costs: dict[str, dict] = {}

@@ -62,3 +62,22 @@ def test_truncated_sample_keeps_only_answerable_questions():
     assert cut["sample_id"] == "conv-t-first3"
     assert "session_2" not in cut["conversation"]
     assert [q["question"] for q in cut["qa"]] == ["What job did Jon lose?", "What is Gina's cat called?"]
+
+
+def test_tier_variants_summarise_sessions_and_report_the_l0_block(tmp_path):
+    data = tmp_path / "tiny.json"
+    data.write_text(json.dumps([SAMPLE]), encoding="utf-8")
+    out = tmp_path / "out"
+    assert locomo.main(["--data", str(data), "--out", str(out), "--variants", "+episodes,+graph,+graph-static",
+                        "--llm", "python:tests.fake_llm:FakeLLM", "--answer", "--k", "2"]) == 0
+    result = json.loads(next(out.glob("locomo-*.json")).read_text())
+    costs = next(iter(result["ingest_costs"].values()))
+    assert costs["sessions"] == 2 and costs["llm_calls_per_session"] >= 2  # summarise + extract per session
+    records = result["records"]
+    assert {r["variant"] for r in records} == {"+episodes", "+graph", "+graph-static"}
+    for record in records:
+        assert record["l0_hints"] <= 3 and record["answer"]
+        assert record["l0_tokens"] <= record["memory_block_tokens"] + 4 * record["l0_hints"]
+    studio = [r for r in records if r["question"].startswith("What did Jon open")]
+    assert all(r["l0_hints"] >= 1 for r in studio)  # "studio" is in both sessions' summaries
+    assert all(r["graph_facts"] == 0 for r in records if r["variant"] == "+episodes")

@@ -102,3 +102,42 @@ def test_smollm2_produces_schema_valid_notes(zk_home, embedder):
     stored = memory.store.get(second.id)
     assert len(stored.context) <= memory.settings.max_context_chars
     assert set(stored.links) <= {first.id}
+
+
+JOURNAL = [
+    ("2026-03-02T10:00", "온비서 프로젝트 시작. 프로토타입은 SQLite로 가기로 했다. PM은 지민."),
+    ("2026-03-02T22:00", "Mina from the design team will draw the Onbiseo logo by Friday."),
+    ("2026-05-04T09:00", "온비서 DB를 SQLite에서 PostgreSQL로 옮겼다. 마이그레이션은 하나가 맡았다."),
+    ("2026-05-04T20:00", "Knee hurts again after the 10 km run at Yeouido Hangang Park."),
+]
+
+
+def test_promotion_chain_on_the_real_model(zk_home, qwen, embedder):
+    """Journal days -> episodes (summary, extractive abstract) -> graph; then L0 hints from them."""
+    from zettel_amem.note import EPISODE_READY
+    from zettel_amem.text import name_key
+    from zettel_amem.tiers import Tiers
+
+    memory = Memory(zk_home, llm=qwen, embedder=embedder)
+    memory.settings.construct = memory.settings.link = False  # this test is about the tiers
+    for at, text in JOURNAL:
+        memory.add(text, at)
+    memory.process_pending()
+    tiers = Tiers(memory)
+    assert len(tiers.close_due(today="2026-11-29")) == 2
+    results = tiers.process_pending()
+    assert [r.status for r in results] == [EPISODE_READY, EPISODE_READY], results
+    assert all(2 <= r.llm_calls <= 4 for r in results)  # summarise + extract (+ a dedup or conflict check)
+    episodes = sorted(tiers.store.episodes("main"), key=lambda e: e.start)
+    for episode in episodes:
+        assert episode.summary.strip() and 0 < len(episode.abstract) <= 200
+        assert episode.abstract.rstrip("…") in " ".join(episode.summary.split())  # extractive, not written
+        assert any("\uac00" <= ch <= "\ud7a3" for ch in episode.summary)  # the Korean turns stay Korean
+        assert not any("\u4e00" <= ch <= "\u9fff" or "\u3040" <= ch <= "\u30ff" for ch in episode.summary)
+    entities = tiers.entities()
+    assert entities, "no entity extracted"
+    summaries = name_key(" ".join(e.summary for e in episodes))
+    assert all(name_key(e["name"]) in summaries for e in entities)  # grounded in what the episodes say
+    migration = tiers.context("그거 어떻게 됐어?", recent=["온비서 PostgreSQL 마이그레이션 말이야"])
+    assert migration.hints and migration.hints[0].episode.start.startswith("2026-05-04")
+    assert tiers.context("What's the weather like in Lisbon tomorrow?").hints == []

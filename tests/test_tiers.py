@@ -74,11 +74,21 @@ def test_add_and_ask_never_run_the_chain(memory):
     assert not any(c["user"].startswith(("Task SUMMARISE", "Task EXTRACT")) for c in memory.llm.calls)
 
 
-def test_today_is_not_closed_until_the_day_rolls_over(memory):
-    memory.add("Still writing today.", "2026-11-29T09:00")
+def test_a_journal_week_is_closed_once_it_is_over(memory):
+    memory.add("Monday entry.", "2026-11-23T09:00")
+    memory.add("Sunday entry.", "2026-11-29T21:00")
     tiers = Tiers(memory)
-    assert tiers.close_due(today="2026-11-29") == []
-    assert len(tiers.close_due(today="2026-11-30")) == 1
+    assert tiers.close_due(today="2026-11-29") == []  # the week of Nov 23-29 is not over yet
+    [episode] = tiers.close_due(today="2026-11-30")
+    assert episode.turns == 2 and episode.title == "journal 2026-W48 (11-23 – 11-29)"
+
+
+def test_journal_days_as_sessions(memory):
+    memory.settings.journal_session = "day"
+    memory.add("Monday entry.", "2026-11-23T09:00")
+    memory.add("Tuesday entry.", "2026-11-24T09:00")
+    tiers = Tiers(memory)
+    assert [e.title for e in tiers.close_due(today="2026-11-24")] == ["journal 2026-11-23"]
 
 
 def test_a_grown_session_is_summarised_again_from_raw_turns(memory):
@@ -180,8 +190,8 @@ def test_names_are_deduplicated_and_merges_can_be_undone(memory, fake_llm):
     fake_llm.extract = extract
     tiers = journal(memory, [
         ("2026-03-02T10:00", "온비서 uses SQLite."),
-        ("2026-03-03T10:00", "온 비서 uses SQLite still."),
-        ("2026-03-04T10:00", "Onbiseo uses SQLite for tests."),
+        ("2026-03-09T10:00", "온 비서 uses SQLite still."),
+        ("2026-03-16T10:00", "Onbiseo uses SQLite for tests."),
     ])
     entities = tiers.entities()
     onbiseo = [e for e in entities if e["canonical"] in ("온비서", "Onbiseo")]
@@ -204,7 +214,7 @@ def test_unsure_names_ask_the_model_once(memory, fake_llm):
     fake_llm.same = lambda user: {"same": "Kim Minsu" in user and "김민수" in user}
     fake_llm.extract = lambda user: {"entities": [{"name": "김민수" if "김민수" in user else "Kim Minsu",
                                                    "type": "person"}], "relations": []}
-    tiers = journal(memory, [("2026-03-02T10:00", "Lunch with Kim Minsu."), ("2026-03-03T10:00", "김민수랑 저녁.")])
+    tiers = journal(memory, [("2026-03-02T10:00", "Lunch with Kim Minsu."), ("2026-03-09T10:00", "김민수랑 저녁.")])
     same_calls = [c for c in fake_llm.calls if c["user"].startswith("Task SAME")]
     assert len(same_calls) == 1
     rows = tiers.entities()
@@ -305,8 +315,9 @@ def test_cli_context_expand_graph_and_session_commands(zk_home, monkeypatch, cap
     assert "Onbiseo" in [e["name"] for e in entities]
     hits = json.loads(zk(["search", "Onbiseo PostgreSQL", "--json"], monkeypatch, capsys))
     assert hits[0]["kind"] == "note" and any(h["kind"] == "episode" for h in hits)
-    zk(["add", "Today: Onbiseo demo went well.", "--at", "2026-11-29T10:00"], monkeypatch, capsys)
-    closed = json.loads(zk(["session", "close", "--wait", "--json"], monkeypatch, capsys))
+    added = json.loads(zk(["add", "Onbiseo demo went well.", "--at", "2026-11-29T10:00", "--json"],
+                          monkeypatch, capsys))
+    closed = json.loads(zk(["session", "close", added["session_id"][:6], "--wait", "--json"], monkeypatch, capsys))
     assert closed[0]["result"]["status"] == "ready"
     again = json.loads(zk(["session", "resummarize", closed[0]["session_id"], "--json"], monkeypatch, capsys))
     assert again["status"] == "ready" and again["result"]["llm_calls"] >= 2

@@ -67,7 +67,7 @@ def add(text: str = typer.Argument(..., help="The note, or - to read it from sta
 
         spawn(memory.home)
     if as_json:
-        data = {"id": note.id, "status": result.status if result else note.status}
+        data = {"id": note.id, "status": result.status if result else note.status, "session_id": note.session_id}
         if result:
             data.update(links=result.links, evolved=result.evolved, error=result.error or None)
         render.print_json(data)
@@ -507,17 +507,17 @@ app.add_typer(session_app, name="session")
 
 @session_app.command("close")
 def session_close(ids: list[str] = typer.Argument(None, metavar="[ID]...", help="Session (s…) or episode (e…) "
-                                                  "ids; default: today's journal."),
+                                                  "ids; default: this week's (or day's) journal."),
                   wait: bool = typer.Option(False, "--wait", help="Summarise now, in the foreground."),
                   as_json: bool = JSON_OPT) -> None:
     """Mark sessions complete: they are summarised into episodes (by the background worker, or now)."""
     from . import render
-    from .note import day_session_key, now_iso, session_id_for
+    from .note import journal_period, now_iso, session_id_for
 
     tiers = _tiers()
     memory = tiers.memory
     targets = [tiers.resolve_session(i) for i in ids] if ids else [
-        session_id_for(memory.notebook, day_session_key(now_iso()[:10]))]
+        session_id_for(memory.notebook, journal_period(now_iso(), memory.settings.journal_session).key)]
     episodes = tiers.close_sessions(targets)
     results = []
     if wait:

@@ -63,7 +63,8 @@ class Settings:
     answer_max_tokens: int = 256
     auto_worker: bool = True  # spawn the background worker after `zk add`
     # Upper tiers.
-    episodes: bool = True  # close imported sessions and past journal days into episodes automatically
+    episodes: bool = True  # close imported sessions and past journal periods into episodes automatically
+    journal_session: str = "week"  # `zk add` entries form one session per "week" (ISO) or "day"
     summary_chunk_tokens: int = 1500  # raw turns per summarising call (longer sessions take several)
     summary_max_facts: int = 6
     summary_max_tokens: int = 300

@@ -34,7 +34,8 @@ class Annotation:
 # makes both impossible instead of filtering afterwards.
 _NOT_CJK = '"\\\\\u3040-\u30ff\u3400-\u9fff'
 _NOT_HANGUL = "\u1100-\u11ff\u3130-\u318f\uac00-\ud7a3"
-_CHAR = {"Korean": f"[^{_NOT_CJK}]", "English": f"[^{_NOT_CJK}{_NOT_HANGUL}]"}
+_CHAR = {"Korean": f"[^{_NOT_CJK}]", "English": f"[^{_NOT_CJK}{_NOT_HANGUL}]",
+         "Korean or English, as each turn is written": f"[^{_NOT_CJK}]"}
 _FIRST = {"Korean": "[가-힣]", "English": "[A-Za-z0-9]"}
 
 

@@ -57,6 +57,19 @@ def chunk_turns(lines: list[str], max_tokens: int) -> list[list[str]]:
     return [c for c in chunks if c]
 
 
+MIXED = "Korean or English, as each turn is written"
+
+
+def session_language(turns: list[Note]) -> str:
+    """The session's language; a session that mixes Korean and English turns keeps both (a small model
+    told to write Korean drops the English turns rather than translate them)."""
+    languages = [language_of(t.content) for t in turns[:60]]
+    korean = languages.count("Korean")
+    if korean and korean < len(languages) and languages.count("English"):
+        return MIXED
+    return language_of(" ".join(t.content for t in turns[:40]))
+
+
 def summary_schema(language: str, max_facts: int) -> dict[str, Any]:
     return {
         "type": "object",
@@ -71,7 +84,7 @@ def summarise(llm: LLM, prompts: Prompts, turns: list[Note], title: str, setting
     """Fact lines summarising the session's raw turns (one LLM call per chunk of turns)."""
     usage = Usage()
     lines = [render_turn(t) for t in turns]
-    language = language_of(" ".join(t.content for t in turns[:40]))
+    language = session_language(turns)
     system = prompts.raw("summarise_system").strip()
     facts: list[str] = []
     seen: set[str] = set()

@@ -85,10 +85,19 @@ def clean_extraction(data: dict[str, Any]) -> Extraction:
     return out
 
 
+def grounded(found: Extraction, text: str) -> Extraction:
+    """Only entities whose name occurs in the text (small models copy names from the prompt's example),
+    and only relations between those."""
+    key = name_key(text)
+    kept = [(n, t) for n, t in found.entities if name_key(n) in key]
+    names = {name_key(n) for n, _ in kept}
+    return Extraction(kept, [r for r in found.relations if name_key(r[0]) in names and name_key(r[2]) in names])
+
+
 def extract(llm: LLM, prompts: Prompts, summary: str, when: str) -> tuple[Extraction, Usage]:
     user = prompts.render("extract", language=language_of(summary), when=when[:10], facts=summary)
     data, usage = llm.complete_json(prompts.raw("extract_system").strip(), user, extract_schema(), max_tokens=320)
-    return clean_extraction(data), usage
+    return grounded(clean_extraction(data), summary), usage
 
 
 # -- deduplication ------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from .construct import annotate
 from .evolve import apply_update, record
 from .link import decide_links
 from .llm import LLM, LLMError, Usage
-from .note import CONSTRUCTED, EVOLVABLE, PENDING, READY, Note, ProcessResult, day_session_key, now_iso, session_id_for
+from .note import CONSTRUCTED, EVOLVABLE, PENDING, READY, Note, ProcessResult, journal_period, now_iso, session_id_for
 from .prompts import Prompts
 from .retrieve import Hit, KeywordIndex, expand, fuse, render_for_context
 from .store import Store, sql_str
@@ -143,10 +143,11 @@ class Memory:
     def add(self, content: str, at: str | None = None) -> Note:
         """Store the raw note with its content embedding. Returns once it is durable and searchable.
 
-        A journal entry belongs to its day's session, which becomes an episode once the day is over."""
+        A journal entry belongs to its week's (or day's) session, an episode once the period is over."""
         note = self.new_note(content, at)
-        note.session_id = session_id_for(self.notebook, day_session_key(note.at[:10]))
-        note.source = f"journal {note.at[:10]}"
+        period = journal_period(note.at, self.settings.journal_session)
+        note.session_id = session_id_for(self.notebook, period.key)
+        note.source = period.title
         self.add_notes([note])
         return note
 

@@ -104,9 +104,30 @@ def session_id_for(notebook: str, session_key: str) -> str:
     return "s" + digest[:15]
 
 
-def day_session_key(day: str) -> str:
-    """Journal entries (`zk add`) form one session per calendar day of their time: the working tier."""
-    return f"day:{day}"
+@dataclass
+class JournalPeriod:
+    """The session a journal entry (`zk add`) belongs to: its day or its ISO week (config `journal_session`).
+
+    A week is the default: most days hold one or two entries, and summarising one entry restates it; a
+    week of entries compresses into a few facts. The session completes when the period is over."""
+
+    key: str  # the session key ("week:2026-W10" / "day:2026-03-02"), hashed into the session id
+    title: str  # "journal 2026-W10 (03-02 – 03-08)"
+    last_day: str  # ISO date of the period's last day: due for summarising once today is later
+
+
+def journal_period(at: str, unit: str = "week") -> JournalPeriod:
+    from datetime import date, timedelta
+
+    day = date.fromisoformat(at[:10])
+    if unit == "day":
+        return JournalPeriod(f"day:{day.isoformat()}", f"journal {day.isoformat()}", day.isoformat())
+    year, week, weekday = day.isocalendar()
+    monday = day - timedelta(days=weekday - 1)
+    sunday = monday + timedelta(days=6)
+    return JournalPeriod(f"week:{year}-W{week:02d}",
+                         f"journal {year}-W{week:02d} ({monday.isoformat()[5:]} – {sunday.isoformat()[5:]})",
+                         sunday.isoformat())
 
 
 def now_iso() -> str:

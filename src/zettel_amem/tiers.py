@@ -36,7 +36,7 @@ from .note import (
     Episode,
     Note,
     Relation,
-    day_session_key,
+    journal_period,
     now_iso,
     session_id_for,
 )
@@ -178,15 +178,20 @@ class Tiers:
         return [self.close_session(s) for s in dict.fromkeys(session_ids)]
 
     def close_due(self, today: str | None = None) -> list[Episode]:
-        """Day rollover: journal days before `today` without an episode are closed (every notebook)."""
+        """Rollover: journal periods (weeks or days) over before `today` without an episode are closed,
+        in every notebook. A period's entries may have been written under either setting: each note's
+        own session id decides, and a period is due once its last day is past."""
         today = today or date.today().isoformat()
         known = {e.session_id for e in self.store._rows("episodes")}
-        days: dict[str, str] = {}
+        due: dict[str, str] = {}
         for note in self.memory.store.notes(f"kind = 'note' AND session_id IS NOT NULL AND at < {sql_str(today)}"):
-            if note.session_id not in known and note.session_id == session_id_for(
-                    note.notebook, day_session_key(note.at[:10])):
-                days.setdefault(note.session_id, note.notebook)
-        return self.close_sessions(days)
+            if note.session_id in known or note.session_id in due:
+                continue
+            for unit in ("week", "day"):
+                period = journal_period(note.at, unit)
+                if note.session_id == session_id_for(note.notebook, period.key) and period.last_day < today:
+                    due[note.session_id] = note.notebook
+        return self.close_sessions(due)
 
     # -- the promotion chain ----------------------------------------------------------------------
     def pending_episodes(self, all_notebooks: bool = True) -> list[Episode]:
@@ -525,8 +530,11 @@ class Tiers:
         self.store.put_entities([entity])
         return entity
 
-    def facts_for(self, question: str, at: str | None = None, limit: int = 8) -> list[str]:
-        """Graph facts about the entities a question names (by name or alias), current first, with dates."""
+    def facts_for(self, question: str, limit: int = 8, with_time: bool = True) -> list[str]:
+        """Graph facts about the entities a question names (by name or alias), current first, with dates.
+
+        `with_time=False` drops the dates and the validity (every fact as if current): the benchmark's
+        control for what validity times change."""
         canonical = self._canonical_map(self.notebook)
         if not canonical:
             return []
@@ -542,8 +550,8 @@ class Tiers:
                 continue
             span = f"since {rel.valid_from[:10]}" if rel.invalid_from is None else \
                 f"{rel.valid_from[:10]} to {rel.invalid_from[:10]}, no longer true"
-            lines.append((rel.invalid_from is not None, rel.valid_from,
-                          f"- {subject.name} {rel.predicate} {obj.name} ({span})"))
+            line = f"- {subject.name} {rel.predicate} {obj.name}" + (f" ({span})" if with_time else "")
+            lines.append((with_time and rel.invalid_from is not None, rel.valid_from if with_time else "", line))
         return [line for *_, line in sorted(lines)][:limit]
 
     # -- maintenance ------------------------------------------------------------------------------
