@@ -121,7 +121,7 @@ def ingest_conversation(sample: dict, ingest: str, model: str | None, cache: Pat
             from zettel_amem.tiers import Tiers
 
             tiers = Tiers(memory)
-            tiers.close_sessions(report.session_ids or [n.session_id for n in memory.store.notes()])
+            tiers.close_sessions(report.session_ids or [n.session_id for n in memory.store.notes() if n.session_id])
 
             def episode_progress(result, index, total):
                 out.write(json.dumps({"kind": "episode", **asdict(result)}) + "\n")
@@ -136,7 +136,7 @@ def ingest_conversation(sample: dict, ingest: str, model: str | None, cache: Pat
 def ingest_costs(folder: Path) -> dict:
     path = folder / "ingest.jsonl"
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()] if path.exists() else []
-    episodes = [r for r in rows if r.get("kind") == "episode"]
+    episodes = list({r["id"]: r for r in rows if r.get("kind") == "episode"}.values())  # a resumed run: last
     if episodes:
         def per_session(key):
             return round(statistics.fmean(r[key] for r in episodes), 2)

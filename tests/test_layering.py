@@ -32,7 +32,7 @@ ALLOWED = {
     "episodes": {"config", "construct", "llm", "note", "prompts", "text"},
     "graph": {"llm", "note", "prompts", "text"},
     "tiers": {"config", "embed", "episodes", "graph", "llm", "memory", "note", "prompts", "retrieve", "store", "text",
-              "tier_store"},
+              "tier_store", "worker"},
     "worker": {"note"},
     "render": {"note", "retrieve", "text"},
     "cli": {"config", "memory", "render", "worker", "ingest", "note", "tiers"},

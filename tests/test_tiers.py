@@ -54,7 +54,7 @@ def test_promotion_chain_turns_sessions_into_episodes_and_facts(memory):
     episodes = sorted(tiers.store.episodes("main"), key=lambda e: e.start)
     assert [e.start[:10] for e in episodes] == ["2026-03-02", "2026-05-04", "2026-06-10"]
     first = episodes[0]
-    assert first.turns == 2 and first.status == EPISODE_READY and first.vector is None  # vector not read
+    assert first.turns == 2 and first.status == EPISODE_READY
     assert first.abstract == "Onbiseo uses SQLite for the first prototype."
     assert "Mina joined the Onbiseo team as PM." in first.summary
     # Raw turns are never touched by the tiers.
@@ -334,3 +334,58 @@ def test_cli_tier_errors_are_one_line(zk_home, monkeypatch, capsys, args):
         cli.main()
     err = capsys.readouterr().err
     assert exc.value.code and err.startswith("zk: error:") and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_rewriting_an_entity_keeps_its_vector(memory, fake_llm):
+    tiers = journal(memory, [("2026-03-02T10:00", "Onbiseo uses SQLite."), ("2026-03-09T10:00", "Onbiseo again.")])
+    [onbiseo] = tiers.store.entities("main", "key = 'onbiseo'", with_vector=True)
+    assert len(onbiseo.episodes) == 2 and onbiseo.vector is not None  # mentioned twice, embedding kept
+    tiers.merge("Onbiseo", "SQLite")
+    tiers.unmerge("Onbiseo")
+    [again] = tiers.store.entities("main", "key = 'onbiseo'", with_vector=True)
+    assert again.vector == onbiseo.vector
+
+
+def test_prune_leaves_unfinished_episodes_alone(memory, fake_llm):
+    memory.add("Onbiseo uses SQLite.", "2026-01-05T10:00")
+    tiers = Tiers(memory)
+    tiers.close_due(today="2026-12-01")
+    assert tiers.prune("30d", now="2026-12-01") == []  # pending: its facts are not in the graph yet
+    tiers.process_pending()
+    assert len(tiers.prune("30d", now="2026-12-01")) == 1
+
+
+def test_rm_clears_the_summary_that_holds_the_note(memory):
+    tiers = journal(memory, [("2026-03-02T10:00", "Onbiseo uses SQLite."),
+                             ("2026-03-02T11:00", "Secret plan Zebracorn uses Vault.")])
+    secret = next(n for n in memory.store.notes() if "Zebracorn" in n.content)
+    assert "Zebracorn" in tiers.store.episodes("main")[0].summary
+    memory.remove(secret.id)
+    tiers.forget_note(secret)
+    episode = tiers.store.episodes("main")[0]
+    assert episode.status == EPISODE_PENDING and "Zebracorn" not in episode.summary
+    assert all("Zebracorn" not in e["name"] for e in tiers.entities())
+    files = [p for p in (memory.home / "lancedb").rglob("*") if p.is_file() and b"Zebracorn" in p.read_bytes()]
+    assert files == []
+    tiers.process_pending()
+    assert "Zebracorn" not in tiers.store.episodes("main")[0].summary
+
+
+def test_a_note_id_starting_with_e_expands_to_the_note(memory, monkeypatch):
+    import uuid
+
+    ids = iter(["e" + "0" * 31])
+    monkeypatch.setattr(uuid, "uuid4", lambda: type("U", (), {"hex": next(ids)})())
+    note = memory.add("An e-note.", "2026-03-02T10:00")
+    kind, found = Tiers(memory).expand(note.id[:8])
+    assert kind == "note" and found.id == note.id
+
+
+def test_facts_name_entities_on_word_boundaries(memory, fake_llm):
+    fake_llm.extract = lambda user: {"entities": [{"name": "AI", "type": "technology"},
+                                                  {"name": "Onbiseo", "type": "project"}],
+                                     "relations": [{"subject": "Onbiseo", "predicate": "uses", "object": "AI"}]}
+    tiers = journal(memory, [("2026-03-02T10:00", "Onbiseo uses AI.")])
+    assert tiers.facts_for("What did she say about the aim?") == []
+    assert tiers.facts_for("What does the AI do?") == ["- Onbiseo uses AI (since 2026-03-02)"]
+    assert tiers.facts_for("온비서는 뭘 써?") == ["- Onbiseo uses AI (since 2026-03-02)"]

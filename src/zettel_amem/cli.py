@@ -253,7 +253,18 @@ def process(limit: int | None = typer.Option(None, "--limit", help="Process at m
 
     memory = _memory()
     if background:
-        drain(memory, then=lambda: _promote(memory, True, []))
+        from .tiers import Tiers
+
+        # Episodes that failed stay pending for `zk process`; do not loop on them here.
+        tried: set[str] = set()
+
+        def promote() -> None:
+            done: list = []
+            _promote(memory, True, done)
+            tried.update(r.id for r in done)
+
+        drain(memory, then=promote,
+              more_work=lambda: any(e.id not in tried for e in Tiers(memory).pending_episodes()))
         return
     episodes: list = []
     results = _process_foreground(memory, quiet or as_json, episodes)
@@ -303,7 +314,7 @@ def import_(source: str = typer.Argument(..., help="File, Markdown folder, or - 
                                    on_progress=lambda done, total: bar.update(task, completed=done, total=total))
     if not quiet and not as_json:
         render.import_summary(report)
-    if report.session_ids and memory.settings.episodes and not no_llm:  # an imported log is a finished session
+    if report.session_ids and memory.settings.episodes:  # an imported log is a finished session (queued only)
         from .tiers import Tiers
 
         Tiers(memory).close_sessions(report.session_ids)
@@ -322,7 +333,7 @@ def import_(source: str = typer.Argument(..., help="File, Markdown folder, or - 
 @app.command()
 def sessions(limit: int | None = typer.Option(None, "--limit", help="At most N sessions."),
              as_json: bool = JSON_OPT) -> None:
-    """Sessions, newest first: imported conversations and journal days (`zk add` entries of one day)."""
+    """Sessions, newest first: imported conversations and journal weeks (`zk add` entries; or days)."""
     from . import render
     from .ingest.importer import list_sessions
 
@@ -374,6 +385,9 @@ def rm(note_id: str = typer.Argument(..., metavar="ID", help="Note id or unique 
     if not yes and sys.stdin is not None and sys.stdin.isatty() and not typer.confirm(f"delete note {note.short_id}?"):
         raise typer.Exit(1)
     unlinked = memory.remove(note.id)
+    from .tiers import Tiers
+
+    Tiers(memory).forget_note(note)  # its words must not live on in its session's summary
     if as_json:
         render.print_json({"id": note.id, "deleted": True, "unlinked": unlinked})
     else:
@@ -429,7 +443,7 @@ def context(message: str = typer.Argument(..., help="The user's new message, or 
                                              "(repeatable; the last two are used)."),
             limit: int | None = typer.Option(None, "--limit", "-k", min=0, help="At most N hints (default 3)."),
             min_score: float | None = typer.Option(None, "--min-score", help="Hide hints scoring below this "
-                                                   "(default 0.3)."),
+                                                   "(default 0.35)."),
             with_instructions: bool = typer.Option(False, "--with-instructions",
                                                    help="Add the paragraph that tells an agent how to use its memory."),
             as_json: bool = JSON_OPT) -> None:
@@ -483,6 +497,8 @@ def graph(entity: str | None = typer.Argument(None, help="A person, project, pla
     from . import render
 
     tiers = _tiers()
+    if merge_into and unmerge:
+        raise ZkError("use either --merge-into or --unmerge, not both")
     if entity is None:
         if merge_into or unmerge:
             raise ZkError("--merge-into and --unmerge need an ENTITY")
@@ -513,6 +529,7 @@ def session_close(ids: list[str] = typer.Argument(None, metavar="[ID]...", help=
     """Mark sessions complete: they are summarised into episodes (by the background worker, or now)."""
     from . import render
     from .note import journal_period, now_iso, session_id_for
+    from .worker import worker_lock
 
     tiers = _tiers()
     memory = tiers.memory
@@ -521,7 +538,8 @@ def session_close(ids: list[str] = typer.Argument(None, metavar="[ID]...", help=
     episodes = tiers.close_sessions(targets)
     results = []
     if wait:
-        results = [tiers.process_episode(e.id) for e in episodes]
+        with worker_lock(memory.home, wait=True):  # never alongside the background worker
+            results = [tiers.process_episode(e.id) for e in episodes]
     elif memory.settings.auto_worker:
         from .worker import spawn
 
@@ -542,9 +560,11 @@ def session_resummarize(item_id: str = typer.Argument(..., metavar="ID", help="S
                         as_json: bool = JSON_OPT) -> None:
     """Summarise a session again from its raw turns (never from the old summary) and re-extract its facts."""
     from . import render
+    from .worker import worker_lock
 
     tiers = _tiers()
-    result = tiers.resummarize(item_id)
+    with worker_lock(tiers.memory.home, wait=True):
+        result = tiers.resummarize(item_id)
     episode = tiers.store.episode(result.id)
     if as_json:
         render.print_json({**episode.to_json(), "result": result.__dict__})

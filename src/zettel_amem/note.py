@@ -156,6 +156,7 @@ class ProcessResult:
 EPISODE_PENDING = "pending"  # the session is complete; no summary yet
 EPISODE_SUMMARISED = "summarised"  # summary + extractive abstract stored; entities not extracted yet
 EPISODE_READY = "ready"  # entities and relations extracted and deduplicated into the graph
+EPISODE_PRUNED = "pruned"  # summary removed by `zk prune`; a tombstone, so it is not summarised again
 
 
 @dataclass

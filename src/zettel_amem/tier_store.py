@@ -2,8 +2,11 @@
 
 Same database, same write lock and the same atomic `merge_insert` as the notes table (store.py); a
 store without these tables (older, or one that never closed a session) gets them on first write.
-Every row carries its notebook and every read here is scoped to one, so a private notebook's
-episodes and facts never reach another notebook's context.
+Every row carries its notebook; the listing methods take one, so a private notebook's episodes and
+facts never reach another notebook's context (only the worker's queue reads across notebooks).
+
+Rows are usually read without their vector (smaller reads); writing such a row back keeps the
+stored vector, so a rewrite never silently drops an embedding. `keep_vectors=False` really clears it.
 """
 
 from __future__ import annotations
@@ -93,13 +96,23 @@ class TierStore:
 
         return [_from_row(name, r) for r in self.store._read(read)]
 
-    def _upsert(self, name: str, records: Iterable) -> None:
+    def _upsert(self, name: str, records: Iterable, keep_vectors: bool = True) -> None:
         rows = [_to_row(r) for r in records]
-        if rows:
-            table = self._table(name, create=True)
-            with self.store.write_lock():
-                self.store._write(lambda: table.merge_insert("id").when_matched_update_all()
-                                  .when_not_matched_insert_all().execute(rows))
+        if not rows:
+            return
+        table = self._table(name, create=True)
+        with self.store.write_lock():
+            missing = [r["id"] for r in rows if "vector" in r and r["vector"] is None]
+            if keep_vectors and missing:
+                where = "id IN (" + ", ".join(sql_str(i) for i in missing) + ") AND vector IS NOT NULL"
+                stored = self.store._read(lambda: table.search().where(where).select(["id", "vector"])
+                                          .limit(len(missing)).to_list())
+                vectors = {r["id"]: [float(x) for x in r["vector"]] for r in stored}
+                for row in rows:
+                    if row.get("vector") is None and row["id"] in vectors:
+                        row["vector"] = vectors[row["id"]]
+            self.store._write(lambda: table.merge_insert("id").when_matched_update_all()
+                              .when_not_matched_insert_all().execute(rows))
 
     def _delete(self, name: str, where: str) -> None:
         table = self._table(name)
@@ -129,12 +142,8 @@ class TierStore:
         found = self._rows(EPISODES, f"id = {sql_str(episode_id)}", with_vector)
         return found[0] if found else None
 
-    def put_episodes(self, episodes: Iterable[Episode]) -> None:
-        self._upsert(EPISODES, episodes)
-
-    def delete_episodes(self, ids: list[str]) -> None:
-        if ids:
-            self._delete(EPISODES, "id IN (" + ", ".join(sql_str(i) for i in ids) + ")")
+    def put_episodes(self, episodes: Iterable[Episode], keep_vectors: bool = True) -> None:
+        self._upsert(EPISODES, episodes, keep_vectors)
 
     def nearest_episodes(self, vector, k: int, notebook: str) -> list[tuple[Episode, float]]:
         return self._nearest(EPISODES, vector, k, self._scope(notebook, "vector IS NOT NULL"))
@@ -145,6 +154,10 @@ class TierStore:
 
     def put_entities(self, entities: Iterable[Entity]) -> None:
         self._upsert(ENTITIES, entities)
+
+    def delete_entities(self, ids: list[str]) -> None:
+        if ids:
+            self._delete(ENTITIES, "id IN (" + ", ".join(sql_str(i) for i in ids) + ")")
 
     def nearest_entities(self, vector, k: int, notebook: str) -> list[tuple[Entity, float]]:
         return self._nearest(ENTITIES, vector, k, self._scope(notebook))
@@ -159,14 +172,6 @@ class TierStore:
     def delete_relations(self, ids: list[str]) -> None:
         if ids:
             self._delete(RELATIONS, "id IN (" + ", ".join(sql_str(i) for i in ids) + ")")
-
-    def counts(self, notebook: str) -> dict[str, int]:
-        out = {}
-        for name in (EPISODES, ENTITIES, RELATIONS):
-            table = self._table(name)
-            out[name] = 0 if table is None else self.store._read(
-                lambda t=table: t.count_rows(self._scope(notebook)))
-        return out
 
     def compact(self) -> None:
         import warnings

@@ -30,6 +30,7 @@ from .llm import LLMError, Usage
 from .memory import Memory, parse_when
 from .note import (
     EPISODE_PENDING,
+    EPISODE_PRUNED,
     EPISODE_READY,
     EPISODE_SUMMARISED,
     Entity,
@@ -46,7 +47,6 @@ from .store import sql_str
 from .text import clip_end, is_trivial, name_key, one_line, romanise
 from .tier_store import TierStore
 
-PRUNED = "pruned"  # an episode whose summary was removed by `zk prune` (a tombstone: never re-summarised)
 CONTEXT_LOG = "context-log.jsonl"
 _AGE = re.compile(r"^\s*(\d+)\s*([dwmy]?)\s*$")
 
@@ -99,6 +99,21 @@ class EpisodeResult:
     error: str = ""
 
 
+def mentions(text: str, name: str) -> bool:
+    """Does `text` name the entity? A Hangul name as a substring once spaces are gone (particles attach:
+    "온비서는"); otherwise its Latin form (a Hangul name romanised) must start a word of the text (with Hangul
+    romanised too), and a short one (< 4 letters) must also end one: "AI" is not in "said" or "aim"."""
+    key = name_key(name)
+    if len(key) < 2:
+        return False
+    if not key.isascii() and key in name_key(text):
+        return True
+    latin = " ".join(re.findall(r"[0-9a-z]+", romanise(name.lower())))
+    words = " ".join(re.findall(r"[0-9a-z]+", romanise(text.lower())))
+    end = "" if len(latin) >= 4 else "(?![0-9a-z])"
+    return bool(latin) and re.search(rf"(?<![0-9a-z]){re.escape(latin)}{end}", words) is not None
+
+
 def episode_id_for(session_id: str) -> str:
     return "e" + session_id.removeprefix("s")
 
@@ -114,7 +129,10 @@ def parse_age(text: str) -> timedelta:
     if not match:
         raise ZkError(f"cannot read the age '{text}' (use e.g. 180d, 26w, 6m or 1y)")
     number, unit = int(match.group(1)), match.group(2) or "d"
-    return timedelta(days=number * {"d": 1, "w": 7, "m": 30, "y": 365}[unit])
+    try:
+        return timedelta(days=number * {"d": 1, "w": 7, "m": 30, "y": 365}[unit])
+    except OverflowError:
+        raise ZkError(f"the age '{text}' is too large") from None
 
 
 class Tiers:
@@ -135,8 +153,8 @@ class Tiers:
         return self._store
 
     # -- working tier: sessions -------------------------------------------------------------------
-    def session_turns(self, session_id: str) -> list[Note]:
-        notes = self.memory.store.notes(f"session_id = {sql_str(session_id)}")
+    def session_turns(self, session_id: str, notebook: str | None = None) -> list[Note]:
+        notes = self.memory.store.notes(self.memory._scope(f"session_id = {sql_str(session_id)}", notebook))
         return sorted(notes, key=lambda n: (n.seq, n.at, n.created))
 
     def resolve_session(self, prefix: str) -> str:
@@ -158,10 +176,10 @@ class Tiers:
     def close_session(self, session_id: str, force: bool = False) -> Episode:
         """Queue a session for summarising. A session that grew since its episode (or `force`) is queued
         again and summarised afresh from its raw turns; an unchanged one is left as it is."""
-        turns = self.session_turns(session_id)
+        episode = self.store.episode(episode_id_for(session_id))
+        turns = self.session_turns(session_id, episode.notebook if episode else self._notebook_of(session_id))
         if not turns:
             raise ZkError(f"session {session_id} has no turns")
-        episode = self.store.episode(episode_id_for(session_id))
         if episode and not force and episode.turns == len(turns) and episode.status != EPISODE_PENDING:
             return episode
         title = turns[0].source or ""
@@ -174,6 +192,11 @@ class Tiers:
         self.store.put_episodes([episode])
         return episode
 
+    def _notebook_of(self, session_id: str) -> str:
+        """Session ids are derived from the notebook, so one session lives in exactly one notebook."""
+        rows = self.memory.store._query(f"session_id = {sql_str(session_id)}", ["notebook"], limit=1)
+        return rows[0]["notebook"] if rows else self.notebook
+
     def close_sessions(self, session_ids: Iterable[str]) -> list[Episode]:
         return [self.close_session(s) for s in dict.fromkeys(session_ids)]
 
@@ -182,15 +205,24 @@ class Tiers:
         in every notebook. A period's entries may have been written under either setting: each note's
         own session id decides, and a period is due once its last day is past."""
         today = today or date.today().isoformat()
-        known = {e.session_id for e in self.store._rows("episodes")}
-        due: dict[str, str] = {}
-        for note in self.memory.store.notes(f"kind = 'note' AND session_id IS NOT NULL AND at < {sql_str(today)}"):
-            if note.session_id in known or note.session_id in due:
-                continue
+        # One scan of the journal's raw entries per worker run: fine for a personal journal (10^4-10^5
+        # entries); a watermark would make it incremental.
+        summarised = {e.session_id: e.turns for e in self.store._rows("episodes")}
+        rows = self.memory.store._query(f"kind = 'note' AND session_id IS NOT NULL AND at < {sql_str(today)}",
+                                        ["session_id", "notebook", "at"])
+        counts: dict[str, int] = {}
+        for row in rows:
+            counts[row["session_id"]] = counts.get(row["session_id"], 0) + 1
+        due: list[str] = []
+        for row in rows:
+            session_id = row["session_id"]
+            if session_id in due or summarised.get(session_id, -1) >= counts[session_id]:
+                continue  # already summarised with all its entries (a late, back-dated entry re-opens it)
             for unit in ("week", "day"):
-                period = journal_period(note.at, unit)
-                if note.session_id == session_id_for(note.notebook, period.key) and period.last_day < today:
-                    due[note.session_id] = note.notebook
+                period = journal_period(row["at"], unit)
+                if session_id == session_id_for(row["notebook"], period.key) and period.last_day < today:
+                    due.append(session_id)
+                    break
         return self.close_sessions(due)
 
     # -- the promotion chain ----------------------------------------------------------------------
@@ -230,7 +262,7 @@ class Tiers:
         return result
 
     def _summarise(self, episode: Episode, usage: Usage) -> None:
-        turns = self.session_turns(episode.session_id)
+        turns = self.session_turns(episode.session_id, episode.notebook)
         summary, spent = summarise(self.memory.llm, self._prompts, turns, episode.title, self.settings)
         usage.add(spent)
         episode.summary, episode.abstract = summary, abstract_of(summary)
@@ -261,6 +293,9 @@ class Tiers:
         changed = self._supersede(new, episode.notebook, usage)
         self.store.put_relations([*new, *changed])
         result.relations, result.invalidated = len(new), sum(1 for r in [*new, *changed] if r.invalid_from)
+        latest = self.store.episode(episode.id)
+        if latest is not None and latest.status == EPISODE_PENDING and latest.turns != episode.turns:
+            return  # the session grew while we worked: stay queued, to be summarised again from raw turns
         episode.status, episode.error = EPISODE_READY, ""
         self.store.put_episodes([episode])
 
@@ -270,7 +305,7 @@ class Tiers:
         if not mine:
             return
         ids = {r.id for r in mine}
-        restored = [r for r in self.store._rows("relations", "invalidated_by IS NOT NULL") if r.invalidated_by in ids]
+        restored = self.store._rows("relations", "invalidated_by IN (" + ", ".join(sql_str(i) for i in ids) + ")")
         for rel in restored:
             rel.invalid_from = rel.invalidated_by = None
         self.store.put_relations(restored)
@@ -281,7 +316,7 @@ class Tiers:
         one (same romanised key, a very close name, or the model says so), or a new entity."""
         notebook = episode.notebook
         key = name_key(name)
-        same_key = self.store.entities(notebook, f"key = {sql_str(key)}")
+        same_key = self.store.entities(notebook, f"key = {sql_str(key)}", with_vector=True)
         if same_key:
             entity = same_key[0]
             if episode.id not in entity.episodes:
@@ -376,7 +411,7 @@ class Tiers:
     def search_episodes(self, query: str, k: int = 5, min_score: float = 0.0) -> list[Hint]:
         """Hybrid episode search weighted towards keywords; scores are absolute, so a threshold means
         the same for every query: text coverage (0.7) + rescaled vector similarity (0.3)."""
-        episodes = [e for e in self.store.episodes(self.notebook, f"status != {sql_str(PRUNED)}") if e.abstract]
+        episodes = [e for e in self.store.episodes(self.notebook, f"status != {sql_str(EPISODE_PRUNED)}") if e.abstract]
         if not episodes or not query.strip():
             return []
         index = CoverageIndex([f"{e.title} {e.abstract} {e.summary}" for e in episodes])
@@ -429,10 +464,16 @@ class Tiers:
 
     # -- L1: expand -------------------------------------------------------------------------------
     def expand(self, item_id: str) -> tuple[str, object]:
-        """("episode", (Episode, turns)) for an e… id, ("session", turns) for s…, ("note", Note) otherwise."""
+        """("episode", (Episode, turns)) for an e… id, ("session", (Episode or None, turns)) for s…,
+        ("note", Note) for a note id (a hex id starting with "e" that names no episode is a note)."""
         cleaned = item_id.strip().lower()
         if cleaned.startswith(("e", "s")):
-            session_id = self.resolve_session(cleaned)
+            try:
+                session_id = self.resolve_session(cleaned)
+            except ZkError:
+                if cleaned.startswith("s") or not re.fullmatch(r"[0-9a-f]+", cleaned):
+                    raise
+                return "note", self.memory.resolve(cleaned)  # a note id that happens to start with "e"
             episode = self.store.episode(episode_id_for(session_id))
             turns = self.session_turns(session_id)
             if cleaned.startswith("e"):
@@ -464,6 +505,8 @@ class Tiers:
         """An entity, its relations (current, past, and at `at` when given), their source episodes, and
         connected entities up to `depth` hops."""
         when = parse_when(at) if at else None
+        if when and at and "T" not in at.strip() and " " not in at.strip():
+            when = when[:10] + "T23:59:59"  # a bare date means "as of that day", the whole day included
         canonical = self._canonical_map(self.notebook)
         root = self.find_entity(name)
         relations = self.store.relations(self.notebook)
@@ -538,9 +581,7 @@ class Tiers:
         canonical = self._canonical_map(self.notebook)
         if not canonical:
             return []
-        q_key, q_roman = name_key(question), romanise(name_key(question))
-        named = {canonical[e.id].id for e in self.store.entities(self.notebook)
-                 if len(e.key) >= 2 and (e.key in q_key or (len(e.key) >= 4 and romanise(e.key) in q_roman))}
+        named = {canonical[e.id].id for e in self.store.entities(self.notebook) if mentions(question, e.name)}
         if not named:
             return []
         lines = []
@@ -552,21 +593,53 @@ class Tiers:
                 f"{rel.valid_from[:10]} to {rel.invalid_from[:10]}, no longer true"
             line = f"- {subject.name} {rel.predicate} {obj.name}" + (f" ({span})" if with_time else "")
             lines.append((with_time and rel.invalid_from is not None, rel.valid_from if with_time else "", line))
-        return [line for *_, line in sorted(lines)][:limit]
+        lines.sort(key=lambda item: item[1], reverse=True)  # newest first ...
+        lines.sort(key=lambda item: item[0])  # ... current before superseded (a stable sort keeps the order)
+        return [line for *_, line in lines][:limit]
 
     # -- maintenance ------------------------------------------------------------------------------
     def prune(self, older_than: str, now: str | None = None) -> list[str]:
         """Remove the summaries of episodes that ended before now - older_than. Raw notes, entities and
         relations stay; the episode row stays as a tombstone so the session is not summarised again."""
         cutoff = (datetime.fromisoformat(parse_when(now)) - parse_age(older_than)).isoformat()
-        expired = [e for e in self.store.episodes(self.notebook, f"status != {sql_str(PRUNED)}") if e.end < cutoff]
-        for episode in expired:
-            episode.summary = episode.abstract = ""
-            episode.vector, episode.status = None, PRUNED
-        if expired:
-            self.store.put_episodes(expired)
-            self.store.compact()  # the old summaries must not survive in older table versions
+        from .worker import worker_lock
+
+        with worker_lock(self.memory.home, wait=True):  # not while the worker is extracting from one
+            # Only finished episodes: a pending one has not given its facts to the graph yet.
+            expired = [e for e in self.store.episodes(self.notebook, f"status = {sql_str(EPISODE_READY)}")
+                       if e.end < cutoff]
+            for episode in expired:
+                episode.summary = episode.abstract = ""
+                episode.vector, episode.status = None, EPISODE_PRUNED
+            if expired:
+                self.store.put_episodes(expired, keep_vectors=False)
+                self.store.compact()  # the old summaries must not survive in older table versions
         return [e.id for e in expired]
+
+    def forget_note(self, note: Note) -> None:
+        """After `zk rm`: the note's words must not live on in its session's summary or the facts drawn
+        from it. The summary is cleared at once (and the episode queued to be summarised again from the
+        remaining turns); the episode's relations are removed."""
+        if not note.session_id:
+            return
+        episode = self.store.episode(episode_id_for(note.session_id))
+        if episode is None:
+            return
+        self._forget_relations_of(episode.id)
+        # Entities only this episode named go too (re-extraction brings back what the other turns say).
+        named = self.store.entities(episode.notebook, with_vector=True)
+        only_here = [e.id for e in named if e.episodes == [episode.id]]
+        elsewhere = [e for e in named if episode.id in e.episodes and e.id not in only_here]
+        for entity in elsewhere:
+            entity.episodes = [i for i in entity.episodes if i != episode.id]
+        self.store.put_entities(elsewhere)
+        self.store.delete_entities(only_here)
+        remaining = self.session_turns(note.session_id, episode.notebook)
+        episode.summary = episode.abstract = ""
+        episode.vector, episode.turns = None, len(remaining)
+        episode.status = EPISODE_PENDING if remaining else EPISODE_PRUNED
+        self.store.put_episodes([episode], keep_vectors=False)
+        self.store.compact()
 
     def stats(self) -> dict:
         notes = self.memory.store.notes(self.memory._scope())
@@ -594,7 +667,8 @@ class Tiers:
                     entry = json.loads(line)
                 except ValueError:
                     continue
-                if entry.get("notebook") == self.notebook:
+                if isinstance(entry, dict) and entry.get("notebook") == self.notebook \
+                        and isinstance(entry.get("hints"), int):
                     entries.append(entry)
         searched = [e for e in entries if not e.get("skipped")]
         scores = sorted(e["top_score"] for e in searched if e.get("top_score") is not None)

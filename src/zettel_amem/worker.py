@@ -46,9 +46,11 @@ def spawn(home: Path) -> None:
 
 
 def drain(memory, on_progress: Callable[[ProcessResult, int, int], None] | None = None,
-          wait: bool = False, then: Callable[[], object] | None = None) -> list[ProcessResult] | None:
+          wait: bool = False, then: Callable[[], object] | None = None,
+          more_work: Callable[[], bool] | None = None) -> list[ProcessResult] | None:
     """Process every unfinished note (all notebooks), then run `then` (the tiers' promotion chain)
-    while still holding the lock. None if another worker holds the lock."""
+    while still holding the lock; `more_work()` says whether `then` has work queued since (so work
+    queued while this worker was finishing is not stranded). None if another worker holds the lock."""
     results: list[ProcessResult] = []
     failed: set[str] = set()
     while True:
@@ -68,5 +70,6 @@ def drain(memory, on_progress: Callable[[ProcessResult, int, int], None] | None 
                         on_progress(result, index, len(todo))
             if then is not None:
                 then()
-        if not [i for i in memory.pending_ids(all_notebooks=True) if i not in failed]:
+        if not [i for i in memory.pending_ids(all_notebooks=True) if i not in failed] and not (
+                more_work is not None and more_work()):
             return results
