@@ -336,8 +336,15 @@ def sessions(limit: int | None = typer.Option(None, "--limit", help="At most N s
     """Sessions, newest first: imported conversations and journal weeks (`zk add` entries; or days)."""
     from . import render
     from .ingest.importer import list_sessions
+    from .tiers import Tiers, episode_id_for
 
-    found = list_sessions(_memory())[:limit] if limit else list_sessions(_memory())
+    memory = _memory()
+    found = list_sessions(memory)[:limit] if limit else list_sessions(memory)
+    episodes = {e.id: e for e in Tiers(memory).store.episodes(memory.notebook)}
+    for session in found:
+        episode = episodes.get(episode_id_for(session["session_id"]))
+        session["episode"] = {"id": episode.id, "status": episode.status, "abstract": episode.abstract} \
+            if episode else None
     if as_json:
         render.print_json(found)
     else:

@@ -188,12 +188,15 @@ def import_summary(report) -> None:
 
 def sessions_table(sessions: list[dict]) -> None:
     table = Table()
-    for name in ("session", "title", "turns", "from", "to", "speakers"):
+    for name in ("session", "title", "turns", "from", "to", "speakers", "episode"):
         table.add_column(name, no_wrap=name in ("session", "from", "to"))
     for s in sessions:
+        episode = s.get("episode")
+        summary = "" if not episode else (escape(one_line(episode["abstract"], 50)) if episode["abstract"]
+                                          else f"[dim]{episode['status']}[/]")
         table.add_row(f"[bold cyan]{s['session_id']}[/]", escape(one_line(str(s.get('title') or ''), 40)),
                       str(s["turns"]), str(s["first_at"])[:16].replace("T", " "),
-                      str(s["last_at"])[:16].replace("T", " "), escape(", ".join(s.get("speakers") or [])))
+                      str(s["last_at"])[:16].replace("T", " "), escape(", ".join(s.get("speakers") or [])), summary)
     console.print(table)
 
 
