@@ -389,3 +389,15 @@ def test_facts_name_entities_on_word_boundaries(memory, fake_llm):
     assert tiers.facts_for("What did she say about the aim?") == []
     assert tiers.facts_for("What does the AI do?") == ["- Onbiseo uses AI (since 2026-03-02)"]
     assert tiers.facts_for("온비서는 뭘 써?") == ["- Onbiseo uses AI (since 2026-03-02)"]
+
+
+def test_pronouns_and_measurements_are_not_entities():
+    from zettel_amem.graph import Extraction, grounded, is_entity_name
+
+    assert [n for n in ["3km", "61분", "3월 4일", "He", "오늘", "Web3", "Seoul 10 km race", "온비서"]
+            if is_entity_name(n)] == ["Web3", "Seoul 10 km race", "온비서"]
+    found = Extraction([("He", "person"), ("Onbiseo", "project"), ("Joon", "person"), ("SQLite", "technology")],
+                       [("He", "uses", "SQLite"), ("Onbiseo", "uses", "SQLite"), ("Joon", "works on", "Onbiseo")])
+    kept = grounded(found, "He said Onbiseo uses SQLite.")  # "Joon" is only in the prompt's example
+    assert kept.entities == [("Onbiseo", "project"), ("SQLite", "technology")]
+    assert kept.relations == [("Onbiseo", "uses", "SQLite")]

@@ -12,6 +12,7 @@ The orchestration (store reads and writes, embeddings) lives in `tiers.py`.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,11 +86,24 @@ def clean_extraction(data: dict[str, Any]) -> Extraction:
     return out
 
 
+_PRONOUNS = {"i", "me", "you", "he", "him", "she", "her", "it", "we", "us", "they", "them", "someone", "user",
+             "나", "저", "너", "그", "그녀", "우리", "저희", "그들", "누군가", "오늘", "today", "yesterday", "tomorrow"}
+
+
+def is_entity_name(name: str) -> bool:
+    """Not a pronoun or a bare measurement ("3km", "61분", "3월 4일"), which small models call entities."""
+    key = name_key(name)
+    if not key or key in _PRONOUNS:
+        return False
+    letters = re.sub(r"[\d\W_]+", "", key)
+    return not (any(ch.isdigit() for ch in key) and len(letters) <= 2)
+
+
 def grounded(found: Extraction, text: str) -> Extraction:
-    """Only entities whose name occurs in the text (small models copy names from the prompt's example),
-    and only relations between those."""
+    """Only entities whose name occurs in the text (small models copy names from the prompt's example)
+    and that are names at all, and only relations between those."""
     key = name_key(text)
-    kept = [(n, t) for n, t in found.entities if name_key(n) in key]
+    kept = [(n, t) for n, t in found.entities if name_key(n) in key and is_entity_name(n)]
     names = {name_key(n) for n, _ in kept}
     return Extraction(kept, [r for r in found.relations if name_key(r[0]) in names and name_key(r[2]) in names])
 
