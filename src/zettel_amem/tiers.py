@@ -326,7 +326,7 @@ class Tiers:
         vector = self.memory.embedder.embed_passages([name])[0].tolist()
         entity = Entity(id=_stable_id(notebook, "entity", key), name=name, type=kind, notebook=notebook, key=key,
                         created=now_iso(), episodes=[episode.id], vector=vector)
-        canonical = [e for e in self.store.entities(notebook, "merged_into IS NULL")]
+        canonical = self.store.entities(notebook, "merged_into IS NULL")
         for other in canonical:
             reason = same_by_spelling(name, other.name)
             if reason:
@@ -356,9 +356,10 @@ class Tiers:
 
         return ENTITY_THRESHOLDS.get(self.memory.embedder.name, (0.8, 0.95))
 
-    def _canonical_map(self, notebook: str) -> dict[str, Entity]:
-        """entity id -> its canonical entity (following merges)."""
-        entities = {e.id: e for e in self.store.entities(notebook)}
+    @staticmethod
+    def _canonical_map(rows: list[Entity]) -> dict[str, Entity]:
+        """entity id -> its canonical entity (following merges), over one notebook's entity rows."""
+        entities = {e.id: e for e in rows}
         out = {}
         for entity in entities.values():
             seen, current = set(), entity
@@ -370,7 +371,7 @@ class Tiers:
 
     def _supersede(self, new: list[Relation], notebook: str, usage: Usage) -> list[Relation]:
         """Mark relations that a newer one replaces as invalid from then on; returns changed older rows."""
-        canonical = self._canonical_map(notebook)
+        canonical = self._canonical_map(self.store.entities(notebook))
         current = self.store.relations(notebook, "invalid_from IS NULL")
         pairs = conflicts(new, current, lambda i: canonical[i].id if i in canonical else i)
         if not pairs:
@@ -486,11 +487,11 @@ class Tiers:
     # -- L2: graph --------------------------------------------------------------------------------
     def find_entity(self, name: str) -> Entity:
         """The canonical entity a name refers to: same key, same romanised key, or a close embedding."""
-        canonical = self._canonical_map(self.notebook)
+        rows = self.store.entities(self.notebook)
+        canonical = self._canonical_map(rows)
         if not canonical:
             raise ZkError(f"the graph of notebook '{self.notebook}' is empty (close a session first)")
         key = name_key(name)
-        rows = self.store.entities(self.notebook)
         by_key = [e for e in rows if e.key == key] or [e for e in rows if romanise(e.key) == romanise(key)]
         if not by_key:
             vector = self.memory.embedder.embed_passages([name])[0]
@@ -507,12 +508,13 @@ class Tiers:
         when = parse_when(at) if at else None
         if when and at and "T" not in at.strip() and " " not in at.strip():
             when = when[:10] + "T23:59:59"  # a bare date means "as of that day", the whole day included
-        canonical = self._canonical_map(self.notebook)
         root = self.find_entity(name)
+        rows = self.store.entities(self.notebook)
+        canonical = self._canonical_map(rows)
         relations = self.store.relations(self.notebook)
         episodes = {e.id: e for e in self.store.episodes(self.notebook)}
         aliases: dict[str, list[str]] = {}
-        for entity in self.store.entities(self.notebook):
+        for entity in rows:
             if canonical[entity.id].id != entity.id:
                 aliases.setdefault(canonical[entity.id].id, []).append(entity.name)
 
@@ -545,10 +547,9 @@ class Tiers:
         return {"entity": node(root, 1, set()), "at": when}
 
     def entities(self) -> list[dict]:
-        canonical = self._canonical_map(self.notebook)
-        rows = []
-        for entity in self.store.entities(self.notebook):
-            rows.append({**entity.to_json(), "canonical": canonical[entity.id].name})
+        entities = self.store.entities(self.notebook)
+        canonical = self._canonical_map(entities)
+        rows = [{**entity.to_json(), "canonical": canonical[entity.id].name} for entity in entities]
         return sorted(rows, key=lambda r: (r["canonical"].lower(), r["merged_into"] is not None, r["name"]))
 
     def merge(self, name: str, into: str) -> Entity:
@@ -578,10 +579,9 @@ class Tiers:
 
         `with_time=False` drops the dates and the validity (every fact as if current): the benchmark's
         control for what validity times change."""
-        canonical = self._canonical_map(self.notebook)
-        if not canonical:
-            return []
-        named = {canonical[e.id].id for e in self.store.entities(self.notebook) if mentions(question, e.name)}
+        entities = self.store.entities(self.notebook)
+        canonical = self._canonical_map(entities)
+        named = {canonical[e.id].id for e in entities if mentions(question, e.name)}
         if not named:
             return []
         lines = []
