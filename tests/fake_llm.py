@@ -70,7 +70,7 @@ class FakeLLM:
             raise LLMError("fake model failure")
         ids = re.findall(r"^\[([0-9a-f]{8,})\]", user, re.MULTILINE)
         text = self.answer + (f" [{ids[0]}]" if ids else "")
-        yield from text.split(" ")
+        yield from re.findall(r"\S+\s*", text)  # pieces like a real stream: words with their spaces
         self._last = Usage(calls=1)
 
 

@@ -121,3 +121,20 @@ def test_help_is_fast_and_does_not_import_models():
             "print('HEAVY', heavy)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "HEAVY []" in out and "add" in out and "ask" in out
+
+
+def test_json_reports_real_backlinks_everywhere(zk, zk_home, monkeypatch):
+    monkeypatch.setenv("ZK_LLM_MODEL", "python:tests.fake_llm:FakeLLM")
+    zk_home.mkdir(parents=True, exist_ok=True)
+    (zk_home / "config.toml").write_text("link_min_similarity = 0.0\n", encoding="utf-8")
+    _, out, _ = zk("add", "Knee hurts since Saturday's run.", "--at", "2026-03-29", "--wait", "--json")
+    first = json.loads(out)["id"]
+    _, out, _ = zk("add", "Doctor says rest the knee for two weeks.", "--at", "2026-03-30", "--wait", "--json")
+    second = json.loads(out)
+    assert second["links"] == [first]  # the fake model links to its first candidate
+    _, out, _ = zk("list", "--json")
+    assert {n["id"]: n["backlinks"] for n in json.loads(out)} == {first: [second["id"]], second["id"]: []}
+    _, out, _ = zk("search", "knee", "--json", "--no-links")
+    assert {n["id"]: n["backlinks"] for n in json.loads(out)}[first] == [second["id"]]
+    _, out, _ = zk("expand", first[:8], "--json")
+    assert json.loads(out)["backlinks"] == [second["id"]]

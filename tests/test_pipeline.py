@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from zettel_amem.config import ZkError
+from zettel_amem.memory import Memory
 from zettel_amem.note import CONSTRUCTED, PENDING, READY
 
 
@@ -174,3 +175,34 @@ def test_grammar_forbids_foreign_scripts_per_note_language():
     assert re.fullmatch(korean["keywords"]["items"]["pattern"], "동생") is not None
     assert re.fullmatch(korean["context"]["pattern"], "무릎 부상 기록.") is not None
     assert re.fullmatch(korean["context"]["pattern"], "膝盖受伤") is None  # Chinese drift: refused
+
+
+def test_id_prefixes_resolve_within_the_notebook(zk_home, fake_llm, embedder):
+    main = Memory(zk_home, llm=fake_llm, embedder=embedder)
+    private = Memory(zk_home, llm=fake_llm, embedder=embedder, notebook="private")
+    mine = main.add("Knee hurts.", "2026-03-01")
+    clash = None
+    for i in range(500):  # ids are random: add private notes until one shares the first hex digit
+        clash = private.add(f"private note {i}", "2026-03-01")
+        if clash.id[0] == mine.id[0]:
+            break
+    assert clash.id[0] == mine.id[0]
+    # A prefix shared with a private note is still unique in this notebook ...
+    assert main.resolve(clash.id[:1]).id == mine.id
+    # ... and a private id is neither found nor named from another notebook.
+    with pytest.raises(ZkError) as error:
+        main.resolve(clash.id[:8])
+    assert clash.id[:8] in str(error.value) and clash.id[8:12] not in str(error.value)
+
+
+def test_evolution_cap_holds_in_code_even_at_zero():
+    from zettel_amem.config import Settings
+    from zettel_amem.link import parse_decision
+
+    settings = Settings()
+    ids = {"a1": "a" * 32, "b2": "b" * 32, "c3": "c" * 32}
+    data = {"links": ["a1"], "updates": [{"id": i, "context": "new"} for i in ids]}
+    settings.evolve_max_neighbours = 0
+    assert parse_decision(data, ids, settings).updates == []  # an unconstrained backend cannot evolve
+    settings.evolve_max_neighbours = 2
+    assert [u.note_id for u in parse_decision(data, ids, settings).updates] == ["a" * 32, "b" * 32]

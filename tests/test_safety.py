@@ -137,6 +137,37 @@ def test_rm_removes_links_both_ways_and_the_text_from_disk(evolving, zk_home):
     assert len(evolving.store.notes()) == len(ids)
 
 
+
+def test_a_note_deleted_while_the_model_works_on_it_stays_deleted(evolving):
+    """`zk rm` between the read and the write of a processing step: the step's write must not bring
+    the note (and its text) back from the copy it read before the deletion."""
+    ids = add_all(evolving, RUNS[:3])
+    doomed = evolving.add("SECRET-rm-race my PIN", "2026-03-10T08:00")
+    annotate = evolving.llm.annotate
+
+    def annotate_while_deleted(user):
+        evolving.remove(doomed.id)
+        return annotate(user)
+
+    evolving.llm.annotate = annotate_while_deleted
+    evolving.process(doomed.id)
+    assert evolving.store.get(doomed.id) is None
+    assert sorted(n.id for n in evolving.store.notes()) == sorted(ids)
+
+    # The same for a neighbour deleted while a new note's link call runs: no resurrection.
+    evolving.llm.annotate = annotate
+    newest = evolving.add("Ran 5 km again, knee fine.", "2026-03-11T08:00")
+    victim = ids[-1]
+    link = evolving.llm.link
+
+    def link_while_deleted(user, candidate_ids):
+        evolving.remove(victim)
+        return link(user, candidate_ids)
+
+    evolving.llm.link = link_while_deleted
+    evolving.process(newest.id)
+    assert evolving.store.get(victim) is None and evolving.store.get(newest.id).status == READY
+
 # -- backup -----------------------------------------------------------------------------------------
 def test_export_then_import_restores_an_identical_store(evolving, tmp_path, embedder):
     from zettel_amem.ingest.importer import import_source
@@ -164,6 +195,27 @@ def test_export_then_import_restores_an_identical_store(evolving, tmp_path, embe
         assert [v.to_dict() for v in note.history] == [v.to_dict() for v in other.history]
         assert np.allclose(note.vector, other.vector, atol=1e-5)
     assert restore(fresh, path)["added"] == 0  # restoring twice adds nothing
+
+
+def test_a_backup_piped_or_named_jsonl_is_restored_not_imported_as_chat(evolving, tmp_path, capsys, monkeypatch):
+    add_all(evolving, RUNS[:3])
+    out = io.StringIO()
+    export_jsonl(evolving, out)
+    backup = out.getvalue().encode("utf-8")
+    (tmp_path / "backup.jsonl").write_bytes(backup)
+    original = {n.id: n.content for n in evolving.store.notes()}
+    named = ["import", str(tmp_path / "backup.jsonl"), "--format", "jsonl"]
+    for args, stdin in ((["import", "-"], backup), (named, None)):
+        home = tmp_path / f"home-{len(stdin or b'')}"
+        monkeypatch.setattr(sys, "argv", ["zk", "--home", str(home), *args, "--json"])
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin or b"")))
+        try:
+            cli.main()
+        except SystemExit as exc:
+            assert not exc.code, capsys.readouterr().err
+        assert json.loads(capsys.readouterr().out)["format"] == "zk-export"
+        restored = Memory(home, embedder=evolving.embedder)
+        assert {n.id: n.content for n in restored.store.notes()} == original  # same ids, no chat turns
 
 
 def test_newer_schema_is_refused_and_older_schema_is_migrated(zk_home, embedder, tmp_path):

@@ -22,10 +22,26 @@ def test_clip_does_not_strand_a_combining_mark():
 
 
 def test_trivial_messages():
-    for text in ("ok", "ㅇㅋ", "고마워", "thanks!", "👍👍", "ㅋㅋㅋㅋ", "  "):
+    for text in ("ok", "ㅇㅋ", "고마워", "thanks!", "👍👍", "ㅋㅋㅋㅋ", "  ", "hahaha", "하하하", "ㅠ", "zzz"):
         assert is_trivial(text), text
-    for text in ("무릎이 아프다", "ok, the race is on 3 May", "10km"):
+    # Two-syllable Korean names and short topics are not filler.
+    for text in ("무릎이 아프다", "ok, the race is on 3 May", "10km", "지수", "현우", "감기", "DB", "AI?", "mama"):
         assert not is_trivial(text), text
+
+
+def test_decomposed_hangul_is_cut_on_syllables_and_matches_composed_text():
+    import unicodedata
+
+    from zettel_amem.memory import content_hash
+    from zettel_amem.retrieve import tokens
+
+    composed = "무릎이 아프다"
+    decomposed = unicodedata.normalize("NFD", composed)
+    assert decomposed != composed and tokens(decomposed) == tokens(composed) != []
+    cut = clip(decomposed, 4)
+    assert unicodedata.normalize("NFC", cut[:-1]) in ("무", "무릎")  # whole syllables, never "무ᄅ"
+    assert unicodedata.normalize("NFC", clip_end(decomposed, 4)) in ("프다", "다")  # never a bare vowel
+    assert content_hash(decomposed) == content_hash(composed)
 
 
 def test_token_estimate_counts_hangul_per_character():

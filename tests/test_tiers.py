@@ -104,6 +104,40 @@ def test_a_grown_session_is_summarised_again_from_raw_turns(memory):
     assert episode.summary not in summarise_calls[-1]["user"] or episode.summary.count("\n") == 0
 
 
+
+def test_a_session_changed_during_its_summary_is_not_overwritten(memory, fake_llm):
+    """A newer import re-closes the session (or `zk rm` removes a turn) while the model summarises it:
+    the stale summary is dropped and the episode stays queued, then is summarised from the new turns."""
+    for at, text in PROJECT[:2]:
+        memory.add(text, at)
+    memory.process_pending()
+    tiers = Tiers(memory)
+    [episode] = tiers.close_due(today="2026-12-01")
+    summarise = fake_llm.summarise
+
+    def summarise_while_growing(user):
+        if not memory.store.notes("content = 'Onbiseo got a logo today.'"):
+            memory.add("Onbiseo got a logo today.", "2026-03-02T21:00")
+            tiers.close_session(episode.session_id)
+        return summarise(user)
+
+    fake_llm.summarise = summarise_while_growing
+    first = tiers.process_episode(episode.id)
+    assert first.status == EPISODE_PENDING and tiers.store.episode(episode.id).summary == ""
+    assert tiers.store.relations("main") == []  # nothing extracted from the stale summary
+    tiers.process_pending()
+    done = tiers.store.episode(episode.id)
+    assert done.status == EPISODE_READY and done.turns == 3 and "logo" in done.summary
+
+
+def test_rm_keeps_a_pruned_episode_pruned(memory):
+    tiers = journal(memory, PROJECT)
+    assert len(tiers.prune("180d", now="2026-11-29")) == 2
+    march = memory.store.notes("content = 'Mina joined the Onbiseo team as PM.'")[0]
+    memory.remove(march.id)
+    tiers.forget_note(march)
+    assert tiers.pending_episodes() == []  # not summarised again from the remaining turns
+
 def test_failed_summary_stays_pending_and_finishes_later(memory, fake_llm):
     for at, text in PROJECT[:2]:
         memory.add(text, at)

@@ -45,6 +45,14 @@ def _read_stdin() -> str:
         raise ZkError(f"standard input is not valid UTF-8 (byte {exc.start})") from None
 
 
+def _notes_json(memory, notes, **extra_for) -> list[dict]:
+    """Notes (or hits) as JSON with their real backlinks, found in one scan for all of them."""
+    notes = list(notes)
+    back = memory.store.backlinks_many([getattr(n, "note", n).id for n in notes])
+    return [n.to_json(back.get(getattr(n, "note", n).id, []),
+                      **{k: f(n) for k, f in extra_for.items()}) for n in notes]
+
+
 @app.command()
 def add(text: str = typer.Argument(..., help="The note, or - to read it from standard input."),
         at: str | None = typer.Option(None, "--at", help="When it happened, e.g. 2026-03-29T09:15."),
@@ -58,8 +66,11 @@ def add(text: str = typer.Argument(..., help="The note, or - to read it from sta
     note = memory.add(content, at)
     result = None
     if wait:
+        from .worker import step_lock
+
         try:
-            result = memory.process(note.id)
+            with step_lock(memory.home):  # not at the same time as a background worker on this note
+                result = memory.process(note.id)
         except ZkError as exc:  # the model could not even load: the note itself is safe
             raise ZkError(f"{exc} — note {note.short_id} is saved as pending; run `zk process` later") from None
     elif memory.settings.auto_worker:
@@ -101,7 +112,7 @@ def ask(question: str = typer.Argument(..., help="Your question."),
             pass
         cited = set(answer.cited())
         render.print_json({"answer": answer.text.strip(),
-                           "notes": [h.to_json(cited=h.note.id in cited) for h in answer.notes],
+                           "notes": _notes_json(memory, answer.notes, cited=lambda h: h.note.id in cited),
                            "episodes": [h.to_json() for h in hints], "facts": facts})
         return
     render.stream_markdown(answer.pieces)
@@ -125,7 +136,7 @@ def search(query: str = typer.Argument(..., help="What to look for."),
     hits = memory.search(query, limit, follow_links=not no_links)
     episodes = Tiers(memory).search_episodes(query, k=3, min_score=memory.settings.context_min_score)
     if as_json:
-        render.print_json([h.to_json() for h in hits] + [{"kind": "episode", **h.to_json()} for h in episodes])
+        render.print_json(_notes_json(memory, hits) + [{"kind": "episode", **h.to_json()} for h in episodes])
         return
     if episodes:
         render.episodes_table(episodes)
@@ -140,9 +151,10 @@ def list_notes(since: str | None = typer.Option(None, "--since", help="Only note
     """Notes, newest first, one line each."""
     from . import render
 
-    notes = _memory().list(since, until, limit)
+    memory = _memory()
+    notes = memory.list(since, until, limit)
     if as_json:
-        render.print_json([n.to_json() for n in notes])
+        render.print_json(_notes_json(memory, notes))
     else:
         render.notes_list(notes)
 
@@ -160,11 +172,17 @@ def show(note_id: str = typer.Argument(..., metavar="ID", help="Note id, session
         turns = session_turns(memory, note_id)
         if as_json:
             render.print_json({"session_id": turns[0].session_id, "title": turns[0].source,
-                               "turns": [t.to_json() for t in turns]})
+                               "turns": _notes_json(memory, turns)})
         else:
             render.session_view(turns)
         return
-    note = memory.resolve(note_id)
+    _show_note(memory, memory.resolve(note_id), as_json)
+
+
+def _show_note(memory, note, as_json: bool) -> None:
+    """`zk show ID` (also `zk expand ID` of a note): every field, links both ways, history."""
+    from . import render
+
     backlinks = memory.backlinks(note.id)
     if as_json:
         render.print_json(note.to_json(backlinks, history=[v.to_dict() for v in note.history],
@@ -191,9 +209,9 @@ def links(note_id: str = typer.Argument(..., metavar="ID", help="Note id or uniq
 
     if as_json:
         def node(note, level, seen):
-            outgoing, incoming = both_ways(note)
             data = {"id": note.id, "content": note.content, "at": note.at}
-            if level <= depth:
+            if level <= depth:  # leaves are not expanded: no backlink scan for them
+                outgoing, incoming = both_ways(note)
                 data["links"] = [node(o, level + 1, seen | {o.id}) if o.id not in seen else {"id": o.id}
                                  for o in outgoing]
                 data["backlinks"] = [node(i, level + 1, seen | {i.id}) if i.id not in seen else {"id": i.id}
@@ -222,24 +240,26 @@ def _promote(memory, quiet: bool, done: list) -> None:
         done.extend(tiers.process_pending(lambda r, i, n: bar.update(task, completed=i, total=n)))
 
 
-def _process_foreground(memory, quiet: bool, episodes: list | None = None) -> list:
+def _process_foreground(memory, quiet: bool, episodes: list | None = None, limit: int | None = None) -> list:
     """Drain the queue here (waiting for a running background worker), with a progress bar; then the
-    episodes (their results are appended to `episodes`)."""
+    episodes (their results are appended to `episodes`). With `limit`: at most that many notes, no episodes."""
     from . import render
     from .worker import drain
 
     episodes = [] if episodes is None else episodes
     then = lambda: _promote(memory, quiet, episodes)  # noqa: E731
     total = len(memory.pending_ids(all_notebooks=True))
+    if limit is not None:
+        total = min(total, limit)
     if quiet or total == 0:
-        return drain(memory, wait=True, then=then) or []
+        return drain(memory, wait=True, then=then, limit=limit) or []
     with render.progress() as bar:
         task = bar.add_task("processing notes", total=total)
 
         def advance(result, index, count):
             bar.update(task, completed=index, total=count)
 
-        return drain(memory, advance, wait=True, then=then) or []
+        return drain(memory, advance, wait=True, then=then, limit=limit) or []
 
 
 @app.command()
@@ -267,8 +287,9 @@ def process(limit: int | None = typer.Option(None, "--limit", help="Process at m
               more_work=lambda: any(e.id not in tried for e in Tiers(memory).pending_episodes()))
         return
     episodes: list = []
-    results = _process_foreground(memory, quiet or as_json, episodes)
-    results = results[:limit] if limit else results
+    if limit is not None and limit < 1:
+        raise ZkError("--limit must be at least 1")
+    results = _process_foreground(memory, quiet or as_json, episodes, limit)
     if as_json:
         render.print_json([r.__dict__ for r in results] + [{"kind": "episode", **r.__dict__} for r in episodes])
     elif not quiet:
@@ -296,15 +317,30 @@ def import_(source: str = typer.Argument(..., help="File, Markdown folder, or - 
 
     memory = _memory()
     stream = sys.stdin.buffer if source == "-" else Path(source)
-    if isinstance(stream, Path) and stream.is_file() and fmt in ("auto", "zk-export"):
+    if fmt in ("auto", "zk-export", "jsonl") and (not isinstance(stream, Path) or stream.is_file()):
+        # A backup is restored (same ids, links, versions), never imported as chat turns, whatever
+        # the format option says and wherever it comes from (`zk export | zk --home new import -`).
         from .ingest.export import is_export, restore
+        from .ingest.parsers import peek_head
 
-        with open(stream, "rb") as fh:
-            if fmt == "zk-export" or is_export(fh.read(4096)):
-                report = restore(memory, stream)
-                render.print_json(report) if as_json else render.console.print(
-                    f"restored [green]{report['added']}[/] note(s), {report['skipped_duplicates']} already present")
-                return
+        if isinstance(stream, Path):
+            with open(stream, "rb") as fh:
+                head = fh.read(4096)
+        else:
+            head, stream = peek_head(stream)
+        if fmt == "zk-export" or is_export(head):
+            report = restore(memory, stream)
+            if report["session_ids"] and memory.settings.episodes:  # summaries are rebuilt from the turns
+                from .tiers import Tiers
+
+                Tiers(memory).close_sessions(report["session_ids"])
+            if memory.settings.auto_worker and report["added"]:
+                from .worker import spawn
+
+                spawn(memory.home)  # restored notes that were still pending, and the sessions above
+            render.print_json(report) if as_json else render.console.print(
+                f"restored [green]{report['added']}[/] note(s), {report['skipped_duplicates']} already present")
+            return
     if quiet or as_json:
         report = import_source(memory, stream, fmt)
     else:
@@ -373,9 +409,10 @@ def revert(note_id: str = typer.Argument(..., metavar="ID", help="Note id or uni
     """Undo evolution: restore an earlier version (recorded as a new version; nothing is lost)."""
     from . import render
 
-    note = _memory().revert(note_id, to)
+    memory = _memory()
+    note = memory.revert(note_id, to)
     if as_json:
-        render.print_json(note.to_json(history=[v.to_dict() for v in note.history]))
+        render.print_json(note.to_json(memory.backlinks(note.id), history=[v.to_dict() for v in note.history]))
     else:
         render.console.print(f"note {note.short_id} is now version {note.version} ({note.history[-1].reason})")
 
@@ -391,10 +428,12 @@ def rm(note_id: str = typer.Argument(..., metavar="ID", help="Note id or unique 
     note = memory.resolve(note_id)
     if not yes and sys.stdin is not None and sys.stdin.isatty() and not typer.confirm(f"delete note {note.short_id}?"):
         raise typer.Exit(1)
-    unlinked = memory.remove(note.id)
     from .tiers import Tiers
+    from .worker import step_lock
 
-    Tiers(memory).forget_note(note)  # its words must not live on in its session's summary
+    with step_lock(memory.home):  # a worker must not write back a note or summary read before this
+        unlinked = memory.remove(note.id)
+        Tiers(memory).forget_note(note)  # its words must not live on in its session's summary
     if as_json:
         render.print_json({"id": note.id, "deleted": True, "unlinked": unlinked})
     else:
@@ -405,8 +444,13 @@ def rm(note_id: str = typer.Argument(..., metavar="ID", help="Note id or unique 
 @app.command()
 def export(fmt: str = typer.Option("jsonl", "--format", "-f", help="Only jsonl for now."),
            output: str | None = typer.Option(None, "--output", "-o", help="File to write (default: stdout)."),
+           all_notebooks: bool = typer.Option(False, "--all", help="Every notebook (a full backup), not only "
+                                              "the current one (-n)."),
            ) -> None:
-    """Back up everything (notes, links, versions, sessions) as JSONL; `zk import FILE` restores it."""
+    """Back up notes, links, versions and sessions as JSONL; `zk import FILE` restores it.
+
+    Episodes and the graph are not exported: restoring queues the sessions again and the worker
+    rebuilds them from the raw turns."""
     from .ingest.export import export_jsonl
 
     if fmt != "jsonl":
@@ -414,10 +458,10 @@ def export(fmt: str = typer.Option("jsonl", "--format", "-f", help="Only jsonl f
     memory = _memory()
     if output:
         with open(output, "w", encoding="utf-8") as out:
-            count = export_jsonl(memory, out)
+            count = export_jsonl(memory, out, all_notebooks)
         sys.stderr.write(f"exported {count} note(s) to {output}\n")
     else:
-        export_jsonl(memory, sys.stdout)
+        export_jsonl(memory, sys.stdout, all_notebooks)
 
 
 @app.command()
@@ -427,14 +471,15 @@ def status(as_json: bool = JSON_OPT) -> None:
 
     memory = _memory()
     store = memory.store
-    data = {"home": str(memory.home), "notebook": memory.notebook, "notes": store.count(),
-            "pending": len(memory.pending_ids(all_notebooks=True)), "embedder": store.embedder_name,
-            "llm": memory.settings.llm_model}
+    data = {"home": str(memory.home), "notebook": memory.notebook, "notes": store.count(memory._scope()),
+            "pending": len(memory.pending_ids()),  # this notebook's; "queue" is the worker's, all notebooks
+            "queue": len(memory.pending_ids(all_notebooks=True)), "all_notes": store.count(),
+            "embedder": store.embedder_name, "llm": memory.settings.llm_model}
     if as_json:
         render.print_json(data)
     else:
         for key, value in data.items():
-            render.console.print(f"[bold]{key:>9}[/] {value}")
+            render.console.print(f"[bold]{key:>9}[/] {render.escape(str(value))}")
 
 
 # -- upper tiers ------------------------------------------------------------------------------------
@@ -473,18 +518,16 @@ def expand(item_id: str = typer.Argument(..., metavar="ID", help="Episode id (e�
     """L1: the full episode summary (e…), a session's turns (s…), or a whole note."""
     from . import render
 
-    kind, item = _tiers().expand(item_id)
+    tiers = _tiers()
+    kind, item = tiers.expand(item_id)
     if kind == "note":
-        if as_json:
-            render.print_json(item.to_json(history=[v.to_dict() for v in item.history]))
-        else:
-            render.show_note(item, [], [])
+        _show_note(tiers.memory, item, as_json)
         return
     episode, turns = item
     if as_json:
         data = episode.to_json() if episode else {"session_id": turns[0].session_id, "episode": None}
         render.print_json({**data, "turn_ids": [t.id for t in turns]} if kind == "episode"
-                          else {**data, "turns": [t.to_json() for t in turns]})
+                          else {**data, "turns": _notes_json(tiers.memory, turns)})
     elif kind == "episode":
         render.episode_view(episode, turns)
     else:
@@ -517,8 +560,8 @@ def graph(entity: str | None = typer.Argument(None, help="A person, project, pla
         if as_json:
             render.print_json(changed.to_json())
         else:
-            render.console.print(f"'{changed.name}' " + ("stands alone again" if unmerge else
-                                                         f"is now the same entity as '{merge_into}'"))
+            render.console.print(f"'{render.escape(changed.name)}' " + (
+                "stands alone again" if unmerge else f"is now the same entity as '{render.escape(merge_into)}'"))
         return
     view = tiers.graph(entity, depth, at)
     render.print_json(view) if as_json else render.console.print(render.graph_tree(view))

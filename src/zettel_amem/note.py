@@ -123,8 +123,8 @@ def journal_period(at: str, unit: str = "week") -> JournalPeriod:
     if unit == "day":
         return JournalPeriod(f"day:{day.isoformat()}", f"journal {day.isoformat()}", day.isoformat())
     year, week, weekday = day.isocalendar()
-    monday = day - timedelta(days=weekday - 1)
-    sunday = monday + timedelta(days=6)
+    monday = day - timedelta(days=weekday - 1) if day.toordinal() > 7 else date.min
+    sunday = monday + timedelta(days=6) if date.max.toordinal() - monday.toordinal() > 6 else date.max
     return JournalPeriod(f"week:{year}-W{week:02d}",
                          f"journal {year}-W{week:02d} ({monday.isoformat()[5:]} – {sunday.isoformat()[5:]})",
                          sunday.isoformat())

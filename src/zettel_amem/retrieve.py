@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .note import Note
-from .text import estimate_tokens, one_line, romanise
+from .text import estimate_tokens, nfc, one_line, romanise
 
 RRF_K = 60
 _WORD = re.compile(r"[0-9a-z]+|[\uac00-\ud7a3]+|[\u4e00-\u9fff\u3040-\u30ff]", re.IGNORECASE)
@@ -35,7 +35,7 @@ def tokens(text: str, romanised: bool = False) -> list[str]:
     """Lower-cased words minus stop words; Hangul runs also as character bigrams (and, with
     `romanised`, in Latin letters, so "온비서" meets "Onbiseo")."""
     out: list[str] = []
-    for match in _WORD.finditer(text.lower()):
+    for match in _WORD.finditer(nfc(text).lower()):
         word = match.group()
         if word in _STOP:
             continue

@@ -192,14 +192,14 @@ class Store:
                 self._write(lambda: self.table.add(rows))
         return notes
 
-    def upsert(self, notes: Iterable[Note]) -> None:
-        """Replace whole rows by id in one atomic commit (used for every multi-note change)."""
+    def update(self, notes: Iterable[Note]) -> None:
+        """Replace whole rows by id in one atomic commit (used for every multi-note change). Update only:
+        a note deleted meanwhile (`zk rm`) stays deleted, never re-inserted from a stale copy."""
         rows = [note_to_row(n) for n in notes]
         if not rows:
             return
         with self.write_lock():
-            self._write(lambda: self.table.merge_insert("id").when_matched_update_all()
-                        .when_not_matched_insert_all().execute(rows))
+            self._write(lambda: self.table.merge_insert("id").when_matched_update_all().execute(rows))
 
     def delete(self, ids: Iterable[str]) -> None:
         ids = list(ids)
@@ -248,12 +248,14 @@ class Store:
         rows = self._query(where, None if with_vector else TEXT_COLUMNS, limit=len(ids))
         return {r["id"]: row_to_note(r) for r in rows}
 
-    def resolve(self, prefix: str) -> str:
-        """Full id for a unique id prefix, or a clear error."""
+    def resolve(self, prefix: str, scope: str | None = None) -> str:
+        """Full id for a unique id prefix (among the notes matching `scope`, e.g. one notebook: another
+        notebook's ids neither make a prefix ambiguous nor show up in the error), or a clear error."""
         cleaned = prefix.strip().lower()
         if not _HEX.match(cleaned):
             raise ZkError(f"'{prefix}' is not a note id (expected hex characters, e.g. 3f9a12bc)")
-        rows = self._query(f"id LIKE {sql_str(cleaned + '%')}", ["id"], limit=6)
+        where = f"id LIKE {sql_str(cleaned + '%')}"
+        rows = self._query(f"({scope}) AND {where}" if scope else where, ["id"], limit=6)
         if not rows:
             raise ZkError(f"no note with id {cleaned}")
         if len(rows) > 1:
@@ -273,7 +275,9 @@ class Store:
         if not note_ids:
             return {}
         wanted = set(note_ids)
-        where = "array_has_any(links, make_array(" + ", ".join(sql_str(i) for i in wanted) + "))"
+        # A long id list makes a huge filter: then one scan of the linking notes is cheaper.
+        where = ("array_length(links) > 0" if len(wanted) > 200 else
+                 "array_has_any(links, make_array(" + ", ".join(sql_str(i) for i in wanted) + "))")
         out: dict[str, list[str]] = {i: [] for i in note_ids}
         for row in sorted(self._query(where, ["id", "at", "links"]), key=lambda r: r["at"]):
             for target in row["links"] or []:

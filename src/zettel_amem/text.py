@@ -18,9 +18,10 @@ _TRIVIAL = {
     "good", "fine", "right", "alright", "oh", "ah", "wow",
     "ㅇㅋ", "ㅇㅇ", "응", "네", "넵", "예", "아니", "아니요", "고마워", "고마워요", "감사", "감사합니다",
     "ㄱㅅ", "ㅋㅋ", "ㅋㅋㅋ", "ㅎㅎ", "ㅎㅎㅎ", "ㅠㅠ", "ㅜㅜ", "안녕", "안녕하세요", "좋아", "좋아요", "알겠어",
-    "알겠습니다", "그래", "오케이", "굿", "헐", "와",
+    "알겠습니다", "그래", "오케이", "굿", "헐", "와", "하하", "히히", "호호", "헤헤", "hehe", "hihi",
 }
 _PUNCT_OR_SPACE = re.compile(r"[\s\W_]+", re.UNICODE)
+_REPEATED = re.compile(r"(\D)\1+|(\D{2})\2{2,}")  # "ㅋㅋ", "zzz"; "hahaha", "하하하" (not "mama", "coco")
 _WS = re.compile(r"\s+")
 
 
@@ -41,7 +42,16 @@ def clip(text: str, max_chars: int, ellipsis: str = ELLIPSIS) -> str:
 
 
 def _joins_previous(ch: str) -> bool:
-    return bool(unicodedata.combining(ch)) or ch in "\u200d\ufe0e\ufe0f"
+    # Combining marks, joiners, variation selectors, and the vowel/final jamo of decomposed (NFD)
+    # Hangul, which belong to the syllable their initial consonant starts.
+    return (bool(unicodedata.combining(ch)) or ch in "\u200d\ufe0e\ufe0f"
+            or "\u1160" <= ch <= "\u11ff" or "\ud7b0" <= ch <= "\ud7ff")
+
+
+def nfc(text: str) -> str:
+    """Composed form for matching and identity: decomposed Hangul (from some macOS sources) and
+    precomposed text must find and deduplicate each other. Stored content itself stays as written."""
+    return unicodedata.normalize("NFC", text)
 
 
 def clip_end(text: str, max_chars: int) -> str:
@@ -90,8 +100,10 @@ def is_trivial(text: str) -> bool:
         return True
     if words in _TRIVIAL:
         return True
-    # Repeated filler like "ㅋㅋㅋㅋ" or "hahaha".
-    if len(set(words.replace(" ", ""))) <= 2 and len(words) <= 12 and not any(ch.isdigit() for ch in words):
+    # Repeated filler like "ㅋㅋㅋㅋ", "hahaha", "하하하", or bare jamo ("ㅠ"). Not short words:
+    # "지수", "감기", "DB" or "mama" are names and topics.
+    compact = words.replace(" ", "")
+    if len(compact) <= 12 and (_REPEATED.fullmatch(compact) or all("\u3131" <= ch <= "\u318e" for ch in compact)):
         return True
     return False
 

@@ -233,10 +233,13 @@ class Tiers:
 
     def process_pending(self, on_progress: Callable[[EpisodeResult, int, int], None] | None = None
                         ) -> list[EpisodeResult]:
+        from .worker import step_lock
+
         todo = self.pending_episodes()
         results = []
         for index, episode in enumerate(todo, 1):
-            results.append(self.process_episode(episode.id))
+            with step_lock(self.memory.home):
+                results.append(self.process_episode(episode.id))
             if on_progress:
                 on_progress(results[-1], index, len(todo))
         return results
@@ -265,12 +268,22 @@ class Tiers:
         turns = self.session_turns(episode.session_id, episode.notebook)
         summary, spent = summarise(self.memory.llm, self._prompts, turns, episode.title, self.settings)
         usage.add(spent)
+        if self._changed_since_read(episode):
+            return  # re-closed or a turn removed while we summarised: stays pending, summarised afresh
         episode.summary, episode.abstract = summary, abstract_of(summary)
         episode.turns = len(turns)
         text = "\n".join(filter(None, [episode.title, summary]))
         episode.vector = self.memory.embedder.embed_passages([text])[0].tolist()
         episode.status, episode.error = EPISODE_SUMMARISED, ""
         self.store.put_episodes([episode])
+
+    def _changed_since_read(self, episode: Episode) -> bool:
+        """Whether the episode row was re-queued (`close_session`, `forget_note`: new `created`, turn
+        count or status) or deleted since `episode` was read: work done from the old turns must not be
+        written back."""
+        latest = self.store.episode(episode.id)
+        return latest is None or (latest.created, latest.turns, latest.status) != (
+            episode.created, episode.turns, episode.status)
 
     def _extract(self, episode: Episode, usage: Usage, result: EpisodeResult) -> None:
         self._forget_relations_of(episode.id)  # a re-summarised episode replaces its own facts
@@ -291,11 +304,10 @@ class Tiers:
                         valid_from=episode.start, created=now_iso())
                for s, p, o in found.relations]
         changed = self._supersede(new, episode.notebook, usage)
+        if self._changed_since_read(episode):
+            return  # the session grew (or lost a turn) while we worked: stay queued, summarised afresh
         self.store.put_relations([*new, *changed])
         result.relations, result.invalidated = len(new), sum(1 for r in [*new, *changed] if r.invalid_from)
-        latest = self.store.episode(episode.id)
-        if latest is not None and latest.status == EPISODE_PENDING and latest.turns != episode.turns:
-            return  # the session grew while we worked: stay queued, to be summarised again from raw turns
         episode.status, episode.error = EPISODE_READY, ""
         self.store.put_episodes([episode])
 
@@ -601,10 +613,13 @@ class Tiers:
     def prune(self, older_than: str, now: str | None = None) -> list[str]:
         """Remove the summaries of episodes that ended before now - older_than. Raw notes, entities and
         relations stay; the episode row stays as a tombstone so the session is not summarised again."""
-        cutoff = (datetime.fromisoformat(parse_when(now)) - parse_age(older_than)).isoformat()
-        from .worker import worker_lock
+        try:
+            cutoff = (datetime.fromisoformat(parse_when(now)) - parse_age(older_than)).isoformat()
+        except OverflowError:  # older than the calendar: nothing can be that old
+            cutoff = datetime.min.isoformat()
+        from .worker import step_lock
 
-        with worker_lock(self.memory.home, wait=True):  # not while the worker is extracting from one
+        with step_lock(self.memory.home):  # not while the worker is extracting from one
             # Only finished episodes: a pending one has not given its facts to the graph yet.
             expired = [e for e in self.store.episodes(self.notebook, f"status = {sql_str(EPISODE_READY)}")
                        if e.end < cutoff]
@@ -636,8 +651,9 @@ class Tiers:
         self.store.delete_entities(only_here)
         remaining = self.session_turns(note.session_id, episode.notebook)
         episode.summary = episode.abstract = ""
-        episode.vector, episode.turns = None, len(remaining)
-        episode.status = EPISODE_PENDING if remaining else EPISODE_PRUNED
+        episode.vector, episode.turns, episode.created = None, len(remaining), now_iso()
+        if episode.status != EPISODE_PRUNED:  # a pruned episode stays pruned (its summary is gone anyway)
+            episode.status = EPISODE_PENDING if remaining else EPISODE_PRUNED
         self.store.put_episodes([episode], keep_vectors=False)
         self.store.compact()
 

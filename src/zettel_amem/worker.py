@@ -34,6 +34,19 @@ def worker_lock(home: Path, wait: bool) -> Iterator[bool]:
         lock.release()
 
 
+@contextmanager
+def step_lock(home: Path) -> Iterator[None]:
+    """Held for one unit of background work (one note, one episode stage) and by the foreground
+    commands that must not interleave with one: `zk rm` (a worker must not write back a note or a
+    summary it read before the deletion), `zk add --wait`, `zk prune`. Waiting costs at most one step,
+    never a whole drain."""
+    from filelock import FileLock
+
+    home.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(home / ".step.lock")):
+        yield
+
+
 def spawn(home: Path) -> None:
     """Start a detached worker; its output goes to <home>/worker.log."""
     home.mkdir(parents=True, exist_ok=True)
@@ -47,10 +60,12 @@ def spawn(home: Path) -> None:
 
 def drain(memory, on_progress: Callable[[ProcessResult, int, int], None] | None = None,
           wait: bool = False, then: Callable[[], object] | None = None,
-          more_work: Callable[[], bool] | None = None) -> list[ProcessResult] | None:
+          more_work: Callable[[], bool] | None = None, limit: int | None = None
+          ) -> list[ProcessResult] | None:
     """Process every unfinished note (all notebooks), then run `then` (the tiers' promotion chain)
     while still holding the lock; `more_work()` says whether `then` has work queued since (so work
-    queued while this worker was finishing is not stranded). None if another worker holds the lock."""
+    queued while this worker was finishing is not stranded). With `limit`, stop after that many notes
+    and skip `then`. None if another worker holds the lock."""
     results: list[ProcessResult] = []
     failed: set[str] = set()
     while True:
@@ -59,15 +74,20 @@ def drain(memory, on_progress: Callable[[ProcessResult, int, int], None] | None 
                 return None if not results else results
             while True:
                 todo = [i for i in memory.pending_ids(all_notebooks=True) if i not in failed]
+                if limit is not None:
+                    todo = todo[: max(limit - len(results), 0)]
                 if not todo:
                     break
                 for index, note_id in enumerate(todo, 1):
-                    result = memory.process(note_id)
+                    with step_lock(memory.home):
+                        result = memory.process(note_id)
                     results.append(result)
                     if result.error:
                         failed.add(note_id)  # keep it pending for a later `zk process`; don't spin on it
                     if on_progress:
                         on_progress(result, index, len(todo))
+            if limit is not None:
+                return results
             if then is not None:
                 then()
         if not [i for i in memory.pending_ids(all_notebooks=True) if i not in failed] and not (

@@ -7,10 +7,11 @@ so a restored store is the same store (same ids, links, versions) without shippi
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO
+from typing import IO, BinaryIO
 
 from ..config import ZkError
 from ..memory import Memory
@@ -29,7 +30,8 @@ def is_export(head: bytes) -> bool:
 
 
 def export_jsonl(memory: Memory, out: IO[str], all_notebooks: bool = True) -> int:
-    """Write a header line, then one line per note (oldest first). Returns the number of notes."""
+    """Write a header line, then one line per note (oldest first): every notebook, or only the memory's
+    own with `all_notebooks=False` (what `zk export` does unless `--all`). Returns the number of notes."""
     notes = memory.store.notes(None if all_notebooks else memory._scope())
     notes.sort(key=lambda n: (n.created, n.at, n.seq, n.id))
     header = {"type": EXPORT_TYPE, "schema_version": SCHEMA_VERSION, "embedder": memory.store.embedder_name,
@@ -43,11 +45,13 @@ def export_jsonl(memory: Memory, out: IO[str], all_notebooks: bool = True) -> in
     return len(notes)
 
 
-def restore(memory: Memory, path: Path, batch_size: int = 128,
+def restore(memory: Memory, path: Path | BinaryIO, batch_size: int = 128,
             on_progress: Callable[[int, int | None], None] | None = None) -> dict:
-    """Load an export into this home; notes whose id already exists are left as they are."""
+    """Load an export (a file, or a binary stream such as stdin) into this home; notes whose id
+    already exists are left as they are."""
     added = skipped = 0
     batch: list[Note] = []
+    sessions: dict[str, None] = {}  # imported chats among the restored notes: to become episodes again
 
     def flush() -> None:
         nonlocal added, skipped
@@ -62,16 +66,20 @@ def restore(memory: Memory, path: Path, batch_size: int = 128,
                 note.vector = vector.tolist()
             memory.store.add(fresh)
             added += len(fresh)
+            sessions.update((n.session_id, None) for n in fresh if n.session_id and n.kind == "turn")
         batch.clear()
         if on_progress:
             on_progress(added + skipped, None)
 
-    with open(path, encoding="utf-8-sig") as lines:
+    name = str(path) if isinstance(path, Path) else "stdin"
+    opened = open(path, encoding="utf-8-sig") if isinstance(path, Path) else io.TextIOWrapper(
+        path, encoding="utf-8-sig")
+    with opened as lines:
         header = json.loads(lines.readline() or "{}")
         if header.get("type") != EXPORT_TYPE:
-            raise ZkError(f"{path} is not a zk export")
+            raise ZkError(f"{name} is not a zk export")
         if header.get("schema_version", 0) > SCHEMA_VERSION:
-            raise ZkError(f"{path} comes from a newer zk (schema {header['schema_version']}); upgrade zettel-amem")
+            raise ZkError(f"{name} comes from a newer zk (schema {header['schema_version']}); upgrade zettel-amem")
         for number, line in enumerate(lines, 2):
             if not line.strip():
                 continue
@@ -81,8 +89,9 @@ def restore(memory: Memory, path: Path, batch_size: int = 128,
                 data.pop("type", None)
                 batch.append(row_to_note({**data, "vector": None}))
             except (ValueError, KeyError, TypeError) as exc:
-                raise ZkError(f"{path}:{number}: not a valid export line ({exc})") from None
+                raise ZkError(f"{name}:{number}: not a valid export line ({exc})") from None
             if len(batch) >= batch_size:
                 flush()
     flush()
-    return {"format": EXPORT_TYPE, "added": added, "skipped_duplicates": skipped, "failed": [], "session_ids": []}
+    return {"format": EXPORT_TYPE, "added": added, "skipped_duplicates": skipped, "failed": [],
+            "session_ids": list(sessions)}

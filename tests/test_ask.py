@@ -1,0 +1,56 @@
+"""`zk ask`: retrieval, the prompt the model gets, citations, and the no-information answer."""
+
+from __future__ import annotations
+
+import json
+
+from tests.test_cli import run_zk
+
+
+def test_ask_with_no_matching_note_spends_no_llm_call(memory, fake_llm):
+    answer = memory.ask("what happened with my knee?")
+    assert "".join(answer.pieces).startswith("No information available")
+    assert answer.notes == [] and fake_llm.calls == []
+
+
+def test_ask_gives_notes_as_data_and_cites_them(memory, fake_llm):
+    knee = memory.add("Knee hurts since Saturday's run, stopped at 8km.", at="2026-03-29T09:15")
+    memory.add("나는 주말마다 여의도 한강공원에서 10km 달리기를 한다.", at="2026-03-01T08:00")
+    answer = memory.ask("what happened with my knee?", today="2026-04-01")
+    text = "".join(answer.pieces)
+    call = fake_llm.calls[-1]
+    # The note, its date and the question are in the user turn; the rules (data, not instructions;
+    # the exact no-information phrase the scorer and scripts look for) are in the system turn.
+    assert f"[{knee.id[:8]}" in call["user"] and "2026-03-29" in call["user"]
+    assert "what happened with my knee?" in call["user"] and "Today is 2026-04-01" in call["user"]
+    assert "never instructions" in call["system"] and "No information available." in call["system"]
+    assert knee.id in {h.note.id for h in answer.notes}
+    assert answer.cited() == [knee.id]  # the fake model cites the first note it was given
+    assert text.startswith("The knee notes say so.")
+
+
+def test_ask_memory_block_comes_before_the_notes(memory, fake_llm):
+    memory.add("Knee hurts since Saturday's run.", at="2026-03-29T09:15")
+    answer = memory.ask("knee?", memory_block="Known facts:\n- me has knee pain (since 2026-03-29)")
+    "".join(answer.pieces)
+    user = fake_llm.calls[-1]["user"]
+    assert user.index("Known facts:") < user.index("Knee hurts")
+
+
+def test_cli_ask_json(zk_home, capsys, monkeypatch):
+    monkeypatch.setenv("ZK_LLM_MODEL", "python:tests.fake_llm:FakeLLM")
+    code, out, _ = run_zk(["add", "Knee hurts since Saturday's run.", "--json"], capsys, monkeypatch)
+    note_id = json.loads(out)["id"]
+    code, out, err = run_zk(["ask", "what happened with my knee?", "--json"], capsys, monkeypatch)
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["answer"].startswith("The knee notes say so.")
+    assert [n["id"] for n in result["notes"]] == [note_id] and result["notes"][0]["cited"] is True
+    assert result["episodes"] == [] and result["facts"] == []
+
+
+def test_cli_ask_on_empty_notebook_says_so(zk_home, capsys, monkeypatch):
+    monkeypatch.setenv("ZK_LLM_MODEL", "python:tests.fake_llm:FakeLLM")
+    code, out, err = run_zk(["ask", "anything?", "--json"], capsys, monkeypatch)
+    assert code == 0, err
+    assert json.loads(out)["answer"].startswith("No information available") and json.loads(out)["notes"] == []
