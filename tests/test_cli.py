@@ -138,3 +138,16 @@ def test_json_reports_real_backlinks_everywhere(zk, zk_home, monkeypatch):
     assert {n["id"]: n["backlinks"] for n in json.loads(out)}[first] == [second["id"]]
     _, out, _ = zk("expand", first[:8], "--json")
     assert json.loads(out)["backlinks"] == [second["id"]]
+
+
+def test_process_limit_processes_only_that_many(zk, monkeypatch):
+    monkeypatch.setenv("ZK_LLM_MODEL", "python:tests.fake_llm:FakeLLM")
+    for day in (1, 2, 3):
+        zk("add", f"Ran {day} km along the river today.", "--at", f"2026-03-0{day}")
+    code, out, _ = zk("process", "--limit", "1", "--json")
+    assert code == 0 and len([r for r in json.loads(out) if "kind" not in r]) == 1
+    _, out, _ = zk("status", "--json")
+    status = json.loads(out)
+    assert status["pending"] == 2 and status["notes"] == 3 and status["queue"] == 2
+    code, _, err = zk("process", "--limit", "0")
+    assert code != 0 and "at least 1" in err
