@@ -41,7 +41,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from bench.scoring import CATEGORY_NAMES, bleu1, evidence_ids, evidence_recall, locomo_f1, paper_f1, summarize
+from bench.scoring import CATEGORY_NAMES, abstains, bleu1, evidence_ids, evidence_recall, locomo_f1, paper_f1, summarize
 
 DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "locomo-dev.json"
 RETRIEVAL_VARIANTS = ["raw-vector", "bm25", "hybrid", "hybrid-window"]
@@ -343,6 +343,7 @@ def evaluate(sample: dict, variant: str, memory, args, answer_llm) -> list[dict]
             record["answer_seconds"] = round(time.perf_counter() - start, 3)
             record["answer_prompt_tokens"] = answer.usage.prompt_tokens
             record["f1"] = locomo_f1(record["answer"], qa.get("answer", ""), category)
+            record["abstained"] = abstains(record["answer"])
             if category != 5:
                 record["paper_f1"] = paper_f1(record["answer"], qa.get("answer", ""))
                 record["bleu1"] = bleu1(record["answer"], qa.get("answer", ""))

@@ -255,6 +255,13 @@ _ARTICLES = re.compile(r"\b(a|an|the|and)\b")
 _ADVERSARIAL_PHRASES = ("no information available", "not mentioned")
 
 
+def abstains(pred: Any) -> bool:
+    """Whether an answer declines ("no information available"): what category 5 rewards, and what costs
+    F1 on categories 1-4 when the evidence was there."""
+    lowered = str(pred).lower()
+    return any(phrase in lowered for phrase in _ADVERSARIAL_PHRASES)
+
+
 def normalize_answer(s: Any) -> str:
     """LoCoMo normalisation (no stemming): drop commas, lower-case, drop punctuation, a/an/the/and, spaces.
 
@@ -301,8 +308,7 @@ def locomo_f1(prediction: Any, gold: Any, category: int) -> float:
         return token_f1(pred, ref)
     if category == 5:
         # Literal substring test on the lower-cased answer, exactly as the official scorer does it.
-        lowered = pred.lower()
-        return 1.0 if any(phrase in lowered for phrase in _ADVERSARIAL_PHRASES) else 0.0
+        return 1.0 if abstains(pred) else 0.0
     raise ValueError(f"unknown LoCoMo category: {category!r}")
 
 

@@ -185,6 +185,8 @@ class Memory:
         if note is None:
             raise ZkError(f"no note with id {note_id}")
         result = ProcessResult(id=note.id, status=note.status)
+        if note.status == READY:  # e.g. the background worker got there first (`zk add --wait`)
+            result.links, result.skipped = list(note.links), "already processed"
         try:
             if note.status == PENDING:
                 self._construct(note, usage, result)
