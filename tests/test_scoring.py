@@ -6,6 +6,7 @@ import pytest
 
 from bench.scoring import (
     CATEGORY_NAMES,
+    abstains,
     bleu1,
     evidence_ids,
     evidence_recall,
@@ -303,3 +304,9 @@ def test_summarize_empty() -> None:
         "overall": {"name": "overall", "questions": 0, "metrics": {}},
         "by_category": {},
     }
+
+
+def test_abstention_is_the_scorers_phrase_only():
+    assert abstains("No information available.") and abstains("That is not mentioned in the notes [ab12cd34].")
+    assert not abstains("No information is available in the notes.")  # what our old prompt said: scored 0
+    assert not abstains("Jon lost his job on 19 January 2023.")
