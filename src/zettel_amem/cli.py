@@ -330,14 +330,8 @@ def import_(source: str = typer.Argument(..., help="File, Markdown folder, or - 
             head, stream = peek_head(stream)
         if fmt == "zk-export" or is_export(head):
             report = restore(memory, stream)
-            if report["session_ids"] and memory.settings.episodes:  # summaries are rebuilt from the turns
-                from .tiers import Tiers
-
-                Tiers(memory).close_sessions(report["session_ids"])
-            if memory.settings.auto_worker and report["added"]:
-                from .worker import spawn
-
-                spawn(memory.home)  # restored notes that were still pending, and the sessions above
+            # Episodes are rebuilt from the restored chats; restored pending notes are finished.
+            _queue_after_import(memory, report["session_ids"], spawn_worker=bool(report["added"]))
             render.print_json(report) if as_json else render.console.print(
                 f"restored [green]{report['added']}[/] note(s), {report['skipped_duplicates']} already present")
             return
@@ -350,20 +344,27 @@ def import_(source: str = typer.Argument(..., help="File, Markdown folder, or - 
                                    on_progress=lambda done, total: bar.update(task, completed=done, total=total))
     if not quiet and not as_json:
         render.import_summary(report)
-    if report.session_ids and memory.settings.episodes:  # an imported log is a finished session (queued only)
-        from .tiers import Tiers
-
-        Tiers(memory).close_sessions(report.session_ids)
+    _queue_after_import(memory, report.session_ids,
+                        spawn_worker=not wait and not no_llm and bool(report.session_ids))
     if wait and not no_llm:
         _process_foreground(memory, quiet or as_json)
-    elif not no_llm and report.session_ids and memory.settings.auto_worker:
-        from .worker import spawn
-
-        spawn(memory.home)
     if as_json:
         render.print_json(report.to_json())
     if report.failed:
         raise typer.Exit(3)  # imported what it could; something was skipped
+
+
+def _queue_after_import(memory, session_ids: list[str], spawn_worker: bool) -> None:
+    """An imported (or restored) log is a finished session: queue it for its episode; then start the
+    background worker unless the caller does the work itself."""
+    if session_ids and memory.settings.episodes:
+        from .tiers import Tiers
+
+        Tiers(memory).close_sessions(session_ids)
+    if spawn_worker and memory.settings.auto_worker:
+        from .worker import spawn
+
+        spawn(memory.home)
 
 
 @app.command()
