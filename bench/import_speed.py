@@ -29,6 +29,9 @@ def peak_rss_mb() -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from bench import shipped_defaults_only
+
+    shipped_defaults_only()
     parser = argparse.ArgumentParser(description="zk import throughput")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--enrich-turns", type=int, default=40)

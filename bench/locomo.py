@@ -416,6 +416,9 @@ def chart(summary: dict, variants: list[str], path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from bench import shipped_defaults_only
+
+    shipped_defaults_only()
     parser = argparse.ArgumentParser(description="LoCoMo benchmark for zettel-amem")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--conversations", default="", help="comma-separated sample ids (default: all)")

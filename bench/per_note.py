@@ -53,6 +53,9 @@ def summarise(values: list[float]) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from bench import shipped_defaults_only
+
+    shipped_defaults_only()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default="qwen2.5-0.5b")
     parser.add_argument("--notes", type=int, default=60)

@@ -8,6 +8,12 @@ from tests.fake_llm import FakeLLM
 from zettel_amem.memory import Memory
 
 
+@pytest.fixture(autouse=True)
+def _no_user_config(tmp_path_factory, monkeypatch):
+    """Tests never read the developer's own config dir (config.toml, prompt overrides)."""
+    monkeypatch.setenv("ZK_CONFIG_DIR", str(tmp_path_factory.mktemp("zk-config")))
+
+
 @pytest.fixture
 def zk_home(tmp_path, monkeypatch):
     home = tmp_path / "zk-home"

@@ -99,6 +99,16 @@ def test_missing_model_file_is_one_line_and_note_stays_pending(zk, monkeypatch):
     assert note["content"] == "Knee hurts." and note["status"] == "pending"
 
 
+def test_model_option_picks_the_llm_for_the_command(zk, monkeypatch):
+    monkeypatch.setenv("ZK_LLM_MODEL", "python:tests.fake_llm:FakeLLM")
+    code, out, err = zk("--model", "/nonexistent/other.gguf", "add", "Knee hurts.", "--wait")
+    assert code == 1 and "model file not found" in err and "other.gguf" in err
+    code, out, err = zk("--model", "python:tests.fake_llm:FakeLLM", "process", "--json")
+    assert code == 0, err
+    code, out, _ = zk("list", "--json")
+    assert [n["status"] for n in json.loads(out)] == ["ready"]
+
+
 def test_ambiguous_prefix(zk):
     ids = [json.loads(zk("add", f"note {i}", "--json")[1])["id"] for i in range(40)]
     first = [i[0] for i in ids]

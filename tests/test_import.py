@@ -218,6 +218,54 @@ def test_overlapping_newer_export_adds_only_new_turns(memory: Memory, tmp_path: 
     assert len(list_sessions(memory)) == 1  # notebooks stay apart
 
 
+def test_untimed_chats_sharing_an_opening_stay_apart(memory: Memory, tmp_path: Path) -> None:
+    monday = import_source(memory, write_lines(tmp_path / "mon.txt", ["A: hi", "B: 안녕하세요 반가워요"]))
+    tuesday = import_source(memory, write_lines(tmp_path / "tue.txt", ["A: hi", "C: a different chat", "A: ok"]))
+    assert (monday.added, tuesday.added, tuesday.skipped_duplicates) == (2, 3, 0)
+    assert tuesday.session_ids != monday.session_ids
+    assert [(t.seq, t.content) for t in session_turns(memory, tuesday.session_ids[0])] == \
+        [(0, "hi"), (1, "a different chat"), (2, "ok")]
+    again = import_source(memory, write_lines(tmp_path / "tue-again.txt", ["A: hi", "C: a different chat",
+                                                                         "A: ok", "C: bye"]))
+    assert (again.added, again.skipped_duplicates, again.session_ids) == (1, 3, tuesday.session_ids)
+    # a sliding window that repeats "ok": the old "ok" is matched by its place, the new one is kept
+    window = import_source(memory, write_lines(tmp_path / "window.txt", ["C: a different chat", "A: ok",
+                                                                         "C: bye", "A: ok"]))
+    assert (window.added, window.skipped_duplicates, window.session_ids) == (1, 3, tuesday.session_ids)
+    assert [t.content for t in session_turns(memory, tuesday.session_ids[0])] == \
+        ["hi", "a different chat", "ok", "bye", "ok"]
+    assert memory.store.count() == 7
+    # two lines of overlap are too few to tell a continuation from another chat: a new session
+    short = import_source(memory, write_lines(tmp_path / "short.txt", ["C: bye", "A: ok", "C: later"]))
+    assert short.added == 3 and short.session_ids != tuesday.session_ids
+
+
+def test_untimed_exports_that_drop_a_line_or_repeat_an_opening(memory: Memory, tmp_path: Path) -> None:
+    lines = [f"A: line {i}" for i in range(8)]
+    first = import_source(memory, write_lines(tmp_path / "v1.txt", lines))
+    edited = import_source(memory, write_lines(tmp_path / "v2.txt", lines[:3] + lines[4:] + ["A: line 8"]))
+    assert (edited.added, edited.skipped_duplicates, edited.session_ids) == (1, 7, first.session_ids)
+    assert sorted(contents(memory)) == sorted(f"line {i}" for i in range(9))
+
+    other = Memory(memory.home, embedder=memory.embedder, notebook="repeats")
+    import_source(other, write_lines(tmp_path / "r1.txt", ["A: ok"] * 4 + ["B: X"]))
+    window = import_source(other, write_lines(tmp_path / "r2.txt", ["A: ok"] * 3 + ["B: X"]))
+    assert (window.added, window.skipped_duplicates) == (0, 4)
+    assert other.store.count("notebook = 'repeats'") == 5
+
+
+def test_a_short_log_joins_a_chat_only_where_that_chat_starts(memory: Memory, tmp_path: Path) -> None:
+    chat = import_source(memory, write_lines(tmp_path / "chat.txt", ["A: hi", "B: hello", "A: how are you"]))
+    middle = import_source(memory, write_lines(tmp_path / "one.txt", ["B: hello"]))
+    tail = import_source(memory, write_lines(tmp_path / "two.txt", ["A: how are you", "B: fine"]))
+    assert (middle.added, tail.added) == (1, 2)  # different chats that share a line: nothing dropped
+    assert len({*chat.session_ids, *middle.session_ids, *tail.session_ids}) == 3
+    again = import_source(memory, write_lines(tmp_path / "one-again.txt", ["B: hello"]))
+    assert (again.added, again.session_ids) == (0, middle.session_ids)
+    grown = import_source(memory, write_lines(tmp_path / "grown.txt", ["B: hello", "A: and you?"]))
+    assert (grown.added, grown.session_ids) == (1, middle.session_ids)  # a longer export of the short chat
+
+
 def test_batches_and_progress(memory: Memory, tmp_path: Path, monkeypatch) -> None:
     log = write_lines(tmp_path / "many.txt", [f"Speaker{i % 3}: line {i}" for i in range(130)])
     sizes: list[int] = []

@@ -220,7 +220,7 @@ def test_jsonl_whole_file_array(tmp_path: Path) -> None:
         ("user", "질문", "c1", 0, None),
         ("assistant", "답", "c1", 1, None),
     ]
-    assert [p.line for p in problems] == [3]  # record number inside the array
+    assert [(p.line, p.record) for p in problems] == [(None, 3)]  # the 3rd element of the array
 
 
 def test_jsonl_broken_array_is_one_problem() -> None:
@@ -302,7 +302,7 @@ def test_chatgpt_follows_current_node(tmp_path: Path) -> None:
     assert first[0].at == datetime.fromtimestamp(1_700_000_000)
     assert first[3].at == datetime.fromtimestamp(1_699_999_999)  # falls back to the conversation time
     assert first[0].meta == {"role": "user", "message_id": "u1"}
-    assert [p.line for p in problems] == [2]
+    assert [(p.line, p.record) for p in problems] == [(None, 2)]  # the 2nd conversation, not line 2
     # No id and a dangling current_node: fallback key, walk from the root.
     third = [t for t in turns if t.session_title == "Untitled"]
     assert [t.text for t in third] == ["hello"]
@@ -357,7 +357,7 @@ def test_locomo_sessions_ordered_numerically(tmp_path: Path) -> None:
     assert s10[0].meta["sample_id"] == "conv-26"
     assert all(t.at == datetime(2023, 5, 8, 13, 10) for t in s10)
     assert [t.at for t in turns if t.session_key == "conv-26/session_3"] == [None]
-    assert [p.line for p in problems] == [2]
+    assert [(p.line, p.record) for p in problems] == [(None, 2)]
 
 
 # --------------------------------------------------------------------------- markdown

@@ -206,3 +206,35 @@ def test_evolution_cap_holds_in_code_even_at_zero():
     assert parse_decision(data, ids, settings).updates == []  # an unconstrained backend cannot evolve
     settings.evolve_max_neighbours = 2
     assert [u.note_id for u in parse_decision(data, ids, settings).updates] == ["a" * 32, "b" * 32]
+
+
+def test_a_failed_call_still_counts_what_it_spent(memory, fake_llm, monkeypatch):
+    from zettel_amem.llm import LLMError, Usage
+
+    note = memory.add("Knee hurts since Saturday's run.", "2026-03-29T09:15")
+
+    def cut_off(system, user, schema, max_tokens):  # a small model that ran out of tokens mid-JSON
+        raise LLMError("model output was not complete JSON", Usage(calls=1, prompt_tokens=500,
+                                                                   evaluated_tokens=90, completion_tokens=64))
+
+    monkeypatch.setattr(fake_llm, "complete_json", cut_off)
+    result = memory.process(note.id)
+    assert result.error and result.status == "pending"
+    assert (result.llm_calls, result.evaluated_tokens, result.completion_tokens) == (1, 90, 64)
+
+
+def test_forgetting_a_deleted_cause_keeps_everything_else_in_history():
+    from zettel_amem.evolve import forget_changes_by, record
+    from zettel_amem.note import Note
+
+    note = Note(id="n" * 32, content="Knee hurts.", at="2026-03-29T09:15", context="knee pain", tags=["health"])
+    record(note, {"context": {"old": "knee pain", "new": "knee pain; ZEBRA"}}, "x" * 32, "evolution")
+    record(note, {}, None, "a note without changes")
+    note.tags = ["health", "race"]
+    record(note, {"tags": {"old": ["health"], "new": ["health", "race"]}}, "y" * 32, "evolution")
+    note.context = "knee pain; ZEBRA"
+    assert forget_changes_by(note, "x" * 32)
+    assert (note.context, note.tags) == ("knee pain", ["health", "race"])
+    assert [v.reason for v in note.history][:2] == ["a note without changes", "evolution"]
+    assert "ZEBRA" not in str([v.to_dict() for v in note.history])
+    assert not forget_changes_by(note, "z" * 32)

@@ -42,28 +42,40 @@ def zk_json(args, monkeypatch, capsys):
 
 
 def test_running_knee_dialogue_links_evolves_and_answers(zk_home, qwen, embedder, monkeypatch, capsys):
-    memory = Memory(zk_home, llm=qwen, embedder=embedder)
+    import zettel_amem.embed
+    import zettel_amem.llm.llama
+
+    # The real CLI path (`zk add --wait`, `zk links`, `zk show`, `zk ask`), loading each model once.
+    monkeypatch.setattr(zettel_amem.llm.llama, "load_llm", lambda *args, **kwargs: qwen)
+    monkeypatch.setattr(zettel_amem.embed, "load_embedder", lambda *args, **kwargs: embedder)
     # Every later note gets a link call, so the test checks what the pipeline does with the model's
     # decisions rather than whether a similarity just above the e5 threshold lands on this CPU.
-    memory.settings.link_min_similarity = 0.0
-    ids, results = [], []
+    zk_home.mkdir(parents=True, exist_ok=True)
+    (zk_home / "config.toml").write_text("[memory]\nlink_min_similarity = 0.0\n", encoding="utf-8")
+    ids, added = [], []
     for at, text in DIALOGUE:
-        note = memory.add(text, at)
-        ids.append(note.id)
-        results.append(memory.process(note.id))
-    assert all(r.status == READY and not r.error for r in results), results
-    assert all(r.llm_calls <= 2 for r in results)
+        out = zk_json(["add", text, "--at", at, "--wait"], monkeypatch, capsys)
+        assert out["status"] == READY and not out["error"], out
+        assert out["usage"]["llm_calls"] <= 2
+        assert set(out["links"]) <= set(ids) and set(out["evolved"]) <= set(ids)  # earlier notes, by id
+        ids.append(out["id"])
+        added.append(out)
+    memory = Memory(zk_home, llm=qwen, embedder=embedder)
     notes = {n.id: n for n in memory.store.notes(with_vector=True)}
     # Links are real note ids and show both ways.
     all_links = [(n.id, target) for n in notes.values() for target in n.links]
     assert len(all_links) >= 2
+    assert sorted(all_links) == sorted((a["id"], t) for a in added for t in a["links"])
     for source, target in all_links:
         assert target in notes and target != source
         shown = zk_json(["links", target[:8]], monkeypatch, capsys)
         assert source in [b["id"] for b in shown["backlinks"]]
+        shown = zk_json(["links", source[:8]], monkeypatch, capsys)
+        assert target in [f["id"] for f in shown["links"]]
     # At least one neighbour evolved: versioned, caused by a later note, re-embedded at once.
     evolved = [n for n in notes.values() if n.version > 1]
     assert evolved, "no neighbour evolved"
+    assert {n.id for n in evolved} == {i for a in added for i in a["evolved"]}
     for note in evolved:
         assert note.history[-1].cause in ids and ids.index(note.history[-1].cause) > ids.index(note.id)
         fresh = embedder.embed_passages([note.embedding_text()])[0]
@@ -75,6 +87,7 @@ def test_running_knee_dialogue_links_evolves_and_answers(zk_home, qwen, embedder
     assert answer["answer"].strip()
     used = [n["id"] for n in answer["notes"]]
     assert ids[2] in used and ids[3] in used
+    print("cited:", [n["id"][:8] for n in answer["notes"] if n["cited"]], "answer:", answer["answer"])
 
 
 def test_korean_note_stays_korean(zk_home, qwen, embedder):

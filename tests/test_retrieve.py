@@ -30,7 +30,13 @@ def test_expansion_is_deduplicated_and_marks_where_links_came_from():
     graph = {a.id: [b, c], b.id: [a, c], c.id: [a, b]}
     hits = expand([Hit(a, 1.0), Hit(b, 0.9), Hit(c, 0.8)], lambda n: graph[n.id], budget_tokens=None)
     assert [h.note.id for h in hits] == [a.id, b.id, c.id]
-    assert hits[0].via is None and hits[1].via == a.id
+    assert all(h.via is None for h in hits)  # linked notes that are hits themselves keep their scores
+    assert [h.score for h in hits] == [1.0, 0.9, 0.8]
+    d = make("d", "fourth")
+    graph[c.id] = [d, a]
+    hits = expand([Hit(c, 1.0), Hit(b, 0.5)], lambda n: graph[n.id], budget_tokens=None)
+    assert [(h.note.id, h.via, h.score) for h in hits] == \
+        [(c.id, None, 1.0), (d.id, c.id, 0.0), (a.id, c.id, 0.0), (b.id, None, 0.5)]
 
 
 def test_expansion_stays_within_the_token_budget():
@@ -63,3 +69,11 @@ def test_keyword_index_is_reused_but_sees_other_writers(memory, zk_home, embedde
     Memory(zk_home, embedder=embedder).add("beta knee story", "2026-03-02")  # another process, in effect
     found = {h.note.content for h in memory.search("knee", use_vector=False)}
     assert found == {"alpha knee note", "beta knee story"}
+
+
+def test_filler_is_not_a_vector_hit(memory):
+    knee = memory.add("Knee hurts since Saturday's run, stopped at 8km.", "2026-03-29T09:15")
+    filler = memory.add("ok", "2026-03-29T09:16")
+    ids = [h.note.id for h in memory.search("무릎", follow_links=False)]
+    assert ids == [knee.id]
+    assert filler.id in [h.note.id for h in memory.search("ok", follow_links=False)]  # found by its word

@@ -296,6 +296,8 @@ def test_a_private_notebook_never_leaks_into_another(zk_home, fake_llm, embedder
     assert Tiers(private).context("What does Secretproject use? Vault").hints  # but it is there
     out = zk(["search", "Secretproject Vault diagnosis", "--json"], monkeypatch, capsys)
     assert "Secretproject" not in out
+    out = zk(["search", "Secretproject Vault diagnosis", "--episodes", "--json"], monkeypatch, capsys)
+    assert "Secretproject" not in out
     out = zk(["--notebook", "private", "search", "Secretproject Vault diagnosis", "--json"], monkeypatch, capsys)
     assert "Secretproject" in out
 
@@ -348,7 +350,10 @@ def test_cli_context_expand_graph_and_session_commands(zk_home, monkeypatch, cap
     entities = json.loads(zk(["graph", "--json"], monkeypatch, capsys))
     assert "Onbiseo" in [e["name"] for e in entities]
     hits = json.loads(zk(["search", "Onbiseo PostgreSQL", "--json"], monkeypatch, capsys))
-    assert hits[0]["kind"] == "note" and any(h["kind"] == "episode" for h in hits)
+    assert hits and all(h["kind"] == "note" and "content" in h for h in hits)  # an array of note objects
+    found = json.loads(zk(["search", "Onbiseo PostgreSQL", "--episodes", "--json"], monkeypatch, capsys))
+    assert found and all(h["kind"] == "episode" and h["abstract"] for h in found)
+    assert episode_id in [h["id"] for h in found]
     added = json.loads(zk(["add", "Onbiseo demo went well.", "--at", "2026-11-29T10:00", "--json"],
                           monkeypatch, capsys))
     closed = json.loads(zk(["session", "close", added["session_id"][:6], "--wait", "--json"], monkeypatch, capsys))

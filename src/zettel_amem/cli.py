@@ -26,9 +26,14 @@ class State:
 @app.callback()
 def _global(home: str | None = typer.Option(None, "--home", help="Data directory (default: $ZK_HOME or the "
                                                "user data dir)."),
-            notebook: str = typer.Option("main", "--notebook", "-n", help="Notebook to use.")) -> None:
+            notebook: str = typer.Option("main", "--notebook", "-n", help="Notebook to use."),
+            model: str | None = typer.Option(None, "--model", "-m", help="LLM for this command: a .gguf path, "
+                                             "qwen2.5-0.5b or smollm2-135m (default: $ZK_LLM_MODEL, "
+                                             "config.toml, then the bundled Qwen).")) -> None:
     State.home = home
     State.notebook = notebook
+    if model:  # through the environment, so the background worker this command starts uses it too
+        os.environ["ZK_LLM_MODEL"] = model
 
 
 def _memory(**kwargs):
@@ -80,7 +85,10 @@ def add(text: str = typer.Argument(..., help="The note, or - to read it from sta
     if as_json:
         data = {"id": note.id, "status": result.status if result else note.status, "session_id": note.session_id}
         if result:
-            data.update(links=result.links, evolved=result.evolved, error=result.error or None)
+            data.update(links=result.links, evolved=result.evolved, error=result.error or None,
+                        usage={"llm_calls": result.llm_calls, "evaluated_tokens": result.evaluated_tokens,
+                               "completion_tokens": result.completion_tokens,
+                               "seconds": round(result.seconds, 2)})
         render.print_json(data)
         return
     linked = list(memory.store.get_many(result.links).values()) if result else []
@@ -90,7 +98,7 @@ def add(text: str = typer.Argument(..., help="The note, or - to read it from sta
 
 @app.command()
 def ask(question: str = typer.Argument(..., help="Your question."),
-        k: int | None = typer.Option(None, "--k", help="Notes retrieved before link expansion."),
+        k: int | None = typer.Option(None, "--k", min=1, help="Notes retrieved before link expansion."),
         as_json: bool = JSON_OPT) -> None:
     """Answer from your notes (streamed), citing the notes it used."""
     from . import render
@@ -123,20 +131,32 @@ def ask(question: str = typer.Argument(..., help="Your question."),
 
 @app.command()
 def search(query: str = typer.Argument(..., help="What to look for."),
-           limit: int = typer.Option(10, "--limit", "-k", help="Number of hits before link expansion."),
+           limit: int | None = typer.Option(None, "--limit", "-k", min=1,
+                                            help="Hits before link expansion (default: as many as `zk ask` uses)."),
            no_links: bool = typer.Option(False, "--no-links", help="Do not add linked notes."),
+           budget: int | None = typer.Option(None, "--budget", min=0, help="Token budget of the expanded "
+                                             "notes, as `zk ask` gives them (default from config; 0: none)."),
+           episodes_only: bool = typer.Option(False, "--episodes", help="Only matching episodes (L1)."),
            as_json: bool = JSON_OPT) -> None:
-    """Retrieval only, no LLM: notes (hybrid search plus linked notes) and matching episodes (L1).
+    """Retrieval only, no LLM: the notes `zk ask` would be given (hybrid search plus linked notes)
+    and matching episodes (L1). `--json` prints the notes; `--episodes --json` the episodes.
 
     `zk expand ID` shows an episode's full summary or a whole note."""
     from . import render
     from .tiers import Tiers
 
     memory = _memory()
-    hits = memory.search(query, limit, follow_links=not no_links)
     episodes = Tiers(memory).search_episodes(query, k=3, min_score=memory.settings.context_min_score)
+    if episodes_only:
+        if as_json:
+            render.print_json([{"kind": "episode", **h.to_json()} for h in episodes])
+        else:
+            render.episodes_table(episodes)
+        return
+    budget = memory.settings.context_budget_tokens if budget is None else budget
+    hits = memory.search(query, limit, follow_links=not no_links, budget_tokens=budget or None)
     if as_json:
-        render.print_json(_notes_json(memory, hits) + [{"kind": "episode", **h.to_json()} for h in episodes])
+        render.print_json(_notes_json(memory, hits))
         return
     if episodes:
         render.episodes_table(episodes)
@@ -146,7 +166,7 @@ def search(query: str = typer.Argument(..., help="What to look for."),
 @app.command("list")
 def list_notes(since: str | None = typer.Option(None, "--since", help="Only notes at or after this date."),
                until: str | None = typer.Option(None, "--until", help="Only notes before this date."),
-               limit: int | None = typer.Option(None, "--limit", help="At most N notes."),
+               limit: int | None = typer.Option(None, "--limit", min=1, help="At most N notes."),
                as_json: bool = JSON_OPT) -> None:
     """Notes, newest first, one line each."""
     from . import render
@@ -340,8 +360,10 @@ def import_(source: str = typer.Argument(..., help="File, Markdown folder, or - 
     else:
         with render.progress() as bar:
             task = bar.add_task("importing turns", total=None)
+            how = "detected" if fmt == "auto" else "given"
             report = import_source(memory, stream, fmt,
-                                   on_progress=lambda done, total: bar.update(task, completed=done, total=total))
+                                   on_progress=lambda done, total: bar.update(task, completed=done, total=total),
+                                   on_format=lambda found: bar.update(task, description=f"importing {found} ({how})"))
     if not quiet and not as_json:
         render.import_summary(report)
     _queue_after_import(memory, report.session_ids,
@@ -368,7 +390,7 @@ def _queue_after_import(memory, session_ids: list[str], spawn_worker: bool) -> N
 
 
 @app.command()
-def sessions(limit: int | None = typer.Option(None, "--limit", help="At most N sessions."),
+def sessions(limit: int | None = typer.Option(None, "--limit", min=1, help="At most N sessions."),
              as_json: bool = JSON_OPT) -> None:
     """Sessions, newest first: imported conversations and journal weeks (`zk add` entries; or days)."""
     from . import render
@@ -433,13 +455,15 @@ def rm(note_id: str = typer.Argument(..., metavar="ID", help="Note id or unique 
     from .worker import step_lock
 
     with step_lock(memory.home):  # a worker must not write back a note or summary read before this
-        unlinked = memory.remove(note.id)
+        removal = memory.remove(note.id)
         Tiers(memory).forget_note(note)  # its words must not live on in its session's summary
     if as_json:
-        render.print_json({"id": note.id, "deleted": True, "unlinked": unlinked})
+        render.print_json({"id": note.id, "deleted": True, "unlinked": removal.unlinked,
+                           "restored": removal.restored})
     else:
-        render.console.print(f"deleted {note.short_id}" + (f"; removed links from {len(unlinked)} note(s)"
-                                                            if unlinked else ""))
+        done = [f"removed links from {len(removal.unlinked)} note(s)"] if removal.unlinked else []
+        done += [f"undid its changes to {len(removal.restored)} note(s)"] if removal.restored else []
+        render.console.print(f"deleted {note.short_id}" + ("; " + ", ".join(done) if done else ""))
 
 
 @app.command()
@@ -648,6 +672,12 @@ def stats(as_json: bool = JSON_OPT) -> None:
     render.print_json(data) if as_json else render.stats_view(data)
 
 
+def _one_line(message: str) -> str:
+    """An error is one line: control characters the user typed (a CR in a date) are shown escaped."""
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii")
+                   for ch in message.strip())
+
+
 def main() -> None:
     """Entry point: one clear line on stderr and a non-zero exit for every expected failure."""
     try:
@@ -655,7 +685,7 @@ def main() -> None:
         if isinstance(code, int) and code:  # click returns (not raises) Exit codes in this mode
             sys.exit(code)
     except ZkError as exc:
-        sys.stderr.write(f"zk: error: {exc}\n")
+        sys.stderr.write(f"zk: error: {_one_line(str(exc))}\n")
         sys.exit(1)
     except (KeyboardInterrupt, EOFError):
         sys.stderr.write("zk: interrupted\n")
@@ -670,12 +700,13 @@ def main() -> None:
             sys.stdout.write(exc.format_message().removeprefix("Usage: ").join(["Usage: ", "\n"]))
             sys.exit(0)
         if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):
-            sys.stderr.write(f"zk: error: {exc.format_message()}\n")
+            sys.stderr.write(f"zk: error: {_one_line(exc.format_message())}\n")
             sys.exit(exc.exit_code or 2)
         if type(exc).__name__ in ("Abort", "Exit"):
             sys.stderr.write("zk: interrupted\n") if type(exc).__name__ == "Abort" else None
             sys.exit(getattr(exc, "exit_code", 1) or (1 if type(exc).__name__ == "Abort" else 0))
         if os.environ.get("ZK_DEBUG"):
             raise
-        sys.stderr.write(f"zk: internal error: {type(exc).__name__}: {exc} (set ZK_DEBUG=1 for details)\n")
+        sys.stderr.write(f"zk: internal error: {type(exc).__name__}: {_one_line(str(exc))} "
+                         "(set ZK_DEBUG=1 for details)\n")
         sys.exit(2)

@@ -1,8 +1,9 @@
 """Where things live and the tunable limits of the memory pipeline.
 
 Resolution order for every setting: explicit argument > environment variable > `config.toml` in the
-home directory > default. `ZK_HOME` (or `zk --home`) moves everything, which is how tests and
-benchmarks stay out of the user's real journal.
+home directory > `config.toml` in the user config dir (`$ZK_CONFIG_DIR`, else
+`platformdirs.user_config_dir`) > default. Prompt overrides follow the same order. `ZK_HOME` (or
+`zk --home`) moves the data, which is how tests and benchmarks stay out of the user's real journal.
 """
 
 from __future__ import annotations
@@ -27,6 +28,16 @@ def home_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
     import platformdirs
 
     return Path(platformdirs.user_data_dir(APP_NAME))
+
+
+def config_dir() -> Path:
+    """The user's config dir: `config.toml` and `templates/` that apply to every home."""
+    env = os.environ.get("ZK_CONFIG_DIR")
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_config_dir(APP_NAME))
 
 
 def cache_dir() -> Path:
@@ -77,15 +88,18 @@ class Settings:
     @classmethod
     def load(cls, home: Path) -> Settings:
         settings = cls()
-        path = home / "config.toml"
-        if path.exists():
+        known = {f.name for f in fields(cls)}
+        for path in (config_dir() / "config.toml", home / "config.toml"):  # the home's file wins
+            if not path.exists():
+                continue
             import tomllib
 
             try:
                 data = tomllib.loads(path.read_text(encoding="utf-8"))
             except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
                 raise ZkError(f"cannot read {path}: {exc}") from None
-            known = {f.name for f in fields(cls)}
+            except OSError as exc:
+                raise ZkError(f"cannot read {path}: {exc.strerror or exc}") from None
             for section in (data, data.get("memory", {}), data.get("models", {})):
                 for key, value in section.items():
                     if key in known and not isinstance(value, dict):
@@ -109,6 +123,7 @@ def package_dir(module: str) -> Path | None:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
-def templates_override_dir(home: Path) -> Path:
-    """User prompt overrides: `<home>/templates/NAME.txt` replaces the shipped template of that name."""
-    return home / "templates"
+def templates_override_dirs(home: Path) -> list[Path]:
+    """User prompt overrides: `NAME.txt` in `<home>/templates/`, else in `<config dir>/templates/`,
+    replaces the shipped template of that name."""
+    return [home / "templates", config_dir() / "templates"]

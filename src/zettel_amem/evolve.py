@@ -46,3 +46,32 @@ def record(note: Note, changes: dict, cause_id: str | None, reason: str) -> Vers
     version = Version(version=note.version, at=now_iso(), cause=cause_id, reason=reason, changes=changes)
     note.history.append(version)
     return version
+
+
+def forget_changes_by(note: Note, cause_id: str) -> bool:
+    """Undo, for good, what the note `cause_id` (being deleted) wrote into `note`.
+
+    A field it changed goes back to its value before that change, and every later change of that
+    field goes too: later rewrites started from its text, so keeping them could keep its words.
+    The history keeps the other fields' changes; entries left empty are dropped, and one entry says
+    what was removed (without the removed values). Returns whether anything changed."""
+    tainted: dict[str, int] = {}  # field -> first version that the deleted note changed
+    for version in sorted(note.history, key=lambda v: v.version):
+        if version.cause == cause_id:
+            for name in version.changes:
+                tainted.setdefault(name, version.version)
+    if not tainted:
+        return False
+    kept: list[Version] = []
+    for version in sorted(note.history, key=lambda v: v.version):
+        had_changes = bool(version.changes)
+        for name, change in list(version.changes.items()):
+            if name in tainted and version.version >= tainted[name]:
+                if version.version == tainted[name]:
+                    setattr(note, name, change["old"])
+                del version.changes[name]
+        if version.cause != cause_id and (version.changes or not had_changes):  # keep notes like this one
+            kept.append(version)
+    note.history = kept
+    record(note, {}, None, f"removed what deleted note {cause_id[:8]} changed: {', '.join(sorted(tainted))}")
+    return True

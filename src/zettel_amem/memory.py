@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
 
-from .config import Settings, ZkError, home_dir, templates_override_dir
+from .config import Settings, ZkError, home_dir, templates_override_dirs
 from .construct import annotate
-from .evolve import apply_update, record
+from .evolve import apply_update, forget_changes_by, record
 from .link import decide_links
 from .llm import LLM, LLMError, Usage
 from .note import CONSTRUCTED, EVOLVABLE, PENDING, READY, Note, ProcessResult, journal_period, now_iso, session_id_for
@@ -33,6 +33,16 @@ from .text import has_control_chars, has_lone_surrogate, is_trivial, nfc
 
 MAX_NOTE_CHARS = 100_000  # a note is an atomic thought; longer input belongs in `zk import`
 _CITATION = re.compile(r"\[([0-9a-f]{4,32})\]")
+
+
+@dataclass
+class Removal:
+    """What `Memory.remove` did: notes that lost a link to the deleted one, and notes whose fields
+    it had evolved, restored to their state before it."""
+
+    id: str
+    unlinked: list[str]
+    restored: list[str]
 
 
 @dataclass
@@ -92,7 +102,7 @@ class Memory:
         self.home = home_dir(home)
         self.settings = settings or Settings.load(self.home)
         self.notebook = notebook
-        self.prompts = Prompts(templates_override_dir(self.home))
+        self.prompts = Prompts(templates_override_dirs(self.home))
         self._llm = llm
         self._embedder = embedder
         self._store: Store | None = None
@@ -193,6 +203,8 @@ class Memory:
             if note.status == CONSTRUCTED:
                 self._link_and_evolve(note, usage, result)
         except LLMError as exc:  # the note stays at its last committed stage, with the reason
+            if exc.usage is not None:  # a failed call still cost its tokens: count them
+                usage.add(exc.usage)
             stored = self.store.get(note.id, with_vector=True) or note
             stored.error = result.error = str(exc)
             self.store.update([stored])
@@ -292,18 +304,30 @@ class Memory:
         self.store.update([note])
         return note
 
-    def remove(self, note_id: str) -> list[str]:
-        """Delete a note, its links in both directions and its history, then purge old table versions
-        so its text does not survive on disk. Returns the ids of notes that lost a link to it."""
+    def remove(self, note_id: str) -> Removal:
+        """Delete a note, its links in both directions, its history and what it wrote into the notes
+        it evolved, then purge old table versions so its text does not survive on disk."""
         note = self.resolve(note_id)
         linking = self.store.get_many(self.backlinks(note.id), with_vector=True)
         for other in linking.values():
             other.links = [i for i in other.links if i != note.id]
+        # Neighbours it evolved may carry its words in their context/tags and in their history.
+        evolved = {n.id: n for n in self.store.notes(f"history LIKE {sql_str('%' + note.id + '%')}",
+                                                     with_vector=True) if n.id != note.id}
+        unlinked = list(linking)
+        restored = []
+        for other_id, other in evolved.items():
+            target = linking.setdefault(other_id, other)
+            if forget_changes_by(target, note.id):
+                restored.append(target)
+        if restored:  # no stale vector may keep the removed words searchable
+            for n, vector in zip(restored, self.embedder.embed_passages([n.embedding_text() for n in restored])):
+                n.vector = vector.tolist()
         if linking:
             self.store.update(linking.values())
         self.store.delete([note.id])
         self.store.compact()
-        return list(linking)
+        return Removal(note.id, unlinked, [n.id for n in restored])
 
     # -- reading ----------------------------------------------------------------------------------
     def resolve(self, prefix: str) -> Note:
@@ -321,6 +345,8 @@ class Memory:
         return [found[i] for i in dict.fromkeys(ids) if i in found]
 
     def list(self, since: str | None = None, until: str | None = None, limit: int | None = None) -> list[Note]:
+        if limit is not None and limit < 1:
+            raise ZkError("the limit must be at least 1")
         clauses = []
         if since:
             clauses.append(f"at >= {sql_str(parse_when(since))}")
@@ -337,6 +363,15 @@ class Memory:
             self._keyword_index = (key, KeywordIndex(self.store.notes(self._scope())))
         return self._keyword_index[1]
 
+    def _vector_ranked(self, query: str, pool: int) -> list[tuple[Note, float]]:
+        vector = self.embedder.embed_query(query)
+        for size in (pool, pool * 8):  # a chat full of filler: look further for real notes
+            found = self.store.nearest(vector, size, self._scope())
+            ranked = [(n, s) for n, s in found if not is_trivial(n.content)]
+            if len(ranked) >= pool // 2 or len(found) < size:
+                break
+        return ranked[:pool]
+
     def search(self, query: str, k: int | None = None, *, follow_links: bool = True,
                budget_tokens: int | None = None, use_vector: bool = True, use_keywords: bool = True
                ) -> list[Hit]:
@@ -344,8 +379,9 @@ class Memory:
             raise ZkError("the query is empty")
         k = k or self.settings.search_k
         pool = max(50, 5 * k)
-        vector_ranked = (self.store.nearest(self.embedder.embed_query(query), pool, self._scope())
-                         if use_vector else [])
+        # Short filler ("ok", "ㅇㅋ") sits close to every query in embedding space; it can still be
+        # found by its words, never by vector similarity alone.
+        vector_ranked = self._vector_ranked(query, pool) if use_vector else []
         keyword_ranked = self.keyword_index().rank(query, pool) if use_keywords else []
         hits = fuse(vector_ranked, keyword_ranked, k, use_vector, use_keywords)
         if not follow_links:

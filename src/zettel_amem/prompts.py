@@ -1,4 +1,5 @@
-"""Prompt templates: shipped in `zettel_amem/templates/`, overridable per home in `<home>/templates/`.
+"""Prompt templates: shipped in `zettel_amem/templates/`, overridable in `<home>/templates/` or the
+user config dir's `templates/` (`config.templates_override_dirs`).
 
 Templates use `$name` placeholders (string.Template) so JSON braces in examples need no escaping.
 The static instructions for both note tasks live in one system prompt (`notes_system.txt`) that
@@ -16,14 +17,14 @@ from .text import is_cjk
 
 
 class Prompts:
-    def __init__(self, override_dir: Path | None = None):
-        self.override_dir = override_dir
+    def __init__(self, override_dirs: list[Path] | None = None):
+        self.override_dirs = override_dirs or []
         self._cache: dict[str, str] = {}
 
     def raw(self, name: str) -> str:
         if name not in self._cache:
-            path = self.override_dir / f"{name}.txt" if self.override_dir else None
-            if path is not None and path.exists():
+            path = next((d / f"{name}.txt" for d in self.override_dirs if (d / f"{name}.txt").exists()), None)
+            if path is not None:
                 self._cache[name] = path.read_text(encoding="utf-8")
             else:
                 try:

@@ -42,7 +42,12 @@ def notes_list(notes: Iterable[Note]) -> None:
     count = 0
     for note in notes:
         flag = "" if note.status == "ready" else f" {_status(note)}"
-        console.print(note_line(note) + flag)
+        # One line per note: cut at the terminal's width (by cells, so Korean stays aligned); piped
+        # output keeps the whole line for grep.
+        if console.is_terminal:
+            console.print(note_line(note) + flag, no_wrap=True, overflow="ellipsis")
+        else:
+            console.print(note_line(note) + flag, no_wrap=True, crop=False, soft_wrap=True)
         count += 1
     if not count:
         err_console.print("[dim]no notes[/]")
@@ -180,8 +185,9 @@ def import_summary(report) -> None:
                   f"{report.skipped_duplicates} already present, "
                   f"{len(report.failed)} skipped, {len(report.session_ids)} session(s)")
     for problem in report.failed[:20]:
-        where = f"line {problem['line']}: " if problem.get("line") else ""
-        err_console.print(f"[yellow]skipped[/] {where}{escape(problem['message'])}")
+        where = (f"line {problem['line']}: " if problem.get("line") else
+                 f"record {problem['record']}: " if problem.get("record") else "")
+        err_console.print(f"[yellow]{where}[/]{escape(problem['message'])}")
     if len(report.failed) > 20:
         err_console.print(f"[yellow]… and {len(report.failed) - 20} more[/]")
 

@@ -208,7 +208,9 @@ def render_for_context(note: Note) -> str:
 
 def expand(hits: list[Hit], neighbours_of: Callable[[Note], list[Note]], budget_tokens: int | None,
            follow_links: bool = True) -> list[Hit]:
-    """Hits in rank order, each followed by its linked notes; every note once; stop at the budget."""
+    """Hits in rank order, each followed by its linked notes; every note once; stop at the budget.
+    A linked note that is itself a hit keeps its own score (it is only moved up)."""
+    direct = {hit.note.id: hit for hit in hits}
     out: list[Hit] = []
     seen: set[str] = set()
     used = 0
@@ -230,5 +232,5 @@ def expand(hits: list[Hit], neighbours_of: Callable[[Note], list[Note]], budget_
             continue  # a long note may not fit while a shorter later one does
         if follow_links:
             for neighbour in neighbours_of(hit.note):
-                take(Hit(neighbour, 0.0, via=hit.note.id))
+                take(direct.get(neighbour.id) or Hit(neighbour, 0.0, via=hit.note.id))
     return out

@@ -5,27 +5,28 @@ turn has exactly one speaker and one time; grouping consecutive short turns woul
 make a retrieved note cite more than it supports. Short turns cost one embedding row each, which
 the batched bulk path makes cheap; the LLM later skips trivial ones (`text.is_trivial`).
 
-Identity (what makes an import idempotent and resumable) is `content_hash` over:
+Identity (what makes an import idempotent and resumable) is `content_hash` over the validated
+content and the speaker, plus where the turn sits, never the file name or the import time:
 
-- the validated content and the speaker;
-- the log's own timestamp, or "" when the log has none, so a re-import at another time matches
-  (markdown: only a front-matter date counts; the file's mtime changes with every edit);
-- the notebook and the session key the log itself gives (jsonl session ids, ChatGPT conversation
-  ids, LoCoMo sample/session, markdown file paths). A log that names no session gets the constant
-  key `DEFAULT_SESSION`, so identity never depends on the file name or the import time and an
-  overlapping newer export of the same chat (appended or a sliding window) adds only new turns;
-- an occurrence number: the n-th identical (content, speaker, time, session) turn within one import
-  gets n mixed in (n > 0 only), so a timeless log that says "ok" twice keeps both, and re-importing
-  the same file still maps each occurrence to the same hash.
-
-Limitation: two *different* logs without timestamps or session ids that share an identical
-"speaker: text" line collide on its first occurrence (the second one counts as a duplicate).
+- a turn with its own timestamp: that time, the notebook and the session key the log gives (jsonl
+  session ids, ChatGPT conversation ids, LoCoMo sample/session, markdown file paths; `DEFAULT_SESSION`
+  for a log that names none), and an occurrence number (the n-th identical turn within one import
+  gets n mixed in), so an overlapping newer export of the same chat adds only its new turns;
+- a turn without a timestamp in a log that names no session ("Speaker: text" lines piped in): the
+  session it was placed in instead of a time, with occurrence numbers counted from that session's
+  start. Such a log continues a stored session only when its first turns line up with that
+  session's turns (`HEAD_TURNS` of them, or the session's whole opening for a short chat): a
+  re-import, an appended or a sliding-window export. Otherwise it is a new session, so two chats
+  that both open with "A: hi" keep every turn. A turn found at its own place in the continued
+  session is a duplicate whatever its hash (a line deleted in a newer export shifts the later
+  ones, which are then found by their hash instead);
+- markdown: only a front-matter date counts as the log's time (the file's mtime changes with every
+  edit); the session key is the file's path inside the imported folder.
 
 Sessions: `session_id = "s" + sha256(notebook, session key)[:15]`. A log without its own session key
-is its own session: if its first turn is already stored (a re-import, or a newer export that
-overlaps an older one) it continues that turn's session, with `seq` shifted to follow on;
-otherwise the id is derived from the first turn's identity. Either way it is stable across
-re-imports, renamed files and stdin, and never depends on the file name.
+is its own session: the stored session its first turns line up with (`seq` shifted to follow on),
+else one derived from its first turns. Either way it is stable across re-imports, renamed files and
+stdin, and never depends on the file name.
 
 Times: `Note.at` is the log's time (seconds precision); a turn without one inherits the previous
 timed turn of its session, else the import time. Order within a session is `seq` (= `Turn.index`),
@@ -55,6 +56,7 @@ from . import parsers
 from .parsers import ParseProblem, Turn
 
 DEFAULT_SESSION = "log"  # session key of turns whose log names no session
+HEAD_TURNS = 3  # first turns of a session-less log that must line up to continue a stored session
 _MARKDOWN_DATE_KEYS = ("date", "created", "created_at")  # front matter the markdown parser reads
 _SESSION_PREFIX = re.compile(r"^s?[0-9a-f]{1,15}$")
 
@@ -66,7 +68,7 @@ class ImportReport:
     format: str
     added: int = 0
     skipped_duplicates: int = 0
-    failed: list[dict] = field(default_factory=list)  # {"line": int | None, "message": str}
+    failed: list[dict] = field(default_factory=list)  # {"line": int|None, "record": int|None, "message": str}
     session_ids: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
@@ -113,6 +115,8 @@ class _Importer:
         self.last_at: dict[str, str] = {}
         self.default_session_id: str | None = None
         self.default_seq_offset = 0
+        self.head: list[tuple[Turn, Note]] = []  # first turns of a session-less log, not yet placed
+        self.stored_turns: dict[int, Note] = {}  # by seq: the stored chat a session-less log continues
         self.sessions: dict[str, None] = {}  # ordered set of session ids touched
 
     # -- per turn ---------------------------------------------------------------------------------
@@ -124,17 +128,55 @@ class _Importer:
             return ""  # the parser fell back to the file's mtime, which changes on every edit
         return turn.at.isoformat()
 
-    def _session_id(self, turn: Turn, identity: str) -> str:
-        if turn.session_key != DEFAULT_SESSION:
-            return session_id_for(self.notebook, turn.session_key)
-        if self.default_session_id is None:  # the log's first turn decides its session
-            stored = self.memory.store.notes(f"content_hash = {sql_str(identity)}")
-            if stored and stored[0].session_id:  # a newer export of a chat we have: continue it
-                self.default_session_id = stored[0].session_id
-                self.default_seq_offset = stored[0].seq - turn.index
+    def _scope(self, turn: Turn, note: Note) -> str:
+        """What a turn's identity is scoped to: the log's own session key, or, for an untimed turn of
+        a session-less log, the session it was placed in (so two chats that share a line stay apart)."""
+        if turn.session_key == DEFAULT_SESSION and not self._log_time(turn):
+            return f"{self.notebook}\x1f{note.session_id}"
+        return f"{self.notebook}\x1f{turn.session_key}"
+
+    def _base_hash(self, turn: Turn, note: Note) -> str:
+        return content_hash(note.content, turn.speaker, self._log_time(turn), self._scope(turn, note))
+
+    def _session_turns(self, session_id: str) -> dict[int, Note]:
+        return {n.seq: n for n in self.memory.store.notes(f"session_id = {sql_str(session_id)}")}
+
+    def _lines_up(self, head: list[tuple[Turn, Note]], stored: dict[int, Note], first_seq: int) -> bool:
+        """Whether the log's first turns continue the stored session from `first_seq`: every stored
+        turn at their positions says the same, and either `HEAD_TURNS` of them do, or the log starts
+        where the session starts and only runs past its end (a longer export of a short chat). A
+        shorter overlap could be a different chat that happens to open with one of its lines."""
+        matched, past_end, last = 0, True, max(stored)
+        for turn, note in head:
+            position = first_seq + turn.index - head[0][0].index
+            there = stored.get(position)
+            if there is None:
+                past_end = past_end and position > last
+            elif (there.content, there.speaker) != (note.content, note.speaker):
+                return False
             else:
-                self.default_session_id = session_id_for(self.notebook, f"{DEFAULT_SESSION}:{identity}")
-        return self.default_session_id
+                matched += 1
+        at_start = first_seq == min(stored) and head[0][0].index == 0
+        return matched >= HEAD_TURNS or (at_start and past_end)
+
+    def _find_session(self, head: list[tuple[Turn, Note]]) -> tuple[str, int]:
+        """(session id, seq offset) of a session-less log, decided from its first turns."""
+        turn, note = head[0]
+        if self._log_time(turn):  # a timed first turn is found by its identity, which has its time
+            stored = self.memory.store.notes(f"content_hash = {sql_str(self._base_hash(turn, note))}")
+            if stored and stored[0].session_id:
+                return stored[0].session_id, stored[0].seq - turn.index
+        else:  # an untimed one: a stored chat whose turns line up with the log's first turns
+            speaker = "speaker IS NULL" if note.speaker is None else f"speaker = {sql_str(note.speaker)}"
+            candidates = self.memory.store.notes(
+                f"notebook = {sql_str(self.notebook)} AND kind = 'turn' AND session_id IS NOT NULL"
+                f" AND content = {sql_str(note.content)} AND {speaker}")
+            for candidate in sorted(candidates, key=lambda c: (c.created, c.seq)):
+                stored_turns = self._session_turns(candidate.session_id or "")
+                if self._lines_up(head, stored_turns, candidate.seq):
+                    return candidate.session_id or "", candidate.seq - turn.index
+        opening = "\x1e".join(content_hash(n.content, t.speaker, self._log_time(t)) for t, n in head)
+        return session_id_for(self.notebook, f"{DEFAULT_SESSION}:{content_hash(opening)}"), 0
 
     def _display_time(self, turn: Turn) -> str:
         if turn.at is not None:
@@ -152,27 +194,58 @@ class _Importer:
         except ZkError as exc:
             self.fail(turn.line, f"{self._where(turn)}{exc}; skipped")
             return
-        scope = f"{self.notebook}\x1f{turn.session_key}"
-        base = content_hash(note.content, turn.speaker, self._log_time(turn), scope)
-        n = self.occurrences.get(base, 0)
-        self.occurrences[base] = n + 1
-        note.content_hash = base if n == 0 else content_hash(note.content, turn.speaker,
-                                                             self._log_time(turn), f"{scope}\x1f{n}")
-        note.session_id = self._session_id(turn, base)
-        if turn.session_key == DEFAULT_SESSION:
+        if turn.session_key == DEFAULT_SESSION and self.default_session_id is None:
+            self.head.append((turn, note))  # the session is decided once the first turns are in
+            if len(self.head) >= HEAD_TURNS:
+                self._resolve_default_session()
+            return
+        self._place(turn, note)
+
+    def _resolve_default_session(self) -> None:
+        head, self.head = self.head, []
+        if not head:
+            return
+        self.default_session_id, self.default_seq_offset = self._find_session(head)
+        # Continuing a stored chat: turns already at their positions are known, and occurrence
+        # numbers count on from the stored turns before the log's first one (a sliding window).
+        self.stored_turns = self._session_turns(self.default_session_id)
+        first = head[0][0].index + self.default_seq_offset
+        for seq in sorted(self.stored_turns):
+            if seq < first:
+                stored = self.stored_turns[seq]
+                base = content_hash(stored.content, stored.speaker, "", f"{self.notebook}\x1f{stored.session_id}")
+                self.occurrences[base] = self.occurrences.get(base, 0) + 1
+        for turn, note in head:
+            self._place(turn, note)
+
+    def _place(self, turn: Turn, note: Note) -> None:
+        """Give the turn its session and identity, and queue it for the batch."""
+        default = turn.session_key == DEFAULT_SESSION
+        if default:
+            assert self.default_session_id is not None
+            note.session_id = self.default_session_id
             note.seq += self.default_seq_offset
             note.source = turn.session_title or self.source_name
         else:
+            note.session_id = session_id_for(self.notebook, turn.session_key)
             note.source = turn.session_title or turn.session_key
+        base = self._base_hash(turn, note)
+        n = self.occurrences.get(base, 0)
+        self.occurrences[base] = n + 1  # the n-th identical turn: n mixed in, so none is dropped
+        note.content_hash = base if n == 0 else content_hash(
+            note.content, turn.speaker, self._log_time(turn), f"{self._scope(turn, note)}\x1f{n}")
+        there = self.stored_turns.get(note.seq) if default else None
+        if there is not None and (there.content, there.speaker) == (note.content, note.speaker):
+            note.content_hash = there.content_hash  # already stored at this very place: a duplicate
         self.sessions.setdefault(note.session_id)
-        self.batch.append(note)  # unique within this import by construction (occurrence numbers)
+        self.batch.append(note)
 
     @staticmethod
     def _where(turn: Turn) -> str:
         return "" if turn.line is not None else f"{turn.session_title or turn.session_key} #{turn.index}: "
 
-    def fail(self, line: int | None, message: str) -> None:
-        self.report.failed.append({"line": line, "message": message})
+    def fail(self, line: int | None, message: str, record: int | None = None) -> None:
+        self.report.failed.append({"line": line, "record": record, "message": message})
 
     # -- per batch --------------------------------------------------------------------------------
     def flush(self) -> None:
@@ -193,11 +266,12 @@ class _Importer:
         for item in items:
             self.done += 1
             if isinstance(item, ParseProblem):
-                self.fail(item.line, item.message)
+                self.fail(item.line, item.message, item.record)
             else:
                 self.take(item)
             if len(self.batch) >= self.batch_size:
                 self.flush()
+        self._resolve_default_session()  # a log shorter than HEAD_TURNS
         self.total = self.done
         self.flush()
         self.report.session_ids = list(self.sessions)
@@ -206,13 +280,15 @@ class _Importer:
 
 def import_source(memory: Memory, source: Path | BinaryIO, fmt: str = "auto", *,
                   source_name: str | None = None, batch_size: int = 64,
-                  on_progress: Progress | None = None) -> ImportReport:
+                  on_progress: Progress | None = None,
+                  on_format: Callable[[str], None] | None = None) -> ImportReport:
     """Import a chat log / notes into `memory` as raw `pending` turn notes; see the module docstring.
 
     `source` is a file, a markdown folder, or a binary stream (stdin). `fmt` is one of
     `parsers.FORMATS` or "auto". `on_progress(items_done, total_or_None)` is called after each batch;
     the total is exact for LoCoMo/ChatGPT, an estimate (non-blank lines) for text/jsonl files, None
-    for streams and folders, and equals `items_done` in the final call.
+    for streams and folders, and equals `items_done` in the final call. `on_format(format)` is called
+    once the format is known (detected or given), before any turn is read.
     Problems with single lines or turns land in `report.failed`; only an unusable source raises ZkError.
     """
     if isinstance(source, str):
@@ -230,6 +306,8 @@ def import_source(memory: Memory, source: Path | BinaryIO, fmt: str = "auto", *,
         if fmt == "auto":
             head, source = _open_for_detection(source)
             fmt = parsers.detect_format(source if isinstance(source, Path) else None, head)
+        if on_format:
+            on_format(fmt)
         total: int | None = None
         items: Iterator[Turn | ParseProblem] = parsers.parse(source, fmt, default_session=DEFAULT_SESSION)
         if fmt in ("chatgpt", "locomo"):  # parsed from one in-memory document anyway: count it

@@ -57,8 +57,9 @@ class Turn:
 
 @dataclass
 class ParseProblem:
-    line: int | None
+    line: int | None  # line of the file, when the format has meaningful lines
     message: str
+    record: int | None = None  # else the n-th record (JSON array element, conversation, sample)
 
 
 Item = Turn | ParseProblem
@@ -509,7 +510,8 @@ def _message_turn(
     obj: Any, where: int | None, line: int | None, default_session: str, sessions: _Sessions
 ) -> Item | None:
     if not isinstance(obj, dict):
-        return ParseProblem(where, f"expected a JSON object, got {type(obj).__name__}; skipped")
+        return ParseProblem(line, f"expected a JSON object, got {type(obj).__name__}; skipped",
+                            None if line is not None else where)
     if "content" not in obj and isinstance(obj.get("message"), dict):
         obj = {**obj, **obj["message"]}  # {"message": {"role", "content"}, "timestamp": ...}
     content = obj.get("content")
@@ -537,7 +539,7 @@ def _message_turn(
     turn = Turn(text, name or role, at, session, title, 0, line, meta)
     problem = _check_turn(turn)
     if problem:
-        problem.line = where
+        problem.line, problem.record = line, (None if line is not None else where)
         return problem
     turn.index = sessions.take(session)
     return turn
@@ -678,7 +680,7 @@ def _parse_chatgpt(data: bytes, default_session: str) -> Iterator[Item]:
     conversations = doc if isinstance(doc, list) else [doc]
     for record, conv in enumerate(conversations, start=1):
         if not isinstance(conv, dict) or not isinstance(conv.get("mapping"), dict):
-            yield ParseProblem(record, f"conversation {record} has no 'mapping' object; skipped")
+            yield ParseProblem(None, "no 'mapping' object; conversation skipped", record)
             continue
         title = _scalar(conv.get("title"))
         conv_time = _maybe_datetime(conv.get("create_time"))
@@ -708,7 +710,7 @@ def _parse_chatgpt(data: bytes, default_session: str) -> Iterator[Item]:
             turn = Turn(text, _scalar(author.get("name")) or role, at, key, title, index, None, meta)
             problem = _check_turn(turn)
             if problem:
-                problem.line = record
+                problem.line, problem.record = None, record
                 yield problem
                 continue
             yield turn
@@ -729,7 +731,7 @@ def _parse_locomo(data: bytes, default_session: str) -> Iterator[Item]:
     for record, sample in enumerate(samples, start=1):
         conv = sample.get("conversation") if isinstance(sample, dict) else None
         if not isinstance(conv, dict):
-            yield ParseProblem(record, f"sample {record} has no 'conversation' object; skipped")
+            yield ParseProblem(None, "no 'conversation' object; sample skipped", record)
             continue
         sample_id = _scalar(sample.get("sample_id")) or f"{default_session}-{record}"
         speakers = [s for s in (_scalar(conv.get("speaker_a")), _scalar(conv.get("speaker_b"))) if s]
@@ -746,7 +748,7 @@ def _parse_locomo(data: bytes, default_session: str) -> Iterator[Item]:
             index = 0
             for t in turns:
                 if not isinstance(t, dict):
-                    yield ParseProblem(record, f"{key}: a turn is not a JSON object; skipped")
+                    yield ParseProblem(None, f"{key}: a turn is not a JSON object; skipped", record)
                     continue
                 text = (_scalar(t.get("text")) or "").strip()
                 caption = (_scalar(t.get("blip_caption")) or "").strip()
@@ -762,7 +764,7 @@ def _parse_locomo(data: bytes, default_session: str) -> Iterator[Item]:
                 turn = Turn(text, _scalar(t.get("speaker")), at, key, title, index, None, meta)
                 problem = _check_turn(turn)
                 if problem:
-                    problem.line = record
+                    problem.line, problem.record = None, record
                     yield problem
                     continue
                 yield turn

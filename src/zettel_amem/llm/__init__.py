@@ -13,7 +13,12 @@ from typing import Any, Protocol
 
 
 class LLMError(Exception):
-    """The model could not produce a usable answer (load failure, bad output, interrupted)."""
+    """The model could not produce a usable answer (load failure, bad output, interrupted).
+    `usage` holds what a call spent before it failed (a cut-off JSON still cost its tokens)."""
+
+    def __init__(self, message: str, usage: Usage | None = None):
+        super().__init__(message)
+        self.usage = usage
 
 
 @dataclass

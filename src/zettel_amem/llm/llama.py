@@ -85,9 +85,9 @@ class LlamaCppLLM:
             data = json.loads(text)
         except json.JSONDecodeError:
             # The grammar guarantees valid JSON unless max_tokens cut it off mid-object.
-            raise LLMError(f"model output was not complete JSON: {text[:80]!r}") from None
+            raise LLMError(f"model output was not complete JSON: {text[:80]!r}", usage) from None
         if not isinstance(data, dict):
-            raise LLMError("model output was not a JSON object")
+            raise LLMError("model output was not a JSON object", usage)
         return data, usage
 
     def stream(self, system: str, user: str, max_tokens: int) -> Iterator[str]:
