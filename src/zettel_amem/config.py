@@ -71,6 +71,9 @@ class Settings:
     link: bool = True  # False: no link generation (and so no evolution)
     search_k: int = 8
     context_budget_tokens: int = 700  # for `zk ask`
+    # Let the model reply "No information available." (templates/answer_decline.txt). Off by default:
+    # the bundled 0.5B model then declined 46-65% of answerable LoCoMo questions (README).
+    answer_decline: bool = False
     answer_max_tokens: int = 256
     auto_worker: bool = True  # spawn the background worker after `zk add`
     # Upper tiers.

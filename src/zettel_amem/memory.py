@@ -412,6 +412,8 @@ class Memory:
                                    today=today or date.today().isoformat(),
                                    memory=memory_block.strip() + "\n" if memory_block.strip() else "")
         system = self.prompts.raw("answer_system").strip()
+        if self.settings.answer_decline:
+            system += " " + self.prompts.raw("answer_decline").strip()
         llm = self.llm
         answer = Answer(pieces=iter(()), notes=hits)
 

