@@ -296,22 +296,14 @@ def test_session_prefix_errors(memory: Memory, tmp_path: Path) -> None:
 
 # --------------------------------------------------------------------------- resume after kill -9
 
-IMPORT_SCRIPT = """
-import sys
-from pathlib import Path
-from zettel_amem.memory import Memory
-from zettel_amem.ingest.importer import import_source
-import_source(Memory(sys.argv[1]), Path(sys.argv[2]), batch_size=50)
-"""
-
-
 def test_resume_after_kill(memory: Memory, tmp_path: Path) -> None:
     total = 3000
     lines = [f"{('Ann', 'Ben', '지민')[i % 3]}: line {i}" + (" ok" if i % 7 else "") for i in range(total)]
     lines[10::500] = ["Ben: ok"] * len(lines[10::500])  # repeated identical turns must all survive
     log = write_lines(tmp_path / "big.txt", lines)
-    env = {**os.environ, "ZK_NO_WORKER": "1"}
-    proc = subprocess.Popen([sys.executable, "-c", IMPORT_SCRIPT, str(memory.home), str(log)], env=env)
+    env = {**os.environ, "ZK_NO_WORKER": "1", "ZK_HOME": str(memory.home)}
+    command = [sys.executable, "-m", "zettel_amem", "import", str(log), "--no-llm", "--json"]
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE)  # the real `zk import`
     killed_at = 0
     try:
         deadline = time.monotonic() + 60
@@ -328,10 +320,11 @@ def test_resume_after_kill(memory: Memory, tmp_path: Path) -> None:
     killed_at = memory.store.count()
     assert 0 < killed_at < total
 
-    report = import_source(memory, log, batch_size=50)
-    assert report.failed == []
-    assert report.added + report.skipped_duplicates == total
-    assert report.skipped_duplicates == killed_at
+    rerun = subprocess.run(command, env=env, capture_output=True, check=True)  # the same command again
+    report = json.loads(rerun.stdout)
+    assert report["failed"] == []
+    assert report["added"] + report["skipped_duplicates"] == total
+    assert report["skipped_duplicates"] == killed_at
     expected = Counter(line.split(": ", 1)[1] for line in lines)
     notes = memory.store.notes()
     assert Counter(n.content for n in notes) == expected

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
 
@@ -442,3 +443,21 @@ def test_any_option_value_or_id_prefix_is_handled_in_one_line(case, zk_home, emb
 def test_ready_state_after_processing(evolving):
     ids = add_all(evolving, RUNS[:2])
     assert all(evolving.store.get(i).status == READY for i in ids)
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0, reason="root writes anywhere")
+def test_read_only_store_is_one_line_and_unchanged(zk_home, capsys, monkeypatch):
+    Memory(zk_home).add("written before the store became read-only", "2026-03-01")
+    modes = {p: p.stat().st_mode for p in [zk_home, *zk_home.rglob("*")]}
+    for path in modes:
+        path.chmod(modes[path] & ~0o222)
+    try:
+        monkeypatch.setattr(sys, "argv", ["zk", "add", "one more"])
+        with pytest.raises(SystemExit) as info:
+            cli.main()
+        err = capsys.readouterr().err
+        assert info.value.code == 1 and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    finally:
+        for path, mode in modes.items():
+            path.chmod(mode)
+    assert [n.content for n in Memory(zk_home).store.notes()] == ["written before the store became read-only"]
