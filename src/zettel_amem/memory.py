@@ -364,6 +364,8 @@ class Memory:
         return self._keyword_index[1]
 
     def _vector_ranked(self, query: str, pool: int) -> list[tuple[Note, float]]:
+        """Nearest notes by vector, without short filler ("ok", "ㅇㅋ"): it sits close to every query
+        in embedding space. Filler is still found by its words."""
         vector = self.embedder.embed_query(query)
         for size in (pool, pool * 8):  # a chat full of filler: look further for real notes
             found = self.store.nearest(vector, size, self._scope())
@@ -379,8 +381,6 @@ class Memory:
             raise ZkError("the query is empty")
         k = k or self.settings.search_k
         pool = max(50, 5 * k)
-        # Short filler ("ok", "ㅇㅋ") sits close to every query in embedding space; it can still be
-        # found by its words, never by vector similarity alone.
         vector_ranked = self._vector_ranked(query, pool) if use_vector else []
         keyword_ranked = self.keyword_index().rank(query, pool) if use_keywords else []
         hits = fuse(vector_ranked, keyword_ranked, k, use_vector, use_keywords)

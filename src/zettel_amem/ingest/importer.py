@@ -131,9 +131,8 @@ class _Importer:
     def _scope(self, turn: Turn, note: Note) -> str:
         """What a turn's identity is scoped to: the log's own session key, or, for an untimed turn of
         a session-less log, the session it was placed in (so two chats that share a line stay apart)."""
-        if turn.session_key == DEFAULT_SESSION and not self._log_time(turn):
-            return f"{self.notebook}\x1f{note.session_id}"
-        return f"{self.notebook}\x1f{turn.session_key}"
+        key = note.session_id if turn.session_key == DEFAULT_SESSION and not self._log_time(turn) else turn.session_key
+        return f"{self.notebook}\x1f{key}"
 
     def _base_hash(self, turn: Turn, note: Note) -> str:
         return content_hash(note.content, turn.speaker, self._log_time(turn), self._scope(turn, note))
@@ -159,13 +158,15 @@ class _Importer:
         at_start = first_seq == min(stored) and head[0][0].index == 0
         return matched >= HEAD_TURNS or (at_start and past_end)
 
-    def _find_session(self, head: list[tuple[Turn, Note]]) -> tuple[str, int]:
-        """(session id, seq offset) of a session-less log, decided from its first turns."""
+    def _find_session(self, head: list[tuple[Turn, Note]]) -> tuple[str, int, dict[int, Note]]:
+        """(session id, seq offset, its stored turns by seq) of a session-less log, decided from its
+        first turns."""
         turn, note = head[0]
         if self._log_time(turn):  # a timed first turn is found by its identity, which has its time
             stored = self.memory.store.notes(f"content_hash = {sql_str(self._base_hash(turn, note))}")
             if stored and stored[0].session_id:
-                return stored[0].session_id, stored[0].seq - turn.index
+                session_id = stored[0].session_id
+                return session_id, stored[0].seq - turn.index, self._session_turns(session_id)
         else:  # an untimed one: a stored chat whose turns line up with the log's first turns
             speaker = "speaker IS NULL" if note.speaker is None else f"speaker = {sql_str(note.speaker)}"
             candidates = self.memory.store.notes(
@@ -174,9 +175,9 @@ class _Importer:
             for candidate in sorted(candidates, key=lambda c: (c.created, c.seq)):
                 stored_turns = self._session_turns(candidate.session_id or "")
                 if self._lines_up(head, stored_turns, candidate.seq):
-                    return candidate.session_id or "", candidate.seq - turn.index
+                    return candidate.session_id or "", candidate.seq - turn.index, stored_turns
         opening = "\x1e".join(content_hash(n.content, t.speaker, self._log_time(t)) for t, n in head)
-        return session_id_for(self.notebook, f"{DEFAULT_SESSION}:{content_hash(opening)}"), 0
+        return session_id_for(self.notebook, f"{DEFAULT_SESSION}:{content_hash(opening)}"), 0, {}
 
     def _display_time(self, turn: Turn) -> str:
         if turn.at is not None:
@@ -205,14 +206,12 @@ class _Importer:
         head, self.head = self.head, []
         if not head:
             return
-        self.default_session_id, self.default_seq_offset = self._find_session(head)
+        self.default_session_id, self.default_seq_offset, self.stored_turns = self._find_session(head)
         # Continuing a stored chat: turns already at their positions are known, and occurrence
         # numbers count on from the stored turns before the log's first one (a sliding window).
-        self.stored_turns = self._session_turns(self.default_session_id)
         first = head[0][0].index + self.default_seq_offset
-        for seq in sorted(self.stored_turns):
+        for seq, stored in self.stored_turns.items():
             if seq < first:
-                stored = self.stored_turns[seq]
                 base = content_hash(stored.content, stored.speaker, "", f"{self.notebook}\x1f{stored.session_id}")
                 self.occurrences[base] = self.occurrences.get(base, 0) + 1
         for turn, note in head:
