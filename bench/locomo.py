@@ -44,11 +44,12 @@ from pathlib import Path
 from bench.scoring import CATEGORY_NAMES, abstains, bleu1, evidence_ids, evidence_recall, locomo_f1, paper_f1, summarize
 
 DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "locomo-dev.json"
-RETRIEVAL_VARIANTS = ["raw-vector", "bm25", "hybrid", "hybrid-window"]
+RETRIEVAL_VARIANTS = ["raw-vector", "bm25", "hybrid", "hybrid-window", "default"]
 LLM_VARIANTS = ["+construction", "+links", "+evolution"]
 TIER_VARIANTS = ["+episodes", "+graph", "+graph-static"]
 ALL_VARIANTS = [*RETRIEVAL_VARIANTS, *LLM_VARIANTS, "full-context", *TIER_VARIANTS]
-INGEST_OF = {"raw-vector": "raw", "bm25": "raw", "hybrid": "raw", "hybrid-window": "raw", "full-context": "raw",
+INGEST_OF = {"raw-vector": "raw", "bm25": "raw", "hybrid": "raw", "hybrid-window": "raw", "default": "raw",
+             "full-context": "raw",
              "+construction": "links", "+links": "links", "+evolution": "full",
              "+episodes": "episodes", "+graph": "episodes", "+graph-static": "episodes"}
 KS = (5, 10, 25)
@@ -156,6 +157,7 @@ def ingest_costs(folder: Path) -> dict:
             "completion_tokens_per_turn": mean("completion_tokens"), "seconds_per_turn": mean("seconds"),
             "links_per_turn": round(statistics.fmean(len(r["links"]) for r in rows), 2),
             "evolved_per_turn": round(statistics.fmean(len(r["evolved"]) for r in rows), 3),
+            "refused_per_turn": round(statistics.fmean(len(r.get("refused", [])) for r in rows), 3),
             "errors": sum(bool(r["error"]) for r in rows)}
 
 
@@ -196,7 +198,7 @@ def boosted_by_episodes(memory, question: str, k: int, budget: int | None, hint_
     """L1 in retrieval: hybrid hits, re-fused with the same hits restricted to the hinted sessions."""
     from zettel_amem.retrieve import RRF_K, expand
 
-    pool = memory.search(question, max(50, 5 * k), follow_links=False)
+    pool = memory.search(question, max(50, 5 * k), follow_links=False, **PLAIN)
     inside = [h for h in pool if h.note.session_id in hint_sessions]
     score = {h.note.id: 1 / (RRF_K + rank + 1) for rank, h in enumerate(pool)}
     for rank, hit in enumerate(inside):
@@ -205,22 +207,54 @@ def boosted_by_episodes(memory, question: str, k: int, budget: int | None, hint_
     return ranked if budget is None else expand(ranked, lambda n: [], budget, False)
 
 
+PLAIN = {"use_enrichment": False, "session_smoothing": False, "session_turns": 0}  # the old hybrid search
+
+
 def retrieve(memory, variant: str, question: str, k: int, budget: int | None, window: dict,
              hint_sessions: set[str] | None = None):
+    """Ranked notes for one question. `default`, `+construction`, `+links` and `+evolution` run
+    `Memory.search` exactly as `zk search`/`zk ask` do (the shipped settings); the baselines switch
+    its extra signals off."""
     if variant in TIER_VARIANTS:
         return boosted_by_episodes(memory, question, k, budget, hint_sessions or set())
     if variant == "raw-vector":
-        return memory.search(question, k, follow_links=False, use_keywords=False, budget_tokens=budget)
+        return memory.search(question, k, follow_links=False, use_keywords=False, budget_tokens=budget, **PLAIN)
     if variant == "bm25":
-        return memory.search(question, k, follow_links=False, use_vector=False, budget_tokens=budget)
-    if variant in ("hybrid", "+construction"):
+        return memory.search(question, k, follow_links=False, use_vector=False, budget_tokens=budget, **PLAIN)
+    if variant == "hybrid":
+        return memory.search(question, k, follow_links=False, budget_tokens=budget, **PLAIN)
+    if variant == "hybrid-window":  # the reference's window: each hit followed at once by its ±2 turns
+        hits = memory.search(question, k, follow_links=False, **PLAIN)
+        return interleaved(hits, window, budget)
+    if variant == "+construction":
         return memory.search(question, k, follow_links=False, budget_tokens=budget)
-    if variant == "hybrid-window":
-        from zettel_amem.retrieve import expand
+    return memory.search(question, k, follow_links=True, budget_tokens=budget)  # default, +links, +evolution
 
-        hits = memory.search(question, k, follow_links=False)
-        return expand(hits, lambda n: window.get(n.id, []), budget, follow_links=True)
-    return memory.search(question, k, follow_links=True, budget_tokens=budget)  # +links, +evolution
+
+def interleaved(hits, window: dict, budget: int | None):
+    """Each hit, then at once its window turns (which may push later hits out): the ±2-window baseline."""
+    from zettel_amem.retrieve import Hit, render_for_context
+    from zettel_amem.text import estimate_tokens
+
+    out, seen, used = [], set(), 0
+
+    def take(item) -> bool:
+        nonlocal used
+        if item.note.id in seen:
+            return True
+        cost = estimate_tokens(render_for_context(item.note))
+        if budget is not None and out and used + cost > budget:
+            return False
+        seen.add(item.note.id)
+        used += cost
+        out.append(item)
+        return True
+
+    for hit in hits:
+        if take(hit):
+            for note in window.get(hit.note.id, []):
+                take(Hit(note, 0.0, via=hit.note.id))
+    return out
 
 
 def session_windows(memory, radius: int = 2) -> dict:
@@ -333,6 +367,11 @@ def evaluate(sample: dict, variant: str, memory, args, answer_llm) -> list[dict]
         record["context_tokens"] = sum(estimate_tokens(render_for_context(h.note)) for h in hits) + \
             estimate_tokens(block)
         record["evidence_missing"] = category != 5 and not evidence
+        if variant != "full-context":  # what `zk ask` decides from the evidence alone, before any model call
+            from zettel_amem.answer import decide
+
+            record["declined_by_evidence"] = decide(qa["question"], hits, memory.settings,
+                                                    lambda q=qa["question"]: memory.attribution_pool(q)) is not None
         if answer_llm is not None:
             memory._llm = answer_llm
             start = time.perf_counter()
@@ -344,6 +383,7 @@ def evaluate(sample: dict, variant: str, memory, args, answer_llm) -> list[dict]
             record["answer_prompt_tokens"] = answer.usage.prompt_tokens
             record["f1"] = locomo_f1(record["answer"], qa.get("answer", ""), category)
             record["abstained"] = abstains(record["answer"])
+            record["answer_mode"] = answer.mode
             if category != 5:
                 record["paper_f1"] = paper_f1(record["answer"], qa.get("answer", ""))
                 record["bleu1"] = bleu1(record["answer"], qa.get("answer", ""))
@@ -415,6 +455,27 @@ def chart(summary: dict, variants: list[str], path: Path) -> None:
     plt.close(fig)
 
 
+def parse_overrides(items: list[str]) -> dict:
+    """`key=value` pairs for Settings fields, typed like the field's default."""
+    from dataclasses import fields
+
+    from zettel_amem.config import Settings
+
+    types = {f.name: type(getattr(Settings(), f.name)) for f in fields(Settings)}
+    out = {}
+    for item in items:
+        key, _, value = item.partition("=")
+        if key not in types:
+            raise SystemExit(f"unknown setting {key!r}")
+        kind = types[key]
+        out[key] = value.lower() in ("1", "true", "yes") if kind is bool else kind(value)
+    return out
+
+
+def override_tag(overrides: dict) -> str:
+    return "".join(f"-{k}={v}" for k, v in sorted(overrides.items()))
+
+
 def main(argv: list[str] | None = None) -> int:
     from bench import shipped_defaults_only
 
@@ -435,7 +496,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="only the first N turns of each conversation, and the questions answerable from them")
     parser.add_argument("--seed", type=int, default=0, help="kept for reproducibility (all steps are greedy)")
     parser.add_argument("--out", type=Path, default=Path("results/locomo"))
+    parser.add_argument("--set", action="append", default=[], metavar="SETTING=VALUE",
+                        help="override a search/answer setting for this run (e.g. search_session_near=0.3); "
+                        "ingest settings are not affected, so cached stores are reused")
     args = parser.parse_args(argv)
+    overrides = parse_overrides(args.set)
 
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     unknown = set(variants) - set(ALL_VARIANTS)
@@ -462,9 +527,12 @@ def main(argv: list[str] | None = None) -> int:
         for variant in variants:
             ingest = INGEST_OF[variant]
             memory, folder = ingest_conversation(sample, ingest, args.llm, args.out / "cache", embedder)
+            for key, value in overrides.items():
+                setattr(memory.settings, key, value)
             costs.setdefault(f"{ingest}/{sample['sample_id']}", ingest_costs(folder))
             cache = args.out / "records" / f"{variant}-{run_tag if ingest != 'raw' or args.answer else 'no-llm'}-" \
-                f"{'answer' if args.answer else 'retrieval'}-{sample['sample_id']}-{args.max_questions}.jsonl"
+                f"{'answer' if args.answer else 'retrieval'}-{sample['sample_id']}-{args.max_questions}" \
+                f"{override_tag(overrides)}.jsonl"
             cache.parent.mkdir(parents=True, exist_ok=True)
             if cache.exists():
                 records = [json.loads(line) for line in cache.read_text(encoding="utf-8").splitlines()]
@@ -488,6 +556,7 @@ def main(argv: list[str] | None = None) -> int:
             summary[variant]["answer_s_p95"] = percentile(answers, 0.95)
     tag = f"{run_tag}-{'answer' if args.answer else 'retrieval'}-{'_'.join(sorted(wanted)) or 'all'}"
     tag += f"-first{args.max_turns}" if args.max_turns else ""
+    tag += override_tag(overrides)
     result = {"args": {k: str(v) for k, v in vars(args).items()}, "wall_seconds": round(time.perf_counter() - wall, 1),
               "summary": summary, "ingest_costs": costs, "records": all_records}
     (args.out / f"locomo-{tag}.json").write_text(json.dumps(result, ensure_ascii=False, indent=1), encoding="utf-8")

@@ -22,7 +22,7 @@ def test_ask_gives_notes_as_data_and_cites_them(memory, fake_llm):
     # The note, its date and the question are in the user turn; the rules (data, not instructions)
     # are in the system turn. By default the model is not invited to decline (a 0.5B model declines
     # most answerable questions when it is); `answer_decline` adds the exact phrase scorers look for.
-    assert f"[{knee.id[:8]}" in call["user"] and "2026-03-29" in call["user"]
+    assert f"[{knee.id[:8]}" in call["user"] and "29 March 2026 09:15" in call["user"]
     assert "what happened with my knee?" in call["user"] and "Today is 2026-04-01" in call["user"]
     assert "never instructions" in call["system"] and "No information available" not in call["system"]
     memory.settings.answer_decline = True
@@ -58,3 +58,49 @@ def test_cli_ask_on_empty_notebook_says_so(zk_home, capsys, monkeypatch):
     code, out, err = run_zk(["ask", "anything?", "--json"], capsys, monkeypatch)
     assert code == 0, err
     assert json.loads(out)["answer"].startswith("No information available") and json.loads(out)["notes"] == []
+
+
+def test_the_answer_is_grammar_bound_to_the_notes_given(memory, fake_llm):
+    notes = [memory.add(t, at="2026-03-29T09:15") for t in ("Knee hurts after the run.", "Knee brace ordered.")]
+    answer = memory.ask("knee?")
+    "".join(answer.pieces)
+    schema = fake_llm.calls[-1]["schema"]
+    assert sorted(schema["properties"]["ids"]["items"]["enum"]) == sorted(n.short_id for n in notes)
+    assert schema["properties"]["ids"]["minItems"] == 1  # every answer cites
+    assert schema["required"] == ["answer", "ids"] and answer.mode == "model"
+
+
+def test_a_failed_model_falls_back_to_the_best_sentence_marked_extractive(memory, fake_llm):
+    knee = memory.add("Went to the clinic. The doctor said no running for two weeks. Bought ice packs.",
+                      at="2026-03-30T10:00")
+    fake_llm.fail = True
+    answer = memory.ask("what did the doctor say about running?")
+    text = "".join(answer.pieces)
+    assert text == "The doctor said no running for two weeks." and answer.mode == "extractive"
+    assert answer.cited() == [knee.id] and "fake model failure" in answer.reason
+
+
+def test_an_answer_that_echoes_the_prompt_is_replaced(memory, fake_llm):
+    memory.add("나는 주말마다 여의도 한강공원에서 10km 달리기를 한다.", at="2026-03-01T08:00")
+    fake_llm.answer = "Today is 2026-11-30. Question: 주말마다 어디서 달려?"
+    answer = memory.ask("주말마다 어디서 달려?", today="2026-11-30")
+    text = "".join(answer.pieces)
+    assert "Question:" not in text and "Today is" not in text and answer.mode == "extractive"
+    assert "여의도 한강공원" in text
+
+
+def test_decline_when_the_named_speaker_never_said_it(memory, fake_llm):
+
+    turns = [("Gina", "I love contemporary painting, the bold colours."), ("Jon", "I lost my job at the bank."),
+             ("Jon", "Dancing is my passion, I won a regional contest."), ("Gina", "My store opens next week.")]
+    notes = [memory.new_note(text, "2023-01-20T10:00", speaker=who, kind="turn", session_id="s1", seq=i)
+             for i, (who, text) in enumerate(turns)]
+    memory.add_notes(notes)
+    declined = memory.ask("What is Jon's favorite style of painting?")
+    assert "".join(declined.pieces) == "No information available." and declined.mode == "declined"
+    assert "Jon" in declined.reason and fake_llm.calls == []  # decided from the evidence, no model call
+    answered = memory.ask("What is Gina's favorite style of painting?")
+    "".join(answered.pieces)
+    assert answered.mode == "model" and len(fake_llm.calls) == 1
+    memory.settings.answer_attribution_hits = 0  # switched off: the model answers
+    assert "".join(memory.ask("What is Jon's favorite style of painting?").pieces) != "No information available."

@@ -87,7 +87,25 @@ def test_running_knee_dialogue_links_evolves_and_answers(zk_home, qwen, embedder
     assert answer["answer"].strip()
     used = [n["id"] for n in answer["notes"]]
     assert ids[2] in used and ids[3] in used
+    assert set(answer["cited"]) & {ids[2], ids[3]} and answer["mode"] == "model", answer
     print("cited:", [n["id"][:8] for n in answer["notes"] if n["cited"]], "answer:", answer["answer"])
+
+
+def test_fresh_install_example_answers_the_place_and_cites_the_note(zk_home, qwen, embedder, monkeypatch, capsys):
+    """The README's first command: one Korean note, one Korean question, a short answer with its id."""
+    import zettel_amem.embed
+    import zettel_amem.llm.llama
+
+    monkeypatch.setattr(zettel_amem.llm.llama, "load_llm", lambda *args, **kwargs: qwen)
+    monkeypatch.setattr(zettel_amem.embed, "load_embedder", lambda *args, **kwargs: embedder)
+    added = zk_json(["add", "--wait", "나는 주말마다 여의도 한강공원에서 10km 달리기를 한다."], monkeypatch, capsys)
+    answer = zk_json(["ask", "주말마다 어디서 달려?"], monkeypatch, capsys)
+    print(answer["answer"])
+    assert "여의도" in answer["answer"] or "한강공원" in answer["answer"], answer
+    assert answer["cited"] == [added["id"]] and answer["mode"] == "model"
+    # Nothing of the prompt's own frame comes back as the answer.
+    for line in ("Today is", "Question:", "주말마다 어디서 달려?"):
+        assert line not in answer["answer"]
 
 
 def test_korean_note_stays_korean(zk_home, qwen, embedder):

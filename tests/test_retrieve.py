@@ -3,7 +3,17 @@
 from __future__ import annotations
 
 from zettel_amem.note import Note
-from zettel_amem.retrieve import Hit, KeywordIndex, expand, fuse, render_for_context, tokens
+from zettel_amem.retrieve import (
+    Hit,
+    KeywordIndex,
+    Signal,
+    expand,
+    fuse,
+    fuse_signals,
+    render_for_context,
+    smooth_by_session,
+    tokens,
+)
 from zettel_amem.text import estimate_tokens
 
 
@@ -35,8 +45,41 @@ def test_expansion_is_deduplicated_and_marks_where_links_came_from():
     d = make("d", "fourth")
     graph[c.id] = [d, a]
     hits = expand([Hit(c, 1.0), Hit(b, 0.5)], lambda n: graph[n.id], budget_tokens=None)
+    # Expansion never displaces a direct hit: both hits first, then their neighbours in hit order.
     assert [(h.note.id, h.via, h.score) for h in hits] == \
-        [(c.id, None, 1.0), (d.id, c.id, 0.0), (a.id, c.id, 0.0), (b.id, None, 0.5)]
+        [(c.id, None, 1.0), (b.id, None, 0.5), (d.id, c.id, 0.0), (a.id, c.id, 0.0)]
+
+
+def test_neighbours_only_fill_the_budget_the_hits_left():
+    hits = [Hit(make(ch, "word " * 30), 1.0) for ch in "abc"]
+    extra = make("z", "word " * 30)
+    cost = estimate_tokens(render_for_context(extra))
+    out = expand(hits, lambda n: [extra], budget_tokens=cost * 3 + 1)
+    assert [h.note.id for h in out] == [h.note.id for h in hits]  # the neighbour did not push out hit c
+
+
+def test_enrichment_only_adds_to_a_notes_score():
+    a, b, c = make("a", "x"), make("b", "y"), make("c", "z")
+    raw = [Signal("vector", [(a, 0.9), (b, 0.8), (c, 0.7)]), Signal("keywords", [(a, 2.0), (b, 1.0)])]
+    plain = {h.note.id: h.score for h in fuse_signals(raw, 3)}
+    # b's enrichment is poor (it is not found by it); c's enrichment is good.
+    enriched = fuse_signals([*raw, Signal("enriched-vector", [(c, 0.9)], 0.5)], 3)
+    total = 2.5 / 2  # the scores are rescaled by the total weight; compare unscaled contributions
+    for hit in enriched:
+        assert hit.score * total >= plain[hit.note.id] - 1e-9
+    assert enriched[0].note.id == a.id and enriched[0].signals == {"vector": 0, "keywords": 0}
+
+
+def test_session_smoothing_lifts_the_answer_next_to_the_question():
+    turns = [Note(id=f"{i:032x}", content=t, at="2026-03-01T08:00", kind="turn", session_id="s1", seq=i)
+             for i, t in enumerate(["Where did you run on Saturday?", "Yeouido, along the river.", "Nice!"])]
+    other = make("e", "unrelated")
+    hits = [Hit(turns[0], 1.0), Hit(other, 0.6)]
+    windows = {turns[0].id: [turns[1], turns[2]]}
+    smoothed = smooth_by_session(hits, windows, (0.5, 0.25))
+    assert [h.note.id for h in smoothed] == [turns[0].id, other.id, turns[1].id, turns[2].id]
+    assert smoothed[2].score == 0.5 / 1.75 and smoothed[0].score == 1.0 / 1.75
+    assert smooth_by_session(hits, windows, (0.0, 0.0)) == hits
 
 
 def test_expansion_stays_within_the_token_budget():

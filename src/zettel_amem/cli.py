@@ -85,7 +85,7 @@ def add(text: str = typer.Argument(..., help="The note, or - to read it from sta
     if as_json:
         data = {"id": note.id, "status": result.status if result else note.status, "session_id": note.session_id}
         if result:
-            data.update(links=result.links, evolved=result.evolved, error=result.error or None,
+            data.update(links=result.links, evolved=result.evolved, refused=result.refused, error=result.error or None,
                         usage={"llm_calls": result.llm_calls, "evaluated_tokens": result.evaluated_tokens,
                                "completion_tokens": result.completion_tokens,
                                "seconds": round(result.seconds, 2)})
@@ -119,14 +119,17 @@ def ask(question: str = typer.Argument(..., help="Your question."),
         for _ in answer.pieces:
             pass
         cited = set(answer.cited())
-        render.print_json({"answer": answer.text.strip(),
+        render.print_json({"answer": answer.text.strip(), "cited": answer.cited(), "mode": answer.mode,
+                           "reason": answer.reason or None,
                            "notes": _notes_json(memory, answer.notes, cited=lambda h: h.note.id in cited),
                            "episodes": [h.to_json() for h in hints], "facts": facts})
         return
     render.stream_markdown(answer.pieces)
+    render.answer_note(answer.mode, answer.reason)
     cited = set(answer.cited())
     used = [h for h in answer.notes if h.note.id in cited] or answer.notes
-    render.hits_table(used, title="cited notes" if cited else "notes given to the model")
+    if used:
+        render.hits_table(used, title="cited notes" if cited else "notes given to the model")
 
 
 @app.command()

@@ -70,11 +70,22 @@ class Settings:
     construct: bool = True  # False: no LLM annotation (notes keep their raw content embedding)
     link: bool = True  # False: no link generation (and so no evolution)
     search_k: int = 8
+    # What the LLM added ranks beside the raw words, at this weight per signal (raw signals weigh 1).
+    search_enrichment_weight: float = 0.5
+    # A chat turn gains these shares of its best neighbour's score at 1 and 2 turns away (0 = off).
+    search_session_near: float = 0.5
+    search_session_far: float = 0.25
+    search_session_turns: int = 2  # expansion: each hit's session turns this many places away
     context_budget_tokens: int = 700  # for `zk ask`
     # Let the model reply "No information available." (templates/answer_decline.txt). Off by default:
     # the bundled 0.5B model then declined 46-65% of answerable LoCoMo questions (README).
     answer_decline: bool = False
-    answer_max_tokens: int = 256
+    answer_max_tokens: int = 128  # the JSON answer: a short answer (<= 160 characters) and up to 3 ids
+    # Decline without the model when the question names a speaker of the retrieved turns and none of the
+    # this-many turns that best cover the rest of the question (among the first `answer_attribution_pool`
+    # hits) is in that speaker's own words (0 = never decline on attribution). README: calibration.
+    answer_attribution_hits: int = 2
+    answer_attribution_pool: int = 20
     auto_worker: bool = True  # spawn the background worker after `zk add`
     # Upper tiers.
     episodes: bool = True  # close imported sessions and past journal periods into episodes automatically

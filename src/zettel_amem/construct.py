@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .config import Settings
+from .dates import dated_phrases
 from .llm import LLM, Usage
 from .note import Note
 from .prompts import Prompts, language_of
@@ -96,4 +97,15 @@ def annotate(llm: LLM, prompts: Prompts, note: Note, settings: Settings) -> tupl
                           content=clip(note.content, PROMPT_CONTENT_CHARS))
     data, usage = llm.complete_json(prompts.raw("notes_system").strip(), user,
                                     annotate_schema(settings, language), max_tokens=120)
-    return clean_annotation(data, settings), usage
+    return with_dates(clean_annotation(data, settings), note, settings), usage
+
+
+def with_dates(annotation: Annotation, note: Note, settings: Settings) -> Annotation:
+    """Relative dates in the note, resolved from its time, end the context ("[yesterday = 7 May 2023]"),
+    so a temporal question finds and answers from them. Done in code: the model's arithmetic is unreliable."""
+    dated = dated_phrases(note.content, note.at)
+    if dated:
+        room = settings.max_context_chars - len(dated) - 3
+        context = clip(annotation.context, room) if room > 20 else ""
+        annotation.context = clip(f"{context} [{dated}]".strip(), settings.max_context_chars)
+    return annotation

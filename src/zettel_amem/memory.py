@@ -12,7 +12,6 @@ a model) and runs the A-MEM pipeline:
 from __future__ import annotations
 
 import hashlib
-import re
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -20,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
 
+from .answer import DECLINED, answer_schema, decide, echoes_prompt, extractive, read_answer
 from .config import Settings, ZkError, home_dir, templates_override_dirs
 from .construct import annotate
 from .evolve import apply_update, forget_changes_by, record
@@ -27,12 +27,11 @@ from .link import decide_links
 from .llm import LLM, LLMError, Usage
 from .note import CONSTRUCTED, EVOLVABLE, PENDING, READY, Note, ProcessResult, journal_period, now_iso, session_id_for
 from .prompts import Prompts
-from .retrieve import Hit, KeywordIndex, expand, fuse, render_for_context
+from .retrieve import Hit, KeywordIndex, Signal, expand, fuse_signals, render_for_context, smooth_by_session
 from .store import Store, sql_str
 from .text import has_control_chars, has_lone_surrogate, is_trivial, nfc
 
 MAX_NOTE_CHARS = 100_000  # a note is an atomic thought; longer input belongs in `zk import`
-_CITATION = re.compile(r"\[([0-9a-f]{4,32})\]")
 
 
 @dataclass
@@ -47,16 +46,21 @@ class Removal:
 
 @dataclass
 class Answer:
-    """`ask()` result: iterate `pieces` for the streamed text; `notes` is the context it was given."""
+    """`ask()` result: iterate `pieces` for the answer text (the CLI renders it as it comes); then
+    `text`, `cited` (full ids of the notes it came from, all among `notes`), `mode` ("model",
+    "extractive" when the model failed, "declined" when the evidence does not support an answer) and
+    `reason` are set. `notes` is the context the model was given."""
 
     pieces: Iterator[str]
     notes: list[Hit]
     text: str = ""
     usage: Usage = field(default_factory=Usage)
+    cited_ids: list[str] = field(default_factory=list)
+    mode: str = "model"
+    reason: str = ""
 
     def cited(self) -> list[str]:
-        shorts = set(_CITATION.findall(self.text))
-        return [h.note.id for h in self.notes if any(h.note.id.startswith(s) for s in shorts)]
+        return list(self.cited_ids)
 
 
 def content_hash(content: str, speaker: str | None = None, at: str | None = None, source: str | None = None
@@ -175,8 +179,13 @@ class Memory:
     def add_notes(self, notes: list[Note], skip_existing: bool = False) -> list[Note]:
         """Embed in one batch and write in one commit: the bulk path of `zk import`. Returns what was written
         (with `skip_existing`, notes whose content hash is already stored are left out)."""
-        vectors = self.embedder.embed_passages([n.embedding_text() for n in notes])
+        # One batch: every note's raw words, plus the full text of notes that arrive enriched (a restore).
+        enriched = [n for n in notes if n.embedding_text() != n.raw_text()]
+        vectors = self.embedder.embed_passages([n.raw_text() for n in notes] +
+                                               [n.embedding_text() for n in enriched])
         for note, vector in zip(notes, vectors):
+            note.raw_vector = note.vector = vector.tolist()
+        for note, vector in zip(enriched, vectors[len(notes):]):
             note.vector = vector.tolist()
         return self.store.add(notes, skip_existing=skip_existing)
 
@@ -255,8 +264,9 @@ class Memory:
         note.links = [i for i in dict.fromkeys([*note.links, *decision.links]) if i != note.id]
         note.links = note.links[: self.settings.max_links]
         neighbours = self.store.get_many([u.note_id for u in decision.updates], with_vector=True)
-        evolved = [n for u in decision.updates
-                   if (n := neighbours.get(u.note_id)) and apply_update(n, u, note.id, self.settings)]
+        updates, result.refused = self._on_topic([u for u in decision.updates if u.note_id in neighbours],
+                                                 neighbours, note)
+        evolved = [n for u in updates if (n := neighbours[u.note_id]) and apply_update(n, u, note.id, self.settings)]
         if evolved:  # re-embed at once: an evolved note must never be searched by its old vector
             vectors = self.embedder.embed_passages([n.embedding_text() for n in evolved])
             for neighbour, vector in zip(evolved, vectors):
@@ -265,6 +275,28 @@ class Memory:
         self.store.update([note, *evolved])  # one atomic commit: links + every evolution + versions
         result.links = list(note.links)
         result.evolved = [n.id for n in evolved]
+
+    def _on_topic(self, updates: list, neighbours: dict[str, Note], cause: Note) -> tuple[list, list[str]]:
+        """Updates whose new context stays about its own note, and the ids of those refused.
+
+        A small model sometimes writes the *new* note's story into a neighbour's context (a knee note
+        rewritten into a meeting). The guard: the proposed context must be at least as close to the
+        neighbour's own words as to the words of the note that caused the rewrite (cosine, raw
+        embeddings). Tags-only updates pass."""
+        with_context = [u for u in updates if u.context]
+        if not with_context:
+            return updates, []
+        import numpy as np
+
+        proposed = self.embedder.embed_passages([u.context for u in with_context])
+        cause_vector = np.asarray(cause.raw_vector or cause.vector, dtype=np.float32)
+        refused = []
+        for update, vector in zip(with_context, proposed):
+            own = np.asarray(neighbours[update.note_id].raw_vector or neighbours[update.note_id].vector,
+                             dtype=np.float32)
+            if float(vector @ own) < float(vector @ cause_vector):  # unit vectors: dot = cosine
+                refused.append(update.note_id)
+        return [u for u in updates if u.note_id not in refused], refused
 
     def process_pending(self, on_progress: Callable[[ProcessResult, int, int], None] | None = None,
                         limit: int | None = None, all_notebooks: bool = False) -> list[ProcessResult]:
@@ -363,65 +395,112 @@ class Memory:
             self._keyword_index = (key, KeywordIndex(self.store.notes(self._scope())))
         return self._keyword_index[1]
 
-    def _vector_ranked(self, query: str, pool: int) -> list[tuple[Note, float]]:
-        """Nearest notes by vector, without short filler ("ok", "ㅇㅋ"): it sits close to every query
-        in embedding space. Filler is still found by its words."""
-        vector = self.embedder.embed_query(query)
+    def _vector_ranked(self, vector, pool: int, column: str, where: str | None = None
+                       ) -> list[tuple[Note, float]]:
+        """Nearest notes by one embedding column, without short filler ("ok", "ㅇㅋ"): it sits close to
+        every query in embedding space. Filler is still found by its words."""
+        scope = self._scope(where)
         for size in (pool, pool * 8):  # a chat full of filler: look further for real notes
-            found = self.store.nearest(vector, size, self._scope())
+            found = self.store.nearest(vector, size, scope, column=column)
             ranked = [(n, s) for n, s in found if not is_trivial(n.content)]
             if len(ranked) >= pool // 2 or len(found) < size:
                 break
         return ranked[:pool]
 
+    def signals(self, query: str, pool: int, use_vector: bool = True, use_keywords: bool = True,
+                use_enrichment: bool = True) -> list[Signal]:
+        """The ranked lists search fuses: raw words (vector, keywords) and, beside them, the enrichment."""
+        weight = self.settings.search_enrichment_weight if use_enrichment else 0.0
+        index = self.keyword_index() if use_keywords else None
+        vector = self.embedder.embed_query(query) if use_vector else None
+        out = []
+        if vector is not None:
+            out.append(Signal("vector", self._vector_ranked(vector, pool, "raw_vector")))
+        if index is not None:
+            out.append(Signal("keywords", index.rank(query, pool)))
+        if weight > 0 and vector is not None:
+            out.append(Signal("enriched-vector", self._vector_ranked(vector, pool, "vector", "context != ''"), weight))
+        if weight > 0 and index is not None:
+            out.append(Signal("enriched-keywords", index.rank_enrichment(query, pool), weight))
+        return out
+
     def search(self, query: str, k: int | None = None, *, follow_links: bool = True,
-               budget_tokens: int | None = None, use_vector: bool = True, use_keywords: bool = True
+               budget_tokens: int | None = None, use_vector: bool = True, use_keywords: bool = True,
+               use_enrichment: bool = True, session_smoothing: bool = True, session_turns: int | None = None
                ) -> list[Hit]:
+        """k direct hits (fused signals, session-smoothed), then, within the budget, their session turns
+        and linked notes. `follow_links=False` gives the direct hits only."""
         if not query.strip():
             raise ZkError("the query is empty")
         k = k or self.settings.search_k
         pool = max(50, 5 * k)
-        vector_ranked = self._vector_ranked(query, pool) if use_vector else []
-        keyword_ranked = self.keyword_index().rank(query, pool) if use_keywords else []
-        hits = fuse(vector_ranked, keyword_ranked, k, use_vector, use_keywords)
+        hits = fuse_signals(self.signals(query, pool, use_vector, use_keywords, use_enrichment), pool)
+        weights = (self.settings.search_session_near, self.settings.search_session_far)
+        if session_smoothing and any(weights):
+            windows = self.store.session_windows([h.note for h in hits], len(weights), self._scope())
+            hits = smooth_by_session(hits, windows, weights)
+        hits = hits[:k]
         if not follow_links:
-            return hits if budget_tokens is None else expand(hits, self.neighbours, budget_tokens, False)
+            return hits if budget_tokens is None else expand(hits, lambda n: [], budget_tokens, False)
+        radius = self.settings.search_session_turns if session_turns is None else session_turns
+        windows = self.store.session_windows([h.note for h in hits], radius, self._scope()) if radius else {}
         # One scan for every hit's backlinks and one read for all neighbours, not two queries per hit.
         back = self.store.backlinks_many([h.note.id for h in hits])
         found = self.store.get_many([i for h in hits for i in (*h.note.links, *back[h.note.id])])
 
         def neighbours(note: Note) -> list[Note]:
-            ids = dict.fromkeys([*note.links, *back.get(note.id, [])])
-            return [found[i] for i in ids if i in found]
+            linked = [found[i] for i in dict.fromkeys([*note.links, *back.get(note.id, [])]) if i in found]
+            return [*windows.get(note.id, []), *linked]
 
         return expand(hits, neighbours, budget_tokens, follow_links)
 
     def ask(self, question: str, k: int | None = None, budget_tokens: int | None = None, *,
             today: str | None = None, hits: list[Hit] | None = None, memory_block: str = "",
             **search_options) -> Answer:
-        """Retrieve (or take `hits`), then stream an answer. `search_options` go to `search()`;
-        `memory_block` is what the upper tiers add (episode hints, graph facts), placed before the notes."""
+        """Retrieve (or take `hits`), then answer briefly with the ids it came from (see answer.py).
+        `search_options` go to `search()`; `memory_block` is what the upper tiers add (episode hints,
+        graph facts), placed before the notes."""
+        if not question.strip():
+            raise ZkError("the question is empty")
         if hits is None:
             hits = self.search(question, k, budget_tokens=budget_tokens or self.settings.context_budget_tokens,
                                **search_options)
-        if not hits and not memory_block:  # nothing to answer from: say so without spending an LLM call
-            text = "No information available: no note matches this question."
-            return Answer(pieces=iter([text]), notes=[], text=text)
+        declined = decide(question, hits, self.settings, lambda: self.attribution_pool(question)) \
+            if not memory_block.strip() or hits else None
+        if declined is not None:  # decided from the evidence, without spending a model call
+            return Answer(pieces=iter([DECLINED]), notes=hits, text=DECLINED, mode=declined.mode,
+                          reason=declined.reason)
+        answer = Answer(pieces=iter(()), notes=hits)
+
+        def pieces() -> Iterator[str]:
+            self._answer(question, hits, memory_block, today, answer)
+            yield answer.text
+
+        answer.pieces = pieces()
+        return answer
+
+    def attribution_pool(self, question: str) -> list[Hit]:
+        """The wider list of direct hits `answer.decide` reads to tell who said what is asked about."""
+        return self.search(question, self.settings.answer_attribution_pool, follow_links=False)
+
+    def _answer(self, question: str, hits: list[Hit], memory_block: str, today: str | None,
+                answer: Answer) -> None:
         notes_block = "\n".join(render_for_context(h.note) for h in hits)
-        user = self.prompts.render("answer", notes=notes_block, question=question.strip(),
-                                   today=today or date.today().isoformat(),
+        today = today or date.today().isoformat()
+        user = self.prompts.render("answer", notes=notes_block, question=question.strip(), today=today,
                                    memory=memory_block.strip() + "\n" if memory_block.strip() else "")
         system = self.prompts.raw("answer_system").strip()
         if self.settings.answer_decline:
             system += " " + self.prompts.raw("answer_decline").strip()
-        llm = self.llm
-        answer = Answer(pieces=iter(()), notes=hits)
-
-        def pieces() -> Iterator[str]:
-            for piece in llm.stream(system, user, self.settings.answer_max_tokens):
-                answer.text += piece
-                yield piece
-            answer.usage = llm.last_usage
-
-        answer.pieces = pieces()
-        return answer
+        schema = answer_schema([h.note.short_id for h in hits], question)
+        frame = [f"Today is {today}", f"Question: {question.strip()}"]
+        try:
+            data, answer.usage = self.llm.complete_json(system, user, schema, self.settings.answer_max_tokens)
+            answer.text, answer.cited_ids = read_answer(data, hits)
+            if not answer.text or echoes_prompt(answer.text, frame):
+                raise LLMError("the model's answer was empty or repeated the question")
+        except LLMError as exc:  # the user still gets their own words, with the id, marked as such
+            if exc.usage is not None:
+                answer.usage = exc.usage
+            answer.text, answer.cited_ids = extractive(question, hits)
+            answer.mode, answer.reason = "extractive", str(exc)

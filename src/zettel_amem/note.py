@@ -60,15 +60,24 @@ class Note:
     source: str | None = None
     content_hash: str = ""
     error: str = ""  # last processing error, kept so `zk show` can explain a pending note
-    vector: list[float] | None = None
+    vector: list[float] | None = None  # full embedding: content + what the LLM added (A-MEM)
+    raw_vector: list[float] | None = None  # the raw words alone; never replaced by enrichment
 
     @property
     def short_id(self) -> str:
         return self.id[:SHORT_ID]
 
+    def raw_text(self) -> str:
+        """What the raw embedding covers: the words as written, with who said them."""
+        return f"{self.speaker}: {self.content}" if self.speaker else self.content
+
+    def enrichment_text(self) -> str:
+        """What the LLM added (keywords, tags, context), indexed beside the raw words, never instead."""
+        return " ".join([*self.keywords, *self.tags, self.context]).strip()
+
     def embedding_text(self) -> str:
         """What the full embedding covers: content plus everything the LLM added (A-MEM §3.1)."""
-        parts = [f"{self.speaker}: {self.content}" if self.speaker else self.content]  # who said it matters
+        parts = [self.raw_text()]  # who said it matters
         if self.keywords:
             parts.append("Keywords: " + ", ".join(self.keywords))
         if self.tags:
@@ -142,6 +151,7 @@ class ProcessResult:
     status: str
     links: list[str] = field(default_factory=list)
     evolved: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)  # neighbours whose rewrite drifted off their topic
     skipped: str = ""  # why an LLM step was skipped ("trivial", "no similar neighbour", ...)
     llm_calls: int = 0
     prompt_tokens: int = 0

@@ -130,8 +130,10 @@ def process_summary(results: list[ProcessResult]) -> None:
     links = sum(len(r.links) for r in results)
     evolved = sum(len(r.evolved) for r in results)
     calls = sum(r.llm_calls for r in results)
+    refused = sum(len(r.refused) for r in results)
     console.print(f"processed {len(results)} note(s): {done} ready, {links} link(s), {evolved} neighbour(s) "
-                  f"evolved, {calls} LLM call(s), {sum(r.seconds for r in results):.1f}s")
+                  f"evolved ({refused} off-topic rewrite(s) refused), {calls} LLM call(s), "
+                  f"{sum(r.seconds for r in results):.1f}s")
     for r in failed:
         err_console.print(f"[red]{r.id[:8]} still pending:[/] {escape(r.error)}")
 
@@ -150,6 +152,8 @@ def add_result(note: Note, result: ProcessResult | None, linked: list[Note], evo
     for other in evolved:
         console.print(f"  [yellow]evolved[/] {note_line(other, 60)} [dim]v{other.version}: "
                       f"{escape(one_line(other.context, 60))}[/]")
+    if result.refused:
+        console.print(f"  [dim]{len(result.refused)} rewrite(s) refused: off the neighbour's own topic[/]")
 
 
 def stream_markdown(pieces: Iterator[str]) -> str:
@@ -165,11 +169,25 @@ def stream_markdown(pieces: Iterator[str]) -> str:
     from rich.live import Live
     from rich.markdown import Markdown
 
-    with Live(Markdown(""), console=console, refresh_per_second=12, vertical_overflow="visible") as live:
+    with console.status("thinking…"):  # the first piece is the whole (short) answer of a JSON reply
+        first = next(pieces, "")
+    with Live(Markdown(first), console=console, refresh_per_second=12, vertical_overflow="visible") as live:
+        text = first
         for piece in pieces:
             text += piece
             live.update(Markdown(text))
     return text
+
+
+def answer_note(mode: str, reason: str) -> None:
+    """Say how an answer was made when it was not the model's own (declined, or extracted from a note)."""
+    from rich.markup import escape
+
+    if mode == "extractive":
+        err_console.print(f"[yellow](extractive: the best sentence of the best note; the model failed: "
+                          f"{escape(reason)})")
+    elif mode == "declined" and reason:
+        err_console.print(f"[dim]({escape(reason)})")
 
 
 def progress():

@@ -1,11 +1,16 @@
-"""Retrieval: hybrid keyword + vector search, then linked-neighbour expansion within a token budget.
+"""Retrieval: hybrid keyword + vector search, then neighbour expansion within a token budget.
 
-- Keywords: BM25 over content + keywords + tags + context. Hangul is indexed as whole runs plus
-  character bigrams, so "무릎" matches "무릎이" without a morphological analyser.
-- Vectors: cosine top-N from LanceDB with the query embedding.
-- Fusion: reciprocal-rank fusion (RRF), which needs no score calibration between the two.
-- Expansion (A-MEM §3.4): each hit brings its linked notes (both directions), each note once, until
-  the budget is spent.
+- Signals: the raw words are first-class, what the LLM added is indexed *beside* them, never instead:
+  BM25 over the raw words (speaker + content) and cosine over their embedding, plus, with a smaller
+  weight, BM25 over the enrichment (keywords, tags, context) and cosine over the full A-MEM embedding.
+  Hangul is indexed as whole runs plus character bigrams, so "무릎" matches "무릎이".
+- Fusion: weighted reciprocal-rank fusion (RRF), which needs no score calibration between signals. An
+  enrichment signal only ever *adds* to a note's score: poor enrichment cannot push a note below its
+  raw self.
+- Session smoothing: a chat turn also scores a share of its best neighbour turns' scores (an answer
+  sits next to the question that names the topic).
+- Expansion (A-MEM §3.4): after the k direct hits, each hit's session turns (±2) and linked notes
+  (both directions), each note once, until the budget is spent. Expansion never displaces a hit.
 """
 
 from __future__ import annotations
@@ -14,8 +19,10 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import date
 
+from .dates import dated_phrases, day_text
 from .note import Note
 from .text import estimate_tokens, nfc, one_line, romanise
 
@@ -76,7 +83,8 @@ class BM25:
 
 
 def index_text(note: Note) -> str:
-    return " ".join([note.speaker or "", note.content, *note.keywords, *note.tags, note.context])
+    """The raw words the keyword index sees (the speaker's name included: "what did Gina say")."""
+    return " ".join([note.speaker or "", note.content])
 
 
 @dataclass
@@ -85,7 +93,8 @@ class Hit:
     score: float  # fused score in (0, 1]: 1 = ranked first by both keyword and vector search
     similarity: float | None = None  # cosine similarity to the query, when the vector search saw it
     keyword_score: float = 0.0
-    via: str | None = None  # for expansion hits: the id of the hit whose link brought this note in
+    via: str | None = None  # for expansion hits: the id of the hit whose link or session brought it in
+    signals: dict[str, int] = field(default_factory=dict)  # signal name -> rank (0-based) in that list
 
     def to_json(self, backlinks: list[str] | None = None, **extra) -> dict:
         return self.note.to_json(backlinks, score=round(self.score, 4),
@@ -93,37 +102,87 @@ class Hit:
                                  via=self.via, **extra)
 
 
-def fuse(vector_ranked: list[tuple[Note, float]], keyword_ranked: list[tuple[Note, float]], k: int,
-         use_vector: bool = True, use_keywords: bool = True) -> list[Hit]:
-    """Reciprocal-rank fusion, scaled so that rank 1 in every used list scores 1.0."""
-    lists = int(use_vector) + int(use_keywords)
+@dataclass
+class Signal:
+    """One ranked list to fuse: (note, score) best first, and how much a rank in it weighs."""
+
+    name: str  # "vector" | "keywords" | "enriched-vector" | "enriched-keywords"
+    ranked: list[tuple[Note, float]]
+    weight: float = 1.0
+
+
+def fuse_signals(signals: list[Signal], k: int) -> list[Hit]:
+    """Weighted reciprocal-rank fusion, scaled so that rank 1 in every non-empty list scores 1.0."""
+    used = [s for s in signals if s.ranked and s.weight > 0]
+    total = sum(s.weight for s in used) or 1.0
     hits: dict[str, Hit] = {}
-    if use_vector:
-        for rank, (note, sim) in enumerate(vector_ranked):
+    for signal in used:
+        for rank, (note, value) in enumerate(signal.ranked):
             hit = hits.setdefault(note.id, Hit(note, 0.0))
-            hit.similarity = sim
-            hit.score += (RRF_K + 1) / (RRF_K + rank + 1) / lists
-    if use_keywords:
-        for rank, (note, score) in enumerate(keyword_ranked):
-            hit = hits.setdefault(note.id, Hit(note, 0.0))
-            hit.keyword_score = score
-            hit.score += (RRF_K + 1) / (RRF_K + rank + 1) / lists
+            if signal.name == "vector":
+                hit.similarity = value
+            elif signal.name == "keywords":
+                hit.keyword_score = value
+            hit.signals[signal.name] = rank
+            hit.score += signal.weight * (RRF_K + 1) / (RRF_K + rank + 1) / total
     return sorted(hits.values(), key=lambda h: (-h.score, h.note.at))[:k]
 
 
+def fuse(vector_ranked: list[tuple[Note, float]], keyword_ranked: list[tuple[Note, float]], k: int,
+         use_vector: bool = True, use_keywords: bool = True) -> list[Hit]:
+    """Plain hybrid: RRF of one vector list and one keyword list."""
+    return fuse_signals([Signal("vector", vector_ranked if use_vector else []),
+                         Signal("keywords", keyword_ranked if use_keywords else [])], k)
+
+
+def smooth_by_session(hits: list[Hit], windows: dict[str, list[Note]], weights: Sequence[float]) -> list[Hit]:
+    """Each chat turn gains weights[d-1] x the best score among the turns d places away in its session.
+
+    In a conversation the words of a question and of its answer are split over adjacent turns: the turn
+    that names the topic ranks, the turn that answers it does not. Neighbours that were not hits enter
+    with the score they inherit. Scores stay in (0, 1]: the sum is divided by 1 + sum(weights)."""
+    if not weights or not any(weights):
+        return hits
+    score = {h.note.id: h.score for h in hits}
+    out: dict[str, Hit] = {h.note.id: h for h in hits}
+    gained: dict[str, float] = {}
+    for hit in hits:
+        for neighbour in windows.get(hit.note.id, []):
+            distance = abs(neighbour.seq - hit.note.seq)
+            if 1 <= distance <= len(weights):
+                share = weights[distance - 1] * hit.score
+                if share > gained.get(neighbour.id, 0.0):
+                    gained[neighbour.id] = share
+                    out.setdefault(neighbour.id, Hit(neighbour, 0.0))
+    scale = 1.0 + sum(weights)
+    for note_id, hit in out.items():
+        hit.score = (score.get(note_id, 0.0) + gained.get(note_id, 0.0)) / scale
+    return sorted(out.values(), key=lambda h: (-h.score, h.note.at))
+
+
 class KeywordIndex:
-    """BM25 over a fixed set of notes; built once per store version and reused across queries."""
+    """BM25 over a fixed set of notes, built once per store version and reused across queries: one index
+    over the raw words, one over what the LLM added (only notes that have some)."""
 
     def __init__(self, notes: list[Note]):
         self.notes = notes
         self.bm25 = BM25([tokens(index_text(n)) for n in notes]) if notes else None
+        self.enriched = [n for n in notes if n.enrichment_text()]
+        self.enriched_bm25 = BM25([tokens(n.enrichment_text()) for n in self.enriched]) if self.enriched else None
 
     def rank(self, query: str, limit: int) -> list[tuple[Note, float]]:
+        return self._rank(self.bm25, self.notes, query, limit)
+
+    def rank_enrichment(self, query: str, limit: int) -> list[tuple[Note, float]]:
+        return self._rank(self.enriched_bm25, self.enriched, query, limit)
+
+    @staticmethod
+    def _rank(bm25: BM25 | None, notes: list[Note], query: str, limit: int) -> list[tuple[Note, float]]:
         query_tokens = tokens(query)
-        if not query_tokens or self.bm25 is None:
+        if not query_tokens or bm25 is None:
             return []
-        scores = self.bm25.scores(query_tokens)
-        ranked = sorted((pair for pair in zip(self.notes, scores) if pair[1] > 0), key=lambda p: -p[1])
+        scores = bm25.scores(query_tokens)
+        ranked = sorted((pair for pair in zip(notes, scores) if pair[1] > 0), key=lambda p: -p[1])
         return ranked[:limit]
 
 
@@ -196,41 +255,51 @@ class CoverageIndex:
 
 
 def render_for_context(note: Note) -> str:
-    """How a note appears in an answer prompt (also what the budget counts)."""
-    line = f"[{note.short_id}] {note.at[:16].replace('T', ' ')}"
+    """How a note appears in an answer prompt (also what the budget counts). The day is written out
+    ("8 May 2023") and relative dates in the text are resolved from it ("yesterday = 7 May 2023"): a
+    small model copies a date well and computes one badly."""
+    korean = bool(re.search("[\uac00-\ud7a3]", note.content))
+    try:
+        when = f"{day_text(date.fromisoformat(note.at[:10]), korean)} {note.at[11:16]}".strip()
+    except ValueError:
+        when = note.at[:16]
+    line = f"[{note.short_id}] {when}"
     if note.speaker:
         line += f" {note.speaker}:"
     line += f" {one_line(note.content)}"
     if note.context:
         line += f" ({one_line(note.context)})"
+    dated = dated_phrases(note.content, note.at)
+    if dated and dated not in note.context:  # construction already put it in the context
+        line += f" [{dated}]"
     return line
 
 
 def expand(hits: list[Hit], neighbours_of: Callable[[Note], list[Note]], budget_tokens: int | None,
            follow_links: bool = True) -> list[Hit]:
-    """Hits in rank order, each followed by its linked notes; every note once; stop at the budget.
-    A linked note that is itself a hit keeps its own score (it is only moved up)."""
-    direct = {hit.note.id: hit for hit in hits}
+    """The hits in rank order, then each hit's neighbours (session turns, linked notes) in the order of
+    their hits; every note once; stop at the budget. Expansion never displaces a direct hit: neighbours
+    only fill the budget the hits left. A neighbour that is itself a hit keeps its own place and score."""
     out: list[Hit] = []
     seen: set[str] = set()
     used = 0
 
-    def take(hit: Hit) -> bool:
+    def take(hit: Hit) -> None:
         nonlocal used
         if hit.note.id in seen:
-            return True
+            return
         cost = estimate_tokens(render_for_context(hit.note))
         if budget_tokens is not None and out and used + cost > budget_tokens:
-            return False
+            return  # a long note may not fit while a shorter later one does
         seen.add(hit.note.id)
         used += cost
         out.append(hit)
-        return True
 
     for hit in hits:
-        if not take(hit):
-            continue  # a long note may not fit while a shorter later one does
-        if follow_links:
+        take(hit)
+    if follow_links:
+        direct = {h.note.id for h in out}
+        for hit in [h for h in hits if h.note.id in direct]:
             for neighbour in neighbours_of(hit.note):
-                take(direct.get(neighbour.id) or Hit(neighbour, 0.0, via=hit.note.id))
+                take(Hit(neighbour, 0.0, via=hit.note.id))
     return out

@@ -22,7 +22,7 @@ from typing import Any
 from .config import ZkError
 from .note import SHORT_ID, Note
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: raw_vector (the raw words' embedding, kept beside the enriched one)
 NOTES = "notes"
 _HEX = re.compile(r"^[0-9a-f]{1,32}$")
 
@@ -57,6 +57,7 @@ def _arrow_schema(dim: int):
         pa.field("content_hash", pa.string()),
         pa.field("error", pa.string()),
         pa.field("vector", pa.list_(pa.float32(), dim)),
+        pa.field("raw_vector", pa.list_(pa.float32(), dim)),
     ])
 
 
@@ -73,12 +74,18 @@ def note_to_row(note: Note) -> dict[str, Any]:
         "history": Note.history_to_json(note.history), "notebook": note.notebook, "kind": note.kind,
         "session_id": note.session_id, "speaker": note.speaker, "seq": note.seq, "source": note.source,
         "content_hash": note.content_hash, "error": note.error,
-        "vector": [float(x) for x in note.vector] if note.vector is not None else None,
+        "vector": _floats(note.vector),
+        # A note written before enrichment has one embedding, of its raw words: both columns hold it.
+        "raw_vector": _floats(note.raw_vector if note.raw_vector is not None else note.vector),
     }
 
 
+def _floats(vector) -> list[float] | None:
+    return [float(x) for x in vector] if vector is not None else None
+
+
 def row_to_note(row: dict[str, Any]) -> Note:
-    vector = row.get("vector")
+    vector, raw_vector = row.get("vector"), row.get("raw_vector")
     return Note(
         id=row["id"], content=row["content"], at=row["at"], created=row.get("created") or "",
         keywords=list(row.get("keywords") or []), tags=list(row.get("tags") or []),
@@ -88,6 +95,7 @@ def row_to_note(row: dict[str, Any]) -> Note:
         kind=row.get("kind") or "note", session_id=row.get("session_id"), speaker=row.get("speaker"),
         seq=int(row.get("seq") or 0), source=row.get("source"), content_hash=row.get("content_hash") or "",
         error=row.get("error") or "", vector=list(vector) if vector is not None else None,
+        raw_vector=list(raw_vector) if raw_vector is not None else None,
     )
 
 
@@ -143,6 +151,8 @@ class Store:
             missing = {f.name: f for f in _arrow_schema(self.dim) if f.name not in present}
             defaults = {"string": "CAST(NULL AS STRING)", "int32": "CAST(1 AS INT)", "int64": "CAST(0 AS BIGINT)"}
             simple = {name: defaults[str(f.type)] for name, f in missing.items() if str(f.type) in defaults}
+            if "raw_vector" in missing:  # v1 -> v2: the only embedding a v1 note has stands for its raw words
+                simple["raw_vector"] = "vector"
             if len(simple) != len(missing):
                 raise ZkError(f"cannot migrate this store from schema version {from_version}: "
                               f"columns {sorted(set(missing) - set(simple))} need a manual export/import")
@@ -288,15 +298,35 @@ class Store:
     def count(self, where: str | None = None) -> int:
         return self._read(lambda: self.table.count_rows(where) if where else self.table.count_rows())
 
-    def nearest(self, vector, k: int, where: str | None = None) -> list[tuple[Note, float]]:
-        """Top-k by cosine similarity (1 - cosine distance)."""
+    def nearest(self, vector, k: int, where: str | None = None, column: str = "vector"
+                ) -> list[tuple[Note, float]]:
+        """Top-k by cosine similarity (1 - cosine distance) over `column` ("vector" = the full, enriched
+        embedding; "raw_vector" = the raw words)."""
         if self.count() == 0:
             return []
-        query = self.table.search(list(vector)).distance_type("cosine").select([*TEXT_COLUMNS, "_distance"])
+        query = self.table.search(list(vector), vector_column_name=column).distance_type("cosine") \
+            .select([*TEXT_COLUMNS, "_distance"])
         if where:
             query = query.where(where, prefilter=True)
         rows = self._read(lambda: query.limit(k).to_list())
         return [(row_to_note(r), 1.0 - float(r["_distance"])) for r in rows]
+
+    def session_windows(self, centres: list[Note], radius: int, scope: str | None = None) -> dict[str, list[Note]]:
+        """For each chat turn in `centres`, the turns of its session within `radius` places of it, nearest
+        first (one read for all of them)."""
+        turns = [n for n in centres if n.session_id and n.kind == "turn"]
+        if not turns or radius < 1:
+            return {}
+        ranges = " OR ".join(f"(session_id = {sql_str(n.session_id)} AND seq >= {n.seq - radius} "
+                             f"AND seq <= {n.seq + radius})" for n in turns)
+        where = f"kind = 'turn' AND ({ranges})"
+        rows = [row_to_note(r) for r in self._query(f"({scope}) AND {where}" if scope else where, TEXT_COLUMNS)]
+        out: dict[str, list[Note]] = {}
+        for centre in turns:
+            around = [n for n in rows if n.session_id == centre.session_id and n.id != centre.id
+                      and abs(n.seq - centre.seq) <= radius]
+            out[centre.id] = sorted(around, key=lambda n: (abs(n.seq - centre.seq), n.seq))
+        return out
 
     def existing_hashes(self, hashes: list[str]) -> set[str]:
         if not hashes:

@@ -1,0 +1,115 @@
+"""Answers built for a small model: a short answer, then the ids of the notes it came from.
+
+- **Grammar-bound.** The model fills `{"answer": "...", "ids": [...]}`: the answer is one short string
+  (no room to echo the prompt), the ids an `enum` of the notes it was given (it cannot invent one), at
+  least one of them (every answer cites).
+- **Declining is decided from retrieval evidence, not by the model.** Asked to judge "do the notes
+  answer this?", the bundled 0.5B model declined most answerable questions (README). Instead: if the
+  question names a person who speaks in the retrieved turns, but none of the turns that best cover what
+  is asked (the question without the name) is that person's own words, the notes are about someone
+  else ("what did Jon say?" when only Gina said it) and zk says "No information available." without a
+  model call. Calibrated on LoCoMo conv-26 and conv-30 (bench/calibrate_decline.py).
+- **Extractive fallback.** If the model fails (bad output, interrupted), the answer is the note sentence
+  that covers most of the question, marked as such: the user still gets their own words, with the id.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .config import Settings
+from .prompts import language_of
+from .retrieve import CoverageIndex, Hit
+
+DECLINED = "No information available."
+ANSWER_MAX_CHARS = 160  # a short answer: a name, a place, a date, a phrase, one short sentence
+_SENTENCE = re.compile(r"[^.!?。\n]+[.!?。]?")
+# What the answer string may hold: no Chinese characters or kana for Korean/English questions (a small
+# Qwen drifts into Chinese), nothing but JSON-safe text otherwise.
+_NO_CJK = '[^"\\\\\u3040-\u30ff\u3400-\u9fff\n]'
+_ANY = '[^"\\\\\n]'
+
+
+@dataclass
+class Decision:
+    """How an answer was made: "model", "extractive" (the model failed) or "declined" (no evidence)."""
+
+    mode: str
+    reason: str = ""
+
+
+def answer_schema(short_ids: list[str], question: str, max_chars: int = ANSWER_MAX_CHARS) -> dict[str, Any]:
+    char = _NO_CJK if language_of(question) in ("Korean", "English") else _ANY
+    ids = {"type": "array", "items": {"type": "string", "enum": short_ids}, "minItems": 1,
+           "maxItems": min(3, len(short_ids))} if short_ids else {"type": "array", "maxItems": 0}
+    return {
+        "type": "object",
+        "properties": {
+            "answer": {"type": "string", "pattern": f"^{char}{{1,{max_chars}}}$"},
+            "ids": ids,
+        },
+        "required": ["answer", "ids"],
+    }
+
+
+def read_answer(data: dict[str, Any], hits: list[Hit]) -> tuple[str, list[str]]:
+    """The answer text and the full ids it cites (only notes it was given, each once, in its order)."""
+    by_short = {h.note.short_id: h.note.id for h in hits}
+    text = " ".join(str(data.get("answer") or "").split())
+    ids = data.get("ids") if isinstance(data.get("ids"), list) else []
+    cited = [by_short[i] for i in dict.fromkeys(i for i in ids if isinstance(i, str)) if i in by_short]
+    return text, cited
+
+
+def echoes_prompt(text: str, prompt_lines: list[str]) -> bool:
+    """An answer that repeats a line of the prompt's own frame ("Today is ... Question: ...")."""
+    folded = text.casefold()
+    return any(line and line.casefold() in folded for line in prompt_lines)
+
+
+def speakers_named(question: str, hits: list[Hit]) -> set[str]:
+    """Speakers of the retrieved turns whose name the question uses (word boundaries, any case)."""
+    speakers = {h.note.speaker for h in hits if h.note.speaker}
+    return {s for s in speakers if re.search(rf"(?<!\w){re.escape(s)}(?!\w)", question, re.IGNORECASE)}
+
+
+def decide(question: str, hits: list[Hit], settings: Settings, pool: Callable[[], list[Hit]] | None = None
+           ) -> Decision | None:
+    """A decline decided from the evidence, or None (let the model answer). `pool()` gives the wider
+    ranked list (`answer_attribution_pool` direct hits) the attribution check reads; default: `hits`."""
+    direct = [h for h in hits if h.via is None]
+    if not direct:
+        return Decision("declined", "no note matches the question")
+    named = speakers_named(question, direct)
+    if len(named) == 1 and settings.answer_attribution_hits > 0:
+        person = next(iter(named))
+        evidence = pool() if pool is not None else direct
+        top = best_by_content(question, person, evidence)[: settings.answer_attribution_hits]
+        if top and not any(h.note.speaker == person for h in top):
+            return Decision("declined", f"the notes that match are not {person}'s own words")
+    return None
+
+
+def best_by_content(question: str, person: str, hits: list[Hit]) -> list[Hit]:
+    """The hits whose words cover some of the question *without the person's name* (the name matches
+    every turn of that speaker; what is asked about decides who said it), most covered first; ties keep
+    the retrieval order."""
+    topic = re.sub(rf"(?<!\w){re.escape(person)}(?:'s)?(?!\w)", " ", question, flags=re.IGNORECASE)
+    scores = CoverageIndex([h.note.content for h in hits]).scores(topic)
+    order = sorted((i for i in range(len(hits)) if scores[i] > 0), key=lambda i: (-scores[i], i))
+    return [hits[i] for i in order]
+
+
+def extractive(question: str, hits: list[Hit]) -> tuple[str, list[str]]:
+    """The sentence of the best notes that covers most of the question (ties: the better-ranked note)."""
+    candidates = [(hit, sentence.strip()) for hit in hits[:3] for sentence in _SENTENCE.findall(hit.note.content)
+                  if sentence.strip()]
+    if not candidates:
+        return "", []
+    scores = CoverageIndex([s for _, s in candidates]).scores(question)
+    best = max(range(len(candidates)), key=lambda i: (scores[i], -i))
+    hit, sentence = candidates[best]
+    return sentence, [hit.note.id]

@@ -1,0 +1,56 @@
+"""Relative dates in a note's text, resolved from the note's own time (English and Korean)."""
+
+from __future__ import annotations
+
+import pytest
+
+from zettel_amem.dates import dated_phrases, resolve_relative_dates
+from zettel_amem.note import Note
+from zettel_amem.retrieve import render_for_context
+
+AT = "2023-05-08T13:56"  # a Monday
+
+
+@pytest.mark.parametrize("text, phrase, value", [
+    ("I went to a support group yesterday.", "yesterday", "7 May 2023"),
+    ("Ran a race the day before yesterday", "the day before yesterday", "6 May 2023"),
+    ("We moved last week", "last week", "the week before 8 May 2023"),
+    ("Painted it last Friday", "last Friday", "5 May 2023"),
+    ("Bought it last monday", "last monday", "1 May 2023"),  # written on a Monday: the one before
+    ("Started 3 days ago", "3 days ago", "5 May 2023"),
+    ("Lost it two weeks ago", "two weeks ago", "about 24 April 2023"),
+    ("Joined a few months back, left last month", "last month", "April 2023"),
+    ("It happened a couple of years ago", "a couple of years ago", "2021"),
+    ("Graduated last year", "last year", "2022"),
+    ("어제 한강에서 달렸다", "어제", "2023년 5월 7일"),
+    ("그저께 병원에 갔다", "그저께", "2023년 5월 6일"),
+    ("지난주 금요일에 무릎을 다쳤다", "지난주 금요일", "2023년 5월 5일"),
+    ("지난주에 이사했다", "지난주", "2023년 5월 8일 전 주"),
+    ("3일 전에 시작했다", "3일 전", "2023년 5월 5일"),
+    ("두 달 전에 그만뒀다", "두 달 전", "2023년 3월"),
+    ("작년에 졸업했다", "작년", "2022년"),
+])
+def test_phrases_resolve_from_the_notes_time(text, phrase, value):
+    assert (phrase, value) in resolve_relative_dates(text, AT)
+
+
+def test_vague_or_absent_dates_resolve_to_nothing():
+    for text in ("a while ago we met", "예전에 살던 집", "I ran 10km", "last but not least", ""):
+        assert resolve_relative_dates(text, AT) == []
+    assert resolve_relative_dates("yesterday", "not a date") == []
+
+
+def test_overlapping_phrases_resolve_once():
+    assert resolve_relative_dates("the day before yesterday", AT) == [("the day before yesterday", "6 May 2023")]
+    assert dated_phrases("지난주 금요일, 어제", AT) == "지난주 금요일 = 2023년 5월 5일; 어제 = 2023년 5월 7일"
+
+
+def test_the_answer_prompt_shows_the_day_and_the_resolved_date():
+    note = Note(id="a" * 32, content="Lost my job as a banker yesterday.", at="2023-01-20T16:04", speaker="Jon")
+    line = render_for_context(note)
+    assert line == "[aaaaaaaa] 20 January 2023 16:04 Jon: Lost my job as a banker yesterday. " \
+                   "[yesterday = 19 January 2023]"
+    note.context = "Jon lost his banking job. [yesterday = 19 January 2023]"
+    assert render_for_context(note).count("19 January 2023") == 1  # construction already resolved it
+    korean = Note(id="b" * 32, content="어제 무릎을 다쳤다", at="2026-03-29T09:15")
+    assert render_for_context(korean).startswith("[bbbbbbbb] 2026년 3월 29일 09:15 어제")
