@@ -70,6 +70,7 @@ class Settings:
     construct: bool = True  # False: no LLM annotation (notes keep their raw content embedding)
     link: bool = True  # False: no link generation (and so no evolution)
     search_k: int = 8
+    search_pool: int = 100  # candidates each signal ranks before fusion (and session smoothing)
     # What the LLM added ranks beside the raw words, at this weight per signal (raw signals weigh 1).
     search_enrichment_weight: float = 0.5
     # A chat turn gains these shares of its best neighbour's score at 1 and 2 turns away (0 = off).

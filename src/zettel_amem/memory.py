@@ -424,6 +424,10 @@ class Memory:
             out.append(Signal("enriched-keywords", index.rank_enrichment(query, pool), weight))
         return out
 
+    def session_windows(self, notes: list[Note], radius: int) -> dict[str, list[Note]]:
+        """Each chat turn's session neighbours within `radius` turns, nearest first (one read)."""
+        return self.store.session_windows(notes, radius, self._scope()) if radius else {}
+
     def search(self, query: str, k: int | None = None, *, follow_links: bool = True,
                budget_tokens: int | None = None, use_vector: bool = True, use_keywords: bool = True,
                use_enrichment: bool = True, session_smoothing: bool = True, session_turns: int | None = None
@@ -433,17 +437,16 @@ class Memory:
         if not query.strip():
             raise ZkError("the query is empty")
         k = k or self.settings.search_k
-        pool = max(50, 5 * k)
+        pool = max(self.settings.search_pool, 2 * k)  # the same pool whatever k: k=10 is a prefix of k=25
         hits = fuse_signals(self.signals(query, pool, use_vector, use_keywords, use_enrichment), pool)
         weights = (self.settings.search_session_near, self.settings.search_session_far)
         if session_smoothing and any(weights):
-            windows = self.store.session_windows([h.note for h in hits], len(weights), self._scope())
-            hits = smooth_by_session(hits, windows, weights)
+            hits = smooth_by_session(hits, self.session_windows([h.note for h in hits], len(weights)), weights)
         hits = hits[:k]
         if not follow_links:
             return hits if budget_tokens is None else expand(hits, lambda n: [], budget_tokens, False)
         radius = self.settings.search_session_turns if session_turns is None else session_turns
-        windows = self.store.session_windows([h.note for h in hits], radius, self._scope()) if radius else {}
+        windows = self.session_windows([h.note for h in hits], radius)
         # One scan for every hit's backlinks and one read for all neighbours, not two queries per hit.
         back = self.store.backlinks_many([h.note.id for h in hits])
         found = self.store.get_many([i for h in hits for i in (*h.note.links, *back[h.note.id])])
