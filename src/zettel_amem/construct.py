@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from .config import Settings
-from .dates import dated_phrases
 from .llm import LLM, Usage
 from .note import Note
 from .prompts import Prompts, language_of
+from .relative_dates import dated_phrases
 from .text import clip, one_line
 
 # Model-facing limits: tighter than the stored caps, to keep completion tokens (the dear ones) low.

@@ -22,8 +22,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 
-from .dates import dated_phrases, day_text
 from .note import Note
+from .relative_dates import dated_phrases, day_text
 from .text import estimate_tokens, nfc, one_line, romanise
 
 RRF_K = 60

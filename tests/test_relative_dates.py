@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from zettel_amem.dates import dated_phrases, resolve_relative_dates
 from zettel_amem.note import Note
+from zettel_amem.relative_dates import dated_phrases, resolve_relative_dates
 from zettel_amem.retrieve import render_for_context
 
 AT = "2023-05-08T13:56"  # a Monday
