@@ -21,17 +21,19 @@ JSON_OPT = typer.Option(False, "--json", help="Print JSON for scripts.")
 class State:
     home: str | None = None
     notebook: str = "main"
+    notebook_given: bool = False  # `-n` on the command line: a restore then goes into that notebook
 
 
 @app.callback()
 def _global(home: str | None = typer.Option(None, "--home", help="Data directory (default: $ZK_HOME or the "
                                                "user data dir)."),
-            notebook: str = typer.Option("main", "--notebook", "-n", help="Notebook to use."),
+            notebook: str | None = typer.Option(None, "--notebook", "-n", help="Notebook to use (default: main)."),
             model: str | None = typer.Option(None, "--model", "-m", help="LLM for this command: a .gguf path, "
                                              "qwen2.5-0.5b or smollm2-135m (default: $ZK_LLM_MODEL, "
                                              "config.toml, then the bundled Qwen).")) -> None:
     State.home = home
-    State.notebook = notebook
+    State.notebook = notebook if notebook is not None else "main"
+    State.notebook_given = notebook is not None
     if model:  # through the environment, so the background worker this command starts uses it too
         os.environ["ZK_LLM_MODEL"] = model
 
@@ -64,11 +66,25 @@ def add(text: str = typer.Argument(..., help="The note, or - to read it from sta
         wait: bool = typer.Option(False, "--wait", help="Run linking and evolution now and show them."),
         as_json: bool = JSON_OPT) -> None:
     """Add a note. It is saved and searchable at once; the LLM work runs in the background."""
-    from . import render
 
     content = _read_stdin() if text == "-" else text
     memory = _memory()
     note = memory.add(content, at)
+    try:
+        _after_add(memory, note, wait, as_json)
+    except ZkError as exc:  # a failure after the write must not read as "not saved" (a retry would double it)
+        message = str(exc)
+        raise ZkError(message if note.short_id in message else f"note {note.short_id} was saved, but {message}"
+                      ) from None
+    except KeyboardInterrupt:
+        sys.stderr.write(f"zk: interrupted; note {note.short_id} is saved as {note.status}, "
+                         "`zk process` finishes it\n")
+        sys.exit(130)
+
+
+def _after_add(memory, note, wait: bool, as_json: bool) -> None:
+    from . import render
+
     result = None
     if wait:
         from .worker import step_lock
@@ -333,35 +349,44 @@ def import_(source: str = typer.Argument(..., help="File, Markdown folder, or - 
     from pathlib import Path
 
     from . import render
-    from .ingest.importer import import_source
+    from .ingest.importer import import_source, open_source, read_head
 
     memory = _memory()
-    stream = sys.stdin.buffer if source == "-" else Path(source)
-    if fmt in ("auto", "zk-export", "jsonl") and (not isinstance(stream, Path) or stream.is_file()):
+    stream = open_source(source, sys.stdin.buffer)  # a pipe (`<(...)`, /dev/stdin) is read exactly once
+    name = "stdin" if source == "-" else source
+    if not (isinstance(stream, Path) and stream.is_dir()):
         # A backup is restored (same ids, links, versions), never imported as chat turns, whatever
         # the format option says and wherever it comes from (`zk export | zk --home new import -`).
         from .ingest.export import is_export, restore
         from .ingest.parsers import peek_head
 
         if isinstance(stream, Path):
-            with open(stream, "rb") as fh:
-                head = fh.read(4096)
+            head = read_head(stream)
         else:
             head, stream = peek_head(stream)
         if fmt == "zk-export" or is_export(head):
-            report = restore(memory, stream)
+            report = restore(memory, stream, notebook=memory.notebook if State.notebook_given else None)
             # Episodes are rebuilt from the restored chats; restored pending notes are finished.
             _queue_after_import(memory, report["session_ids"], spawn_worker=bool(report["added"]))
-            render.print_json(report) if as_json else render.console.print(
-                f"restored [green]{report['added']}[/] note(s), {report['skipped_duplicates']} already present")
+            if as_json:
+                render.print_json(report)
+            else:
+                render.console.print(f"restored [green]{report['added']}[/] note(s)"
+                                     + (f" into notebook '{render.escape(report['notebook'])}'"
+                                        if report["notebook"] else "")
+                                     + f", {report['skipped_duplicates']} already present, "
+                                     f"{len(report['failed'])} not restored as they were")
+                render.problems(report["failed"])
+            if report["failed"]:
+                raise typer.Exit(3)
             return
     if quiet or as_json:
-        report = import_source(memory, stream, fmt)
+        report = import_source(memory, stream, fmt, source_name=name)
     else:
         with render.progress() as bar:
             task = bar.add_task("importing turns", total=None)
             how = "detected" if fmt == "auto" else "given"
-            report = import_source(memory, stream, fmt,
+            report = import_source(memory, stream, fmt, source_name=name,
                                    on_progress=lambda done, total: bar.update(task, completed=done, total=total),
                                    on_format=lambda found: bar.update(task, description=f"importing {found} ({how})"))
     if not quiet and not as_json:
@@ -678,8 +703,29 @@ def _one_line(message: str) -> str:
                    for ch in message.strip())
 
 
+def _install_warning_line() -> None:
+    """`ZkWarning`s (unknown config keys, a store that can only be read) are one line each on stderr."""
+    import warnings
+
+    from .config import ZkWarning
+
+    warnings.simplefilter("always", ZkWarning)
+    if getattr(warnings.showwarning, "__name__", "") == "_zk_showwarning":
+        return
+    original = warnings.showwarning
+
+    def _zk_showwarning(message, category, *rest, **kwargs) -> None:
+        if issubclass(category, ZkWarning):
+            sys.stderr.write(f"zk: warning: {_one_line(str(message))}\n")
+        else:
+            original(message, category, *rest, **kwargs)
+
+    warnings.showwarning = _zk_showwarning
+
+
 def main() -> None:
     """Entry point: one clear line on stderr and a non-zero exit for every expected failure."""
+    _install_warning_line()
     try:
         code = typer.main.get_command(app).main(prog_name="zk", standalone_mode=False)
         if isinstance(code, int) and code:  # click returns (not raises) Exit codes in this mode
