@@ -532,6 +532,79 @@ def status(as_json: bool = JSON_OPT) -> None:
             render.console.print(f"[bold]{key:>9}[/] {render.escape(str(value))}")
 
 
+@app.command()
+def doctor(as_json: bool = JSON_OPT) -> None:
+    """Check everything zk needs: config, the store (damage, schema), pending work, the worker, the
+    models, the llama.cpp build and disk space. One line each; exit code 1 if anything needs you."""
+    from . import render
+    from .doctor import checks
+
+    findings = checks(State.home)
+    if as_json:
+        render.print_json({"ok": all(f.ok for f in findings), "checks": [f.to_json() for f in findings]})
+    else:
+        render.findings(findings)
+    if not all(f.ok for f in findings):
+        raise typer.Exit(1)
+
+
+@app.command()
+def repair(yes: bool = typer.Option(False, "--yes", "-y", help="Restore without asking (for scripts)."),
+           as_json: bool = JSON_OPT) -> None:
+    """Recover a damaged store: save every note LanceDB can still read (newest readable state) to a
+    file, then, with your consent, move the damaged store aside (kept, never deleted) and restore."""
+    from . import render
+    from .doctor import restore_salvage, salvage, set_aside
+    from .health import diagnose
+
+    problems = [f for f in diagnose(_home()) if not f.ok]
+    if not problems:
+        render.print_json({"damaged": False}) if as_json else render.console.print("the store is healthy; "
+                                                                                    "nothing to repair")
+        return
+    saved = salvage(State.home)
+    rec = saved.recovery
+    data = {"damaged": True, "problems": [f.message for f in problems], **rec.to_json(),
+            "file": str(saved.path) if saved.path else None, "restored": None, "kept": None}
+    if not as_json:
+        for finding in problems:
+            render.err_console.print(f"[red]{render.escape(finding.check)}:[/] {render.escape(finding.message)}",
+                                     soft_wrap=True)
+        render.console.print(f"read {len(rec.rows)} of {rec.newest_rows} note(s) of version {rec.newest} "
+                             f"({len(rec.versions)} version(s) on disk; {rec.from_older} from older versions, "
+                             f"{rec.lost} unreadable)"
+                             + (f"; saved to {render.escape(str(saved.path))}" if saved.path else ""), soft_wrap=True)
+    if saved.path is None:
+        render.print_json(data) if as_json else render.console.print(
+            "nothing readable to restore; nothing was changed (is the drive mounted? a backup: `zk import FILE`)")
+        raise typer.Exit(1)
+    asked = not yes and sys.stdin is not None and sys.stdin.isatty() and not as_json
+    if not yes and not (asked and typer.confirm(f"replace the damaged store with these {len(rec.rows)} note(s)? "
+                                                "(it is kept, renamed, next to the new one)")):
+        if as_json:
+            render.print_json(data)
+        else:
+            render.console.print("nothing was changed; `zk repair --yes` restores them, or `zk --home NEW "
+                                 f"import {render.escape(str(saved.path))}` elsewhere", soft_wrap=True)
+        raise typer.Exit(1)
+    kept, embedder = set_aside(State.home)
+    report = restore_salvage(State.home, saved.path, embedder)
+    memory = report.pop("memory")
+    _queue_after_import(memory, report["session_ids"], spawn_worker=bool(report["added"]))
+    data.update(restored=report["added"], kept=str(kept))
+    if as_json:
+        render.print_json(data)
+    else:
+        render.console.print(f"restored [green]{report['added']}[/] note(s) into a fresh store; the damaged one "
+                             f"is kept in {render.escape(str(kept))}", soft_wrap=True)
+
+
+def _home():
+    from .config import home_dir
+
+    return home_dir(State.home)
+
+
 # -- upper tiers ------------------------------------------------------------------------------------
 def _tiers():
     from .tiers import Tiers

@@ -307,3 +307,10 @@ def episode_summary(results) -> None:
     for r in results:
         if r.error:
             err_console.print(f"[yellow]episode {r.id[:9]} stays pending:[/] {escape(r.error)}")
+
+
+def findings(items) -> None:
+    """`zk doctor`: one line per check, OK in green or what to do in red."""
+    for item in items:
+        mark = "[green]  ok[/]" if item.ok else "[red]FAIL[/]"
+        console.print(f"{mark} [bold]{escape(item.check)}[/]: {escape(item.message)}", soft_wrap=True)

@@ -38,6 +38,35 @@ def _load_llama(path: Path, n_ctx: int, threads: int, seed: int):
         low.llama_model_default_params = original
 
 
+def check_build() -> tuple[bool, str]:
+    """(ok, one line) about the installed llama.cpp, for `zk doctor`: importable, and safe on a CPU
+    with AMX (the crash `_load_llama` works around by turning extra buffer types off)."""
+    try:
+        import llama_cpp
+        import llama_cpp.llama_cpp as low
+    except Exception as exc:  # noqa: BLE001 - a broken native build fails in many ways
+        return False, f"llama-cpp-python cannot be loaded ({type(exc).__name__}); reinstall with ./install.sh"
+    try:
+        system = low.llama_print_system_info().decode("utf-8", "replace")
+    except Exception:  # noqa: BLE001
+        system = ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            cpu_amx = "amx_tile" in fh.read()
+    except OSError:
+        cpu_amx = False
+    build_amx = "AMX_INT8 = 1" in system or "AMX = 1" in system
+    can_disable = hasattr(low.llama_model_default_params(), "use_extra_bufts")
+    version = getattr(llama_cpp, "__version__", "?")
+    if cpu_amx and build_amx and not can_disable:
+        return False, (f"llama-cpp-python {version} was built with AMX on a CPU with AMX and cannot turn that "
+                       "path off (it crashes); reinstall with ./install.sh (GGML_NATIVE=OFF)")
+    if cpu_amx:
+        how = "zk turns the AMX path off (use_extra_bufts = False)" if can_disable else "the build has no AMX path"
+        return True, f"llama-cpp-python {version}; this CPU has AMX: {how}"
+    return True, f"llama-cpp-python {version}" + (" (native build)" if build_amx else "")
+
+
 class LlamaCppLLM:
     def __init__(self, path: Path, n_ctx: int = 4096, threads: int = 2, seed: int = 0):
         self.name = path.name
