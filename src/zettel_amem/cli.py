@@ -77,7 +77,7 @@ def add(text: str = typer.Argument(..., help="The note, or - to read it from sta
         raise ZkError(message if note.short_id in message else f"note {note.short_id} was saved, but {message}"
                       ) from None
     except KeyboardInterrupt:
-        sys.stderr.write(f"zk: interrupted; note {note.short_id} is saved as {note.status}, "
+        sys.stderr.write(f"zk: interrupted; note {note.short_id} is saved and stays pending, "
                          "`zk process` finishes it\n")
         sys.exit(130)
 
@@ -480,8 +480,13 @@ def rm(note_id: str = typer.Argument(..., metavar="ID", help="Note id or unique 
     from .worker import step_lock
 
     with step_lock(memory.home):  # a worker must not write back a note or summary read before this
+        memory.store.check_writable()  # every table, episodes included: refuse before deleting anything
         removal = memory.remove(note.id)
-        Tiers(memory).forget_note(note)  # its words must not live on in its session's summary
+        try:
+            Tiers(memory).forget_note(note)  # its words must not live on in its session's summary
+        except ZkError as exc:
+            raise ZkError(f"deleted note {note.short_id}, but its session's summary could not be updated "
+                          f"({exc}); `zk doctor` checks the store") from None
     if as_json:
         render.print_json({"id": note.id, "deleted": True, "unlinked": removal.unlinked,
                            "restored": removal.restored})

@@ -194,5 +194,5 @@ def recover(home: Path, name: str = NOTES) -> Recovery:
         have.update(r["id"] for r in extra)
         if not older_bad:
             break
-    recovery.lost = max(count - len(rows) - recovery.from_older, 0)
+    recovery.lost = max(count - len(recovery.rows), 0)  # rows now holds the older copies too
     return recovery

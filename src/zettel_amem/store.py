@@ -457,12 +457,15 @@ class Store:
             raise ZkError(f"'{prefix}' is not a note id (expected hex characters, e.g. 3f9a12bc)")
         where = f"id LIKE {sql_str(cleaned + '%')}"
         rows = self._query(f"({scope}) AND {where}" if scope else where, ["id"], limit=6)
-        if not rows:
+        ids = list(dict.fromkeys(r["id"] for r in rows))  # one id stored twice (an old doubled restore) is one note
+        if not ids:
             raise ZkError(f"no note with id {cleaned}")
-        if len(rows) > 1:
-            shown = ", ".join(r["id"][:SHORT_ID + 4] for r in rows[:5])
+        if len(ids) > 1 and cleaned in ids:
+            return cleaned  # a whole id is never ambiguous, even when it is a prefix of another
+        if len(ids) > 1:
+            shown = ", ".join(i[:SHORT_ID + 4] for i in ids[:5])
             raise ZkError(f"id prefix '{cleaned}' is ambiguous: {shown}")
-        return rows[0]["id"]
+        return ids[0]
 
     def notes(self, where: str | None = None, with_vector: bool = False) -> list[Note]:
         return [row_to_note(r) for r in self._query(where, None if with_vector else TEXT_COLUMNS)]
