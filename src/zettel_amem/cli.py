@@ -77,9 +77,7 @@ def add(text: str = typer.Argument(..., help="The note, or - to read it from sta
         raise ZkError(message if note.short_id in message else f"note {note.short_id} was saved, but {message}"
                       ) from None
     except KeyboardInterrupt:
-        sys.stderr.write(f"zk: interrupted; note {note.short_id} is saved and stays pending, "
-                         "`zk process` finishes it\n")
-        sys.exit(130)
+        _interrupted(f"note {note.short_id} is saved and stays pending, `zk process` finishes it")
 
 
 def _after_add(memory, note, wait: bool, as_json: bool) -> None:
@@ -781,6 +779,18 @@ def _one_line(message: str) -> str:
                    for ch in message.strip())
 
 
+def _interrupted(detail: str = "") -> None:
+    """Ctrl-C: one line, then exit at once. Every write is already committed (or never started), so
+    the interpreter's slow teardown (unloading the model, LanceDB's threads; ~2 s here) is skipped."""
+    sys.stderr.write("zk: interrupted" + (f"; {detail}" if detail else "") + "\n")
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(130)
+
+
 def _install_warning_line() -> None:
     """`ZkWarning`s (unknown config keys, a store that can only be read) are one line each on stderr."""
     import warnings
@@ -812,8 +822,7 @@ def main() -> None:
         sys.stderr.write(f"zk: error: {_one_line(str(exc))}\n")
         sys.exit(1)
     except (KeyboardInterrupt, EOFError):
-        sys.stderr.write("zk: interrupted\n")
-        sys.exit(130)
+        _interrupted()
     except BrokenPipeError:
         sys.exit(0)
     except SystemExit:

@@ -87,7 +87,11 @@ class _CtrlC:
         return self.stop
 
     def _handler(self, signum, frame) -> None:
+        import logging
+
         self.stop = True
+        # llama.cpp logs the aborted decode ("removing memory module entries…"): not for the user's terminal.
+        logging.getLogger("llama-cpp-python").setLevel(logging.CRITICAL + 1)
 
     def __enter__(self) -> _CtrlC:
         self.stop = False
@@ -100,6 +104,9 @@ class _CtrlC:
             signal.signal(signal.SIGINT, self._old)
             self._old = None
         if self.stop:
+            import logging
+
+            logging.getLogger("llama-cpp-python").setLevel(logging.ERROR)  # what verbose=False sets
             raise KeyboardInterrupt
 
 
