@@ -131,7 +131,7 @@ class Settings:
                 if key not in types:
                     warnings.warn(ZkWarning(f"{path}: unknown setting '{where}' (ignored)"), stacklevel=2)
                     continue
-                expected = _TYPE_CHECKS[str(types[key])]
+                expected = _TYPE_CHECKS.get(str(types[key]), (lambda v: not isinstance(v, dict), "a value"))
                 if not expected[0](value):
                     raise ZkError(f"{path}: '{where}' must be {expected[1]}, not {type(value).__name__} "
                                   f"{value!r}"[:300])
