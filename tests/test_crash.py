@@ -30,7 +30,9 @@ KILL_POINTS = 50
 
 def zk_env(home: Path, worker: bool = False) -> dict[str, str]:
     env = {**os.environ, "ZK_HOME": str(home), "ZK_LLM_MODEL": "python:tests.fake_llm:EvolvingFakeLLM",
-           "ZK_FAKE_DELAY": "0.05", "PYTHONPATH": str(ROOT)}
+           "ZK_FAKE_DELAY": "0.05",
+           # this tree's code, not whatever the editable install points at (a worktree is not the install)
+           "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
     env.pop("ZK_NO_WORKER", None)
     if not worker:
         env["ZK_NO_WORKER"] = "1"

@@ -37,7 +37,9 @@ ALLOWED = {
               "tier_store", "worker"},
     "worker": {"note"},
     "render": {"note", "retrieve", "text"},
-    "cli": {"config", "memory", "render", "worker", "ingest", "note", "tiers"},
+    "health": {"config", "store"},  # storage health below the CLI: diagnose and read what is left
+    "doctor": {"config", "embed", "health", "ingest", "llm", "memory", "note", "store", "worker"},
+    "cli": {"config", "doctor", "health", "memory", "render", "worker", "ingest", "note", "tiers"},
 }
 
 

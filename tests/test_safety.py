@@ -461,3 +461,83 @@ def test_read_only_store_is_one_line_and_unchanged(zk_home, capsys, monkeypatch)
         for path, mode in modes.items():
             path.chmod(mode)
     assert [n.content for n in Memory(zk_home).store.notes()] == ["written before the store became read-only"]
+
+
+# -- terminal escapes and crafted restores (issue #16) ----------------------------------------------
+_ESCAPES = st.sampled_from(["\x1b]0;pwned\x07", "\x1b[2J", "\x1b[31m", "\x9b2J", "\x1bP+q\x1b\\", "\x07", "\x08",
+                            "\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\", "\r", "\x7f", "\x85", "\u202e"])
+_TEXT_WITH_ESCAPES = st.lists(st.one_of(st.text(min_size=1, max_size=20), _ESCAPES), min_size=1, max_size=6).map(
+    "".join)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=_TEXT_WITH_ESCAPES)
+def test_text_with_terminal_escapes_never_reaches_the_terminal_raw(text, zk_home, embedder, capsys, monkeypatch):
+    """Stored as it is (an older zk or a crafted store), shown with its control characters escaped;
+    `zk add` of the same text is stored exactly or refused in one line."""
+    import zettel_amem.embed
+
+    monkeypatch.setattr(zettel_amem.embed, "load_embedder", lambda *args, **kwargs: embedder)
+    memory = Memory(zk_home, embedder=embedder)
+    note = memory.new_note("placeholder", "2026-03-01")
+    note.content = text if text.strip() else text + "x"
+    memory.add_notes([note])
+    for args in (["list"], ["show", note.id[:12]], ["search", "placeholder " + note.content[:20]]):
+        monkeypatch.setattr(sys, "argv", ["zk", *args])
+        try:
+            cli.main()
+        except SystemExit as exc:
+            assert not exc.code, capsys.readouterr().err
+        out = capsys.readouterr().out
+        assert not any(ch in out for ch in "\x1b\x07\x08\x9b\x7f\x85"), (args, out)
+    monkeypatch.setattr(sys, "argv", ["zk", "show", note.id[:12], "--json"])
+    cli.main()
+    assert json.loads(capsys.readouterr().out)["content"] == note.content  # --json stays exact
+    memory.store.delete([note.id])
+
+
+_IDS = st.one_of(st.just("ab"), st.just("9473a2824303"), st.text(max_size=40), st.integers(), st.none(),
+                 st.sampled_from(["a" * 32, "A" * 32, "b" * 32, "0" * 31, "g" * 32]))
+_RECORDS = st.fixed_dictionaries(
+    {"id": _IDS, "content": st.one_of(_TEXT_WITH_ESCAPES, st.text(max_size=30), st.integers(), st.none()),
+     "at": st.one_of(st.just("2026-03-01T08:00:00"), st.text(max_size=20), st.none()),
+     "links": st.one_of(st.lists(_IDS, max_size=3), st.text(max_size=5)),
+     "version": st.one_of(st.integers(-2, 5), st.text(max_size=3)),
+     "notebook": st.one_of(st.just("main"), st.just("work"), st.text(max_size=8), st.integers()),
+     "history": st.one_of(st.just([]), st.lists(st.dictionaries(st.text(max_size=5), st.integers()), max_size=2))})
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(records=st.lists(_RECORDS, max_size=6), raw=st.lists(st.text(max_size=30), max_size=2))
+def test_crafted_restore_records_are_checked_one_by_one(records, raw, tmp_path_factory, embedder, capsys,
+                                                        monkeypatch):
+    """Any export-shaped file: never a traceback, every skipped or renumbered record reported, and the
+    store holds only valid, unique note ids that `zk rm` can remove."""
+    import zettel_amem.embed
+
+    monkeypatch.setattr(zettel_amem.embed, "load_embedder", lambda *args, **kwargs: embedder)
+    home = tmp_path_factory.mktemp("restore")
+    lines = [json.dumps({"type": "zk-export", "schema_version": 1})]
+    lines += [json.dumps({"type": "note", **r}) for r in records] + [r.replace("\n", " ") for r in raw]
+    path = home / "backup.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8", errors="surrogatepass")
+    monkeypatch.setattr(sys, "argv", ["zk", "--home", str(home / "h"), "import", str(path), "--json"])
+    try:
+        cli.main()
+        code = 0
+    except SystemExit as exc:
+        code = exc.code or 0
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err and "internal error" not in err, err
+    if code not in (0, 3):
+        assert code == 1 and len(err.strip().splitlines()) == 1, err
+        return
+    report = json.loads(out)
+    body = [line for line in lines[1:] if line.strip()]
+    restored_or_reported = report["added"] + report["skipped_duplicates"] + len({f["line"] for f in report["failed"]})
+    assert restored_or_reported >= len(body)  # every record is restored or has its line
+    assert (code == 3) == bool(report["failed"])
+    notes = Memory(home / "h", embedder=embedder).store.notes()
+    assert len({n.id for n in notes}) == len(notes) == report["added"]
+    assert all(len(n.id) == 32 and all(c in "0123456789abcdef" for c in n.id) for n in notes)
+    assert all(len(link) == 32 for n in notes for link in n.links)

@@ -21,17 +21,19 @@ JSON_OPT = typer.Option(False, "--json", help="Print JSON for scripts.")
 class State:
     home: str | None = None
     notebook: str = "main"
+    notebook_given: bool = False  # `-n` on the command line: a restore then goes into that notebook
 
 
 @app.callback()
 def _global(home: str | None = typer.Option(None, "--home", help="Data directory (default: $ZK_HOME or the "
                                                "user data dir)."),
-            notebook: str = typer.Option("main", "--notebook", "-n", help="Notebook to use."),
+            notebook: str | None = typer.Option(None, "--notebook", "-n", help="Notebook to use (default: main)."),
             model: str | None = typer.Option(None, "--model", "-m", help="LLM for this command: a .gguf path, "
                                              "qwen2.5-0.5b or smollm2-135m (default: $ZK_LLM_MODEL, "
                                              "config.toml, then the bundled Qwen).")) -> None:
     State.home = home
-    State.notebook = notebook
+    State.notebook = notebook if notebook is not None else "main"
+    State.notebook_given = notebook is not None
     if model:  # through the environment, so the background worker this command starts uses it too
         os.environ["ZK_LLM_MODEL"] = model
 
@@ -64,11 +66,23 @@ def add(text: str = typer.Argument(..., help="The note, or - to read it from sta
         wait: bool = typer.Option(False, "--wait", help="Run linking and evolution now and show them."),
         as_json: bool = JSON_OPT) -> None:
     """Add a note. It is saved and searchable at once; the LLM work runs in the background."""
-    from . import render
 
     content = _read_stdin() if text == "-" else text
     memory = _memory()
     note = memory.add(content, at)
+    try:
+        _after_add(memory, note, wait, as_json)
+    except ZkError as exc:  # a failure after the write must not read as "not saved" (a retry would double it)
+        message = str(exc)
+        raise ZkError(message if note.short_id in message else f"note {note.short_id} was saved, but {message}"
+                      ) from None
+    except KeyboardInterrupt:
+        _interrupted(f"note {note.short_id} is saved and stays pending, `zk process` finishes it")
+
+
+def _after_add(memory, note, wait: bool, as_json: bool) -> None:
+    from . import render
+
     result = None
     if wait:
         from .worker import step_lock
@@ -336,35 +350,44 @@ def import_(source: str = typer.Argument(..., help="File, Markdown folder, or - 
     from pathlib import Path
 
     from . import render
-    from .ingest.importer import import_source
+    from .ingest.importer import import_source, open_source, read_head
 
     memory = _memory()
-    stream = sys.stdin.buffer if source == "-" else Path(source)
-    if fmt in ("auto", "zk-export", "jsonl") and (not isinstance(stream, Path) or stream.is_file()):
+    stream = open_source(source, sys.stdin.buffer)  # a pipe (`<(...)`, /dev/stdin) is read exactly once
+    name = "stdin" if source == "-" else source
+    if not (isinstance(stream, Path) and stream.is_dir()):
         # A backup is restored (same ids, links, versions), never imported as chat turns, whatever
         # the format option says and wherever it comes from (`zk export | zk --home new import -`).
         from .ingest.export import is_export, restore
         from .ingest.parsers import peek_head
 
         if isinstance(stream, Path):
-            with open(stream, "rb") as fh:
-                head = fh.read(4096)
+            head = read_head(stream)
         else:
             head, stream = peek_head(stream)
         if fmt == "zk-export" or is_export(head):
-            report = restore(memory, stream)
+            report = restore(memory, stream, notebook=memory.notebook if State.notebook_given else None)
             # Episodes are rebuilt from the restored chats; restored pending notes are finished.
             _queue_after_import(memory, report["session_ids"], spawn_worker=bool(report["added"]))
-            render.print_json(report) if as_json else render.console.print(
-                f"restored [green]{report['added']}[/] note(s), {report['skipped_duplicates']} already present")
+            if as_json:
+                render.print_json(report)
+            else:
+                render.console.print(f"restored [green]{report['added']}[/] note(s)"
+                                     + (f" into notebook '{render.escape(report['notebook'])}'"
+                                        if report["notebook"] else "")
+                                     + f", {report['skipped_duplicates']} already present, "
+                                     f"{len(report['failed'])} not restored as they were")
+                render.problems(report["failed"])
+            if report["failed"]:
+                raise typer.Exit(3)
             return
     if quiet or as_json:
-        report = import_source(memory, stream, fmt)
+        report = import_source(memory, stream, fmt, source_name=name)
     else:
         with render.progress() as bar:
             task = bar.add_task("importing turns", total=None)
             how = "detected" if fmt == "auto" else "given"
-            report = import_source(memory, stream, fmt,
+            report = import_source(memory, stream, fmt, source_name=name,
                                    on_progress=lambda done, total: bar.update(task, completed=done, total=total),
                                    on_format=lambda found: bar.update(task, description=f"importing {found} ({how})"))
     if not quiet and not as_json:
@@ -458,8 +481,13 @@ def rm(note_id: str = typer.Argument(..., metavar="ID", help="Note id or unique 
     from .worker import step_lock
 
     with step_lock(memory.home):  # a worker must not write back a note or summary read before this
+        memory.store.check_writable()  # every table, episodes included: refuse before deleting anything
         removal = memory.remove(note.id)
-        Tiers(memory).forget_note(note)  # its words must not live on in its session's summary
+        try:
+            Tiers(memory).forget_note(note)  # its words must not live on in its session's summary
+        except ZkError as exc:
+            raise ZkError(f"deleted note {note.short_id}, but its session's summary could not be updated "
+                          f"({exc}); `zk doctor` checks the store") from None
     if as_json:
         render.print_json({"id": note.id, "deleted": True, "unlinked": removal.unlinked,
                            "restored": removal.restored})
@@ -508,6 +536,79 @@ def status(as_json: bool = JSON_OPT) -> None:
     else:
         for key, value in data.items():
             render.console.print(f"[bold]{key:>9}[/] {render.escape(str(value))}")
+
+
+@app.command()
+def doctor(as_json: bool = JSON_OPT) -> None:
+    """Check everything zk needs: config, the store (damage, schema), pending work, the worker, the
+    models, the llama.cpp build and disk space. One line each; exit code 1 if anything needs you."""
+    from . import render
+    from .doctor import checks
+
+    findings = checks(State.home)
+    if as_json:
+        render.print_json({"ok": all(f.ok for f in findings), "checks": [f.to_json() for f in findings]})
+    else:
+        render.findings(findings)
+    if not all(f.ok for f in findings):
+        raise typer.Exit(1)
+
+
+@app.command()
+def repair(yes: bool = typer.Option(False, "--yes", "-y", help="Restore without asking (for scripts)."),
+           as_json: bool = JSON_OPT) -> None:
+    """Recover a damaged store: save every note LanceDB can still read (newest readable state) to a
+    file, then, with your consent, move the damaged store aside (kept, never deleted) and restore."""
+    from . import render
+    from .doctor import restore_salvage, salvage, set_aside
+    from .health import diagnose
+
+    problems = [f for f in diagnose(_home()) if not f.ok]
+    if not problems:
+        render.print_json({"damaged": False}) if as_json else render.console.print("the store is healthy; "
+                                                                                    "nothing to repair")
+        return
+    saved = salvage(State.home)
+    rec = saved.recovery
+    data = {"damaged": True, "problems": [f.message for f in problems], **rec.to_json(),
+            "file": str(saved.path) if saved.path else None, "restored": None, "kept": None}
+    if not as_json:
+        for finding in problems:
+            render.err_console.print(f"[red]{render.escape(finding.check)}:[/] {render.escape(finding.message)}",
+                                     soft_wrap=True)
+        render.console.print(f"read {len(rec.rows)} of {rec.newest_rows} note(s) of version {rec.newest} "
+                             f"({len(rec.versions)} version(s) on disk; {rec.from_older} from older versions, "
+                             f"{rec.lost} unreadable)"
+                             + (f"; saved to {render.escape(str(saved.path))}" if saved.path else ""), soft_wrap=True)
+    if saved.path is None:
+        render.print_json(data) if as_json else render.console.print(
+            "nothing readable to restore; nothing was changed (is the drive mounted? a backup: `zk import FILE`)")
+        raise typer.Exit(1)
+    asked = not yes and sys.stdin is not None and sys.stdin.isatty() and not as_json
+    if not yes and not (asked and typer.confirm(f"replace the damaged store with these {len(rec.rows)} note(s)? "
+                                                "(it is kept, renamed, next to the new one)")):
+        if as_json:
+            render.print_json(data)
+        else:
+            render.console.print("nothing was changed; `zk repair --yes` restores them, or `zk --home NEW "
+                                 f"import {render.escape(str(saved.path))}` elsewhere", soft_wrap=True)
+        raise typer.Exit(1)
+    kept, embedder = set_aside(State.home)
+    report = restore_salvage(State.home, saved.path, embedder)
+    memory = report.pop("memory")
+    _queue_after_import(memory, report["session_ids"], spawn_worker=bool(report["added"]))
+    data.update(restored=report["added"], kept=str(kept))
+    if as_json:
+        render.print_json(data)
+    else:
+        render.console.print(f"restored [green]{report['added']}[/] note(s) into a fresh store; the damaged one "
+                             f"is kept in {render.escape(str(kept))}", soft_wrap=True)
+
+
+def _home():
+    from .config import home_dir
+
+    return home_dir(State.home)
 
 
 # -- upper tiers ------------------------------------------------------------------------------------
@@ -681,8 +782,41 @@ def _one_line(message: str) -> str:
                    for ch in message.strip())
 
 
+def _interrupted(detail: str = "") -> None:
+    """Ctrl-C: one line, then exit at once. Every write is already committed (or never started), so
+    the interpreter's slow teardown (unloading the model, LanceDB's threads; ~2 s here) is skipped."""
+    sys.stderr.write("zk: interrupted" + (f"; {detail}" if detail else "") + "\n")
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(130)
+
+
+def _install_warning_line() -> None:
+    """`ZkWarning`s (unknown config keys, a store that can only be read) are one line each on stderr."""
+    import warnings
+
+    from .config import ZkWarning
+
+    warnings.simplefilter("always", ZkWarning)
+    if getattr(warnings.showwarning, "__name__", "") == "_zk_showwarning":
+        return
+    original = warnings.showwarning
+
+    def _zk_showwarning(message, category, *rest, **kwargs) -> None:
+        if issubclass(category, ZkWarning):
+            sys.stderr.write(f"zk: warning: {_one_line(str(message))}\n")
+        else:
+            original(message, category, *rest, **kwargs)
+
+    warnings.showwarning = _zk_showwarning
+
+
 def main() -> None:
     """Entry point: one clear line on stderr and a non-zero exit for every expected failure."""
+    _install_warning_line()
     try:
         code = typer.main.get_command(app).main(prog_name="zk", standalone_mode=False)
         if isinstance(code, int) and code:  # click returns (not raises) Exit codes in this mode
@@ -691,8 +825,7 @@ def main() -> None:
         sys.stderr.write(f"zk: error: {_one_line(str(exc))}\n")
         sys.exit(1)
     except (KeyboardInterrupt, EOFError):
-        sys.stderr.write("zk: interrupted\n")
-        sys.exit(130)
+        _interrupted()
     except BrokenPipeError:
         sys.exit(0)
     except SystemExit:

@@ -19,6 +19,11 @@ class ZkError(Exception):
     """An expected failure with a message fit for one line on stderr."""
 
 
+class ZkWarning(UserWarning):
+    """Something the user should know that does not stop the command (an unknown config key, a store
+    that can be read but not written). The CLI shows each as one `zk: warning:` line on stderr."""
+
+
 def home_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
     if explicit:
         return Path(explicit).expanduser()
@@ -103,7 +108,6 @@ class Settings:
     @classmethod
     def load(cls, home: Path) -> Settings:
         settings = cls()
-        known = {f.name for f in fields(cls)}
         for path in (config_dir() / "config.toml", home / "config.toml"):  # the home's file wins
             if not path.exists():
                 continue
@@ -115,10 +119,7 @@ class Settings:
                 raise ZkError(f"cannot read {path}: {exc}") from None
             except OSError as exc:
                 raise ZkError(f"cannot read {path}: {exc.strerror or exc}") from None
-            for section in (data, data.get("memory", {}), data.get("models", {})):
-                for key, value in section.items():
-                    if key in known and not isinstance(value, dict):
-                        setattr(settings, key, value)
+            settings._apply(path, data)
         env_map = {"ZK_EMBEDDER": "embedder", "ZK_LLM_MODEL": "llm_model"}
         for env, attr in env_map.items():
             if os.environ.get(env):
@@ -126,6 +127,49 @@ class Settings:
         if os.environ.get("ZK_NO_WORKER"):
             settings.auto_worker = False
         return settings
+
+    def _apply(self, path: Path, data: dict) -> None:
+        """Take the known keys of one config file, each checked against its type: a wrong type is one
+        clear error (it would otherwise break every command later), an unknown key one warning."""
+        import warnings
+
+        types = {f.name: f.type for f in fields(self) if f.name != "extra"}
+        sections = [("", data)] + [(name, data[name]) for name in _SECTIONS if isinstance(data.get(name), dict)]
+        for section, values in sections:
+            for key, value in values.items():
+                where = f"{section}.{key}" if section else key
+                if not section and key in _SECTIONS and isinstance(value, dict):
+                    continue
+                if key not in types:
+                    warnings.warn(ZkWarning(f"{path}: unknown setting '{where}' (ignored)"), stacklevel=2)
+                    continue
+                expected = _TYPE_CHECKS.get(str(types[key]), (lambda v: not isinstance(v, dict), "a value"))
+                if not expected[0](value):
+                    raise ZkError(f"{path}: '{where}' must be {expected[1]}, not {type(value).__name__} "
+                                  f"{value!r}"[:300])
+                setattr(self, key, float(value) if expected[1].startswith("a number") and value is not None
+                        else value)
+
+
+_SECTIONS = ("memory", "models")
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+# Settings field annotation (a string: `from __future__ import annotations`) -> (check, description).
+_TYPE_CHECKS = {
+    "str": (lambda v: isinstance(v, str), "a string"),
+    "int": (_is_int, "a whole number"),
+    "float": (_is_number, "a number"),
+    "float | None": (_is_number, "a number"),
+    "bool": (lambda v: isinstance(v, bool), "true or false"),
+}
 
 
 def package_dir(module: str) -> Path | None:

@@ -81,8 +81,8 @@ def validate_content(content: str) -> str:
     if not stripped:
         raise ZkError("the note is empty")
     if len(stripped) > MAX_NOTE_CHARS:
-        raise ZkError(f"the note is too long ({len(stripped):,} characters; the limit is {MAX_NOTE_CHARS:,}); "
-                      "use `zk import` for documents")
+        raise ZkError(f"the note is too long ({len(stripped):,} characters; the limit is {MAX_NOTE_CHARS:,} "
+                      "per note)")
     return stripped
 
 
@@ -96,7 +96,10 @@ def parse_when(value: str | None) -> str:
     except ValueError:
         raise ZkError(f"cannot read the date '{value}' (use e.g. 2026-03-29 or 2026-03-29T09:15)") from None
     if parsed.tzinfo is not None:
-        parsed = parsed.astimezone().replace(tzinfo=None)
+        try:
+            parsed = parsed.astimezone().replace(tzinfo=None)
+        except (OverflowError, ValueError, OSError):  # 9999-12-31T23:59-12:00 is past the year 9999 here
+            raise ZkError(f"the date '{value}' is out of range (years 1 to 9999 in local time)") from None
     return parsed.replace(microsecond=0).isoformat()
 
 
@@ -169,7 +172,13 @@ class Memory:
         """Store the raw note with its content embedding. Returns once it is durable and searchable.
 
         A journal entry belongs to its week's (or day's) session, an episode once the period is over."""
-        note = self.new_note(content, at)
+        try:
+            note = self.new_note(content, at)
+        except ZkError as exc:
+            if "too long" not in str(exc):
+                raise
+            raise ZkError(f"{exc}; split it into smaller notes (`zk import FILE` stores each line of a text "
+                          "file as its own note)") from None
         period = journal_period(note.at, self.settings.journal_session)
         note.session_id = session_id_for(self.notebook, period.key)
         note.source = period.title

@@ -8,14 +8,20 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
+from rich.markup import escape as _markup_escape
 from rich.panel import Panel
 from rich.table import Table
 from rich.tree import Tree
 
 from .note import Note, ProcessResult
 from .retrieve import Hit
-from .text import one_line
+from .text import one_line, visible
+
+
+def escape(text: str) -> str:
+    """Text for Rich markup: `[` escaped, control characters shown (never sent to the terminal raw)."""
+    return _markup_escape(visible(text))
+
 
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False)
@@ -34,7 +40,7 @@ def _status(note: Note) -> str:
 
 def note_line(note: Note, width: int = 90) -> str:
     tags = f" [magenta]{escape(' '.join('#' + t for t in note.tags[:3]))}[/]" if note.tags else ""
-    return (f"[bold cyan]{note.short_id}[/] [dim]{note.at[:16].replace('T', ' ')}[/] "
+    return (f"[bold cyan]{escape(note.short_id)}[/] [dim]{escape(note.at[:16].replace('T', ' '))}[/] "
             f"{escape(one_line(note.content, width))}{tags}")
 
 
@@ -62,7 +68,8 @@ def hits_table(hits: list[Hit], title: str | None = None) -> None:
     for hit in hits:
         via = f"[dim]↳ linked from {hit.via[:8]}[/] " if hit.via else ""
         score = f"{hit.score:.3f}" if not hit.via else "[dim]link[/]"
-        table.add_row(hit.note.short_id, score, hit.note.at[:10], via + escape(one_line(hit.note.content, 100)))
+        table.add_row(escape(hit.note.short_id), score, escape(hit.note.at[:10]),
+                      via + escape(one_line(hit.note.content, 100)))
     console.print(table)
 
 
@@ -70,8 +77,8 @@ def show_note(note: Note, backlinks: list[Note], links: list[Note]) -> None:
     body = Table.grid(padding=(0, 1))
     body.add_column(style="bold")
     body.add_column()
-    body.add_row("id", note.id)
-    body.add_row("at", note.at)
+    body.add_row("id", escape(note.id))
+    body.add_row("at", escape(note.at))
     body.add_row("status", _status(note) + (f"  [red]{escape(note.error)}[/]" if note.error else ""))
     body.add_row("version", str(note.version))
     if note.session_id:
@@ -162,7 +169,7 @@ def stream_markdown(pieces: Iterator[str]) -> str:
     if not console.is_terminal:
         for piece in pieces:
             text += piece
-            sys.stdout.write(piece)
+            sys.stdout.write(visible(piece))
             sys.stdout.flush()
         sys.stdout.write("\n")
         return text
@@ -175,7 +182,7 @@ def stream_markdown(pieces: Iterator[str]) -> str:
         text = first
         for piece in pieces:
             text += piece
-            live.update(Markdown(text))
+            live.update(Markdown(visible(text)))
     return text
 
 
@@ -202,12 +209,17 @@ def import_summary(report) -> None:
     console.print(f"format [bold]{report.format}[/]: [green]{report.added} added[/], "
                   f"{report.skipped_duplicates} already present, "
                   f"{len(report.failed)} skipped, {len(report.session_ids)} session(s)")
-    for problem in report.failed[:20]:
+    problems(report.failed)
+
+
+def problems(failed: list[dict]) -> None:
+    """What an import or a restore skipped or changed, one line each (the first 20)."""
+    for problem in failed[:20]:
         where = (f"line {problem['line']}: " if problem.get("line") else
                  f"record {problem['record']}: " if problem.get("record") else "")
         err_console.print(f"[yellow]{where}[/]{escape(problem['message'])}")
-    if len(report.failed) > 20:
-        err_console.print(f"[yellow]… and {len(report.failed) - 20} more[/]")
+    if len(failed) > 20:
+        err_console.print(f"[yellow]… and {len(failed) - 20} more[/]")
 
 
 def sessions_table(sessions: list[dict]) -> None:
@@ -313,3 +325,10 @@ def episode_summary(results) -> None:
     for r in results:
         if r.error:
             err_console.print(f"[yellow]episode {r.id[:9]} stays pending:[/] {escape(r.error)}")
+
+
+def findings(items) -> None:
+    """`zk doctor`: one line per check, OK in green or what to do in red."""
+    for item in items:
+        mark = "[green]  ok[/]" if item.ok else "[red]FAIL[/]"
+        console.print(f"{mark} [bold]{escape(item.check)}[/]: {escape(item.message)}", soft_wrap=True)

@@ -113,6 +113,15 @@ def has_control_chars(text: str) -> bool:
     return any(unicodedata.category(ch) == "Cc" and ch not in "\t\n\r" for ch in text)
 
 
+def visible(text: str) -> str:
+    """Control characters (ESC, BEL, C1 controls such as CSI; not newline or tab) shown as `\\x1b`,
+    so text from a note or a log can never drive the terminal (set its title, move the cursor, …)."""
+    if not any(unicodedata.category(ch) == "Cc" and ch not in "\t\n" for ch in text):
+        return text
+    return "".join(ch.encode("unicode_escape").decode("ascii")
+                   if unicodedata.category(ch) == "Cc" and ch not in "\t\n" else ch for ch in text)
+
+
 def has_lone_surrogate(text: str) -> bool:
     return any(0xD800 <= ord(ch) <= 0xDFFF for ch in text)
 

@@ -76,7 +76,7 @@ class TierStore:
                     return None
                 with self.store.write_lock():
                     if name not in db.list_tables().tables:
-                        db.create_table(name, schema=_schema(name, self.store.dim))
+                        self.store.record(name, db.create_table(name, schema=_schema(name, self.store.dim)))
             self._tables[name] = db.open_table(name)
         return self._tables[name]
 
@@ -113,12 +113,14 @@ class TierStore:
                         row["vector"] = vectors[row["id"]]
             self.store._write(lambda: table.merge_insert("id").when_matched_update_all()
                               .when_not_matched_insert_all().execute(rows))
+            self.store.record(name, table)
 
     def _delete(self, name: str, where: str) -> None:
         table = self._table(name)
         if table is not None:
             with self.store.write_lock():
                 self.store._write(lambda: table.delete(where))
+                self.store.record(name, table)
 
     def _nearest(self, name: str, vector, k: int, where: str) -> list[tuple[Any, float]]:
         table = self._table(name)
@@ -182,4 +184,6 @@ class TierStore:
             if table is not None:
                 with self.store.write_lock(), warnings.catch_warnings():
                     warnings.simplefilter("ignore", UserWarning)
-                    table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
+                    self.store._write(lambda t=table: t.optimize(cleanup_older_than=timedelta(0),
+                                                                 delete_unverified=True))
+                    self.store.record(name, table)

@@ -28,10 +28,39 @@ def worker_lock(home: Path, wait: bool) -> Iterator[bool]:
     except Timeout:
         yield False
         return
+    marker = home / ".worker.pid"  # who holds the lock, for `zk doctor` (the lock itself names no one)
+    try:
+        marker.write_text(str(os.getpid()))
+    except OSError:
+        pass
     try:
         yield True
     finally:
+        marker.unlink(missing_ok=True)
         lock.release()
+
+
+def worker_state(home: Path) -> tuple[bool, int | None]:
+    """(whether a worker holds the lock now, the pid its marker names). A marker with the lock free
+    was left by a worker that died mid-run (its note stays pending)."""
+    from filelock import FileLock, Timeout
+
+    marker = home / ".worker.pid"
+    try:
+        pid = int(marker.read_text().strip())
+    except (OSError, ValueError):
+        pid = None
+    if not (home / ".worker.lock").exists():
+        return False, pid
+    lock = FileLock(str(home / ".worker.lock"))
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        return True, pid
+    except OSError:  # a read-only home: nobody can be writing
+        return False, pid
+    lock.release()
+    return False, pid
 
 
 @contextmanager

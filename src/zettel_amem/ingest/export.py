@@ -7,16 +7,21 @@ so a restored store is the same store (same ids, links, versions) without shippi
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
+import re
+import uuid
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import IO, BinaryIO
 
 from ..config import ZkError
-from ..memory import Memory
-from ..note import Note
+from ..memory import Memory, validate_content
+from ..note import CONSTRUCTED, PENDING, READY, Note, journal_period, session_id_for
 from ..store import SCHEMA_VERSION, note_to_row, row_to_note
+from ..text import has_control_chars
 
 EXPORT_TYPE = "zk-export"
 
@@ -35,7 +40,7 @@ def export_jsonl(memory: Memory, out: IO[str], all_notebooks: bool = True) -> in
     notes = memory.store.notes(None if all_notebooks else memory._scope())
     notes.sort(key=lambda n: (n.created, n.at, n.seq, n.id))
     header = {"type": EXPORT_TYPE, "schema_version": SCHEMA_VERSION, "embedder": memory.store.embedder_name,
-              "notes": len(notes)}
+              "notes": len(notes), "notebooks": sorted({n.notebook for n in notes})}
     out.write(json.dumps(header, ensure_ascii=False) + "\n")
     for note in notes:
         row = note_to_row(note)
@@ -45,13 +50,83 @@ def export_jsonl(memory: Memory, out: IO[str], all_notebooks: bool = True) -> in
     return len(notes)
 
 
+_NOTE_ID = re.compile(r"^[0-9a-f]{32}$")  # what `uuid4().hex` makes; anything else cannot be `zk rm`-ed safely
+_TEXT_FIELDS = ("context", "kind", "session_id", "speaker", "source", "content_hash", "error")
+_LIST_FIELDS = ("keywords", "tags", "links")
+
+
+def _record_to_note(data: object) -> tuple[Note, list[str]]:
+    """One export line as a Note, every field checked; raises ValueError naming the first bad field.
+    Returns the note and the link targets that were dropped (not note ids)."""
+    if not isinstance(data, dict) or data.get("type", "note") != "note":
+        raise ValueError("not a note record")
+    if not isinstance(data.get("id"), str):
+        raise ValueError("its id is missing or not a string")
+    content = data.get("content")
+    if not isinstance(content, str):
+        raise ValueError("its content is missing or not a string")
+    try:
+        validate_content(content)
+    except ZkError as exc:
+        raise ValueError(str(exc)) from None
+    for name in ("at", "created"):
+        value = data.get(name)
+        if name == "at" or value:
+            try:
+                datetime.fromisoformat(value)
+            except (TypeError, ValueError):
+                raise ValueError(f"'{name}' is not an ISO date: {str(value)[:40]!r}") from None
+    for name in _TEXT_FIELDS:
+        if data.get(name) is not None and not isinstance(data[name], str):
+            raise ValueError(f"'{name}' is not a string")
+    for name in _LIST_FIELDS:
+        value = data.get(name)
+        if value is not None and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+            raise ValueError(f"'{name}' is not a list of strings")
+    for name in ("version", "seq"):
+        value = data.get(name)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+            raise ValueError(f"'{name}' is not a whole number")
+    notebook = data.get("notebook") or "main"
+    if not isinstance(notebook, str) or not notebook.strip() or has_control_chars(notebook):
+        raise ValueError("'notebook' is not a notebook name")
+    history = data.get("history") or []
+    if not isinstance(history, list) or not all(isinstance(v, dict) for v in history):
+        raise ValueError("'history' is not a list of versions")
+    links = list(data.get("links") or [])
+    dropped = [i for i in links if not _NOTE_ID.match(i)]
+    row = {**data, "notebook": notebook, "links": [i for i in links if _NOTE_ID.match(i)],
+           "history": json.dumps(history, ensure_ascii=False), "vector": None}
+    if row.get("status") not in (PENDING, CONSTRUCTED, READY):
+        row["status"] = PENDING  # an unknown stage: run the pipeline again rather than trust it
+    row.pop("type", None)
+    try:
+        note = row_to_note(row)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"its history cannot be read ({exc.__class__.__name__})") from None
+    return note, dropped
+
+
 def restore(memory: Memory, path: Path | BinaryIO, batch_size: int = 128,
-            on_progress: Callable[[int, int | None], None] | None = None) -> dict:
+            on_progress: Callable[[int, int | None], None] | None = None, notebook: str | None = None) -> dict:
     """Load an export (a file, or a binary stream such as stdin) into this home; notes whose id
-    already exists are left as they are."""
+    already exists are left as they are.
+
+    Every record is checked before it is stored, and each one not restored as it is gets a line in
+    `failed`: a broken field skips the record; an id that is not a note id (`ab`, `xyz`) or that an
+    earlier record of the file already used is given a new id (its words are never dropped); an exact
+    repeat of an earlier record is skipped. `notebook` (the user's explicit `-n`) puts the notes into
+    that notebook; a backup of several notebooks is then refused, since merging them is not a restore.
+    """
     added = skipped = 0
     batch: list[Note] = []
+    failed: list[dict] = []
+    seen: dict[str, tuple[int, str]] = {}  # id -> (line of its first record, a digest of that record)
     sessions: dict[str, None] = {}  # imported chats among the restored notes: to become episodes again
+    source_notebook: str | None = None
+
+    def report(number: int, message: str) -> None:
+        failed.append({"line": number, "record": None, "message": message})
 
     def flush() -> None:
         nonlocal added, skipped
@@ -71,27 +146,67 @@ def restore(memory: Memory, path: Path | BinaryIO, batch_size: int = 128,
         if on_progress:
             on_progress(added + skipped, None)
 
-    name = str(path) if isinstance(path, Path) else "stdin"
+    name = str(path) if isinstance(path, Path) else getattr(path, "name", None) or "stdin"
+    name = name if isinstance(name, str) else "stdin"
     opened = open(path, encoding="utf-8-sig") if isinstance(path, Path) else io.TextIOWrapper(
         path, encoding="utf-8-sig")
-    with opened as lines:
-        header = json.loads(lines.readline() or "{}")
-        if header.get("type") != EXPORT_TYPE:
-            raise ZkError(f"{name} is not a zk export")
-        if header.get("schema_version", 0) > SCHEMA_VERSION:
-            raise ZkError(f"{name} comes from a newer zk (schema {header['schema_version']}); upgrade zettel-amem")
-        for number, line in enumerate(lines, 2):
-            if not line.strip():
-                continue
+    try:
+        with opened as lines:
             try:
-                data = json.loads(line)
-                data["history"] = json.dumps(data.get("history") or [], ensure_ascii=False)
-                data.pop("type", None)
-                batch.append(row_to_note({**data, "vector": None}))
-            except (ValueError, KeyError, TypeError) as exc:
-                raise ZkError(f"{name}:{number}: not a valid export line ({exc})") from None
-            if len(batch) >= batch_size:
-                flush()
-    flush()
-    return {"format": EXPORT_TYPE, "added": added, "skipped_duplicates": skipped, "failed": [],
-            "session_ids": list(sessions)}
+                header = json.loads(lines.readline() or "{}")
+            except ValueError:
+                header = {}
+            if not isinstance(header, dict) or header.get("type") != EXPORT_TYPE:
+                raise ZkError(f"{name} is not a zk export")
+            schema = header.get("schema_version", 0)
+            if not isinstance(schema, int) or isinstance(schema, bool):
+                raise ZkError(f"{name}: the export's schema_version {schema!r} is not a number")
+            if schema > SCHEMA_VERSION:
+                raise ZkError(f"{name} comes from a newer zk (schema {schema}); upgrade zettel-amem")
+            listed = header.get("notebooks")
+            if notebook is not None and isinstance(listed, list) and len(listed) > 1:
+                raise ZkError(f"{name} holds {len(listed)} notebooks ({', '.join(map(str, listed[:5]))}); restore it "
+                              "without -n (each note goes back to its own notebook), or export one notebook")
+            for number, line in enumerate(lines, 2):
+                if not line.strip():
+                    continue
+                try:
+                    note, dropped = _record_to_note(json.loads(line))
+                except ValueError as exc:  # json's decode error is a ValueError too
+                    report(number, f"not a valid note record ({str(exc)[:120]}); skipped")
+                    continue
+                digest = hashlib.sha256(line.strip().encode("utf-8", "surrogatepass")).hexdigest()
+                if note.id in seen and seen[note.id][1] == digest:
+                    report(number, f"a repeat of line {seen[note.id][0]}; skipped")
+                    continue
+                if not _NOTE_ID.match(note.id) or note.id in seen:
+                    why = (f"id {note.id[:40]!r} is not a note id" if not _NOTE_ID.match(note.id)
+                           else f"id {note.id[:12]} was already used on line {seen[note.id][0]}")
+                    note.id = uuid.uuid4().hex
+                    report(number, f"{why}; restored as {note.id[:8]}")
+                seen.setdefault(note.id, (number, digest))
+                if dropped:
+                    report(number, f"dropped {len(dropped)} link(s) that are not note ids")
+                if notebook is not None:
+                    source_notebook = source_notebook or note.notebook
+                    if note.notebook != source_notebook:
+                        report(number, f"belongs to notebook '{note.notebook}', not '{source_notebook}' like the "
+                               f"notes before it; restore without -n to keep it; skipped")
+                        continue
+                    if note.notebook != notebook:
+                        _move(note, notebook, memory.settings.journal_session)
+                batch.append(note)
+                if len(batch) >= batch_size:
+                    flush()
+        flush()
+    except UnicodeDecodeError as exc:
+        raise ZkError(f"{name} is not valid UTF-8 (byte {exc.start}); {added} note(s) restored before it") from None
+    return {"format": EXPORT_TYPE, "added": added, "skipped_duplicates": skipped, "failed": failed,
+            "session_ids": list(sessions), "notebook": notebook}
+
+
+def _move(note: Note, notebook: str, journal_session: str) -> None:
+    """Into another notebook: a journal entry joins that notebook's week (or day) session there."""
+    note.notebook = notebook
+    if note.kind == "note":
+        note.session_id = session_id_for(notebook, journal_period(note.at, journal_session).key)

