@@ -58,42 +58,164 @@ def _notes_json(memory, notes, **extra_for) -> list[dict]:
                       **{k: f(n) for k, f in extra_for.items()}) for n in notes]
 
 
-@app.command()
-def add(text: str = typer.Argument(..., help="The note, or - to read it from standard input."),
-        at: str | None = typer.Option(None, "--at", help="When it happened, e.g. 2026-03-29T09:15."),
-        wait: bool = typer.Option(False, "--wait", help="Run linking and evolution now and show them."),
-        as_json: bool = JSON_OPT) -> None:
-    """Add a note. It is saved and searchable at once; the LLM work runs in the background."""
-    from . import render
+def _when(value: str | None, role: str = "at") -> str | None:
+    """A date option as ISO time (natural phrases in English or Korean read here); a guessed reading
+    ("03/04") is reported in one line on stderr."""
+    if value is None:
+        return None
+    from .dates import resolve
 
-    content = _read_stdin() if text == "-" else text
-    memory = _memory()
-    note = memory.add(content, at)
-    result = None
+    iso, note = resolve(value, role)
+    if note:
+        sys.stderr.write(f"zk: note: {note}\n")
+    return iso
+
+
+def _write_in_editor(template: str | None, at: str | None) -> tuple[str | None, object]:
+    """`zk add` without text: the editor on an empty file or a filled-in template. (text, file); text
+    None when the file came back empty or as the template was (nothing to add)."""
+    from datetime import datetime
+
+    from .config import home_dir, templates_override_dirs
+    from .editor import discard, edit_text, same_text
+    from .prompts import Prompts
+
+    initial = ""
+    if template:
+        when = datetime.fromisoformat(at) if at else datetime.now()
+        initial = Prompts(templates_override_dirs(home_dir(State.home))).note_template(template, when)
+    text, path = edit_text(initial, "new")
+    if not text.strip() or (template and same_text(text, initial)):
+        discard(path)
+        return None, None
+    return text, path
+
+
+def _after_write(memory, note, wait: bool):
+    """Run the LLM steps now (`--wait`) or leave them to the background worker."""
     if wait:
         from .worker import step_lock
 
         try:
             with step_lock(memory.home):  # not at the same time as a background worker on this note
-                result = memory.process(note.id)
+                return memory.process(note.id)
         except ZkError as exc:  # the model could not even load: the note itself is safe
             raise ZkError(f"{exc} — note {note.short_id} is saved as pending; run `zk process` later") from None
-    elif memory.settings.auto_worker:
+    if memory.settings.auto_worker:
         from .worker import spawn
 
         spawn(memory.home)
+    return None
+
+
+def _result_json(note, result) -> dict:
+    data = {"id": note.id, "status": result.status if result else note.status, "session_id": note.session_id,
+            "user_tags": note.user_tags}
+    if result:
+        data.update(links=result.links, evolved=result.evolved, error=result.error or None,
+                    usage={"llm_calls": result.llm_calls, "evaluated_tokens": result.evaluated_tokens,
+                           "completion_tokens": result.completion_tokens, "seconds": round(result.seconds, 2)})
+    return data
+
+
+@app.command()
+def add(text: str | None = typer.Argument(None, help="The note, or - to read it from standard input. Omit it to "
+                                          "write the note in $VISUAL/$EDITOR."),
+        at: str | None = typer.Option(None, "--at", help="When it happened: 2026-03-29T09:15, yesterday 9am, "
+                                      "last friday, 어제, 3일 전, 오늘 아침 …"),
+        template: str | None = typer.Option(None, "--template", "-t", help="Open the editor on this note "
+                                            "template (e.g. daily, daily-en; templates/NAME.md)."),
+        edit: bool = typer.Option(False, "--edit", "-e", help="Write the note in the editor (the default "
+                                  "without text when standard input is a terminal)."),
+        wait: bool = typer.Option(False, "--wait", help="Run linking and evolution now and show them."),
+        as_json: bool = JSON_OPT) -> None:
+    """Add a note. It is saved and searchable at once; the LLM work runs in the background.
+
+    Without text (at a terminal), or with --edit / --template, $VISUAL or $EDITOR opens; an empty file or
+    an unchanged template adds nothing. #words in the text are your own tags (`zk tags`)."""
+    from . import render
+
+    at = _when(at)
+    path = None
+    if text is not None and (edit or template):
+        raise ZkError("give the note as text or write it in the editor (--edit/--template), not both")
+    if text is None:
+        if not (edit or template or (sys.stdin is not None and sys.stdin.isatty())):
+            raise ZkError("no note given: pass the text, - to read standard input, or --edit to use $EDITOR")
+        content, path = _write_in_editor(template, at)
+        if content is None:
+            if as_json:
+                render.print_json({"id": None, "status": "not added", "reason": "empty or unchanged"})
+            else:
+                render.err_console.print("nothing added: the note was empty or the template unchanged")
+            return
+    else:
+        content = _read_stdin() if text == "-" else text
+    memory = _memory()
+    try:
+        note = memory.add(content, at)
+    except ZkError as exc:
+        raise ZkError(f"{exc} (your text is in {path})" if path else str(exc)) from None
+    if path:
+        from .editor import discard
+
+        discard(path)  # durable in the store now
+    result = _after_write(memory, note, wait)
     if as_json:
-        data = {"id": note.id, "status": result.status if result else note.status, "session_id": note.session_id}
-        if result:
-            data.update(links=result.links, evolved=result.evolved, error=result.error or None,
-                        usage={"llm_calls": result.llm_calls, "evaluated_tokens": result.evaluated_tokens,
-                               "completion_tokens": result.completion_tokens,
-                               "seconds": round(result.seconds, 2)})
-        render.print_json(data)
+        render.print_json(_result_json(note, result))
         return
     linked = list(memory.store.get_many(result.links).values()) if result else []
     evolved = list(memory.store.get_many(result.evolved).values()) if result else []
     render.add_result(memory.store.get(note.id) or note, result, linked, evolved)
+
+
+@app.command()
+def edit(note_id: str = typer.Argument(..., metavar="ID", help="Note id or unique prefix."),
+         wait: bool = typer.Option(False, "--wait", help="Annotate and link it again now, not in the background."),
+         as_json: bool = JSON_OPT) -> None:
+    """Fix a note in $VISUAL/$EDITOR. A saved change is a new version (`zk history`, `zk revert`); the note
+    is embedded, annotated and linked again (its links are kept). An unchanged file changes nothing."""
+    from . import render
+    from .editor import discard, edit_text, same_text
+
+    memory = _memory()
+    note = memory.resolve(note_id)
+    text, path = edit_text(note.content + "\n", note.short_id)
+    if same_text(text, note.content):
+        discard(path)
+        render.print_json({"id": note.id, "changed": False, "version": note.version}) if as_json else \
+            render.err_console.print(f"no change: note {note.short_id} stays at version {note.version}")
+        return
+    if not text.strip():
+        discard(path)
+        raise ZkError(f"the edited note is empty; nothing changed (to delete it: zk rm {note.short_id})")
+    from .worker import step_lock
+
+    try:
+        with step_lock(memory.home):  # a worker must not write back the old text it read before this
+            updated = memory.edit(note.id, text, expected=note.content)
+    except ZkError as exc:
+        raise ZkError(f"{exc} (your text is in {path})") from None
+    discard(path)
+    if updated is None:
+        render.err_console.print(f"no change: note {note.short_id} stays at version {note.version}")
+        return
+    if updated.session_id:  # its session's summary was made from the old text: summarise it again
+        from .tiers import Tiers, episode_id_for
+
+        tiers = Tiers(memory)
+        if tiers.store.episode(episode_id_for(updated.session_id)) is not None:
+            tiers.close_session(updated.session_id, force=True)
+    result = _after_write(memory, updated, wait)
+    if as_json:
+        render.print_json({**_result_json(updated, result), "changed": True, "version": updated.version})
+        return
+    render.console.print(f"[green]edited[/] {render.note_line(memory.store.get(updated.id) or updated)} "
+                         f"[dim]now version {updated.version}[/]")
+    if result is not None:
+        linked = list(memory.store.get_many(result.links).values())
+        evolved = list(memory.store.get_many(result.evolved).values())
+        render.add_result(memory.store.get(updated.id) or updated, result, linked, evolved)
 
 
 @app.command()
@@ -137,6 +259,7 @@ def search(query: str = typer.Argument(..., help="What to look for."),
            budget: int | None = typer.Option(None, "--budget", min=0, help="Token budget of the expanded "
                                              "notes, as `zk ask` gives them (default from config; 0: none)."),
            episodes_only: bool = typer.Option(False, "--episodes", help="Only matching episodes (L1)."),
+           tag: str | None = typer.Option(None, "--tag", help="Only notes with this #tag of yours."),
            as_json: bool = JSON_OPT) -> None:
     """Retrieval only, no LLM: the notes `zk ask` would be given (hybrid search plus linked notes)
     and matching episodes (L1). `--json` prints the notes; `--episodes --json` the episodes.
@@ -146,7 +269,8 @@ def search(query: str = typer.Argument(..., help="What to look for."),
     from .tiers import Tiers
 
     memory = _memory()
-    episodes = Tiers(memory).search_episodes(query, k=3, min_score=memory.settings.context_min_score)
+    episodes = [] if tag is not None and not episodes_only else \
+        Tiers(memory).search_episodes(query, k=3, min_score=memory.settings.context_min_score)
     if episodes_only:
         if as_json:
             render.print_json([{"kind": "episode", **h.to_json()} for h in episodes])
@@ -154,7 +278,7 @@ def search(query: str = typer.Argument(..., help="What to look for."),
             render.episodes_table(episodes)
         return
     budget = memory.settings.context_budget_tokens if budget is None else budget
-    hits = memory.search(query, limit, follow_links=not no_links, budget_tokens=budget or None)
+    hits = memory.search(query, limit, follow_links=not no_links, budget_tokens=budget or None, tag=tag)
     if as_json:
         render.print_json(_notes_json(memory, hits))
         return
@@ -164,19 +288,51 @@ def search(query: str = typer.Argument(..., help="What to look for."),
 
 
 @app.command("list")
-def list_notes(since: str | None = typer.Option(None, "--since", help="Only notes at or after this date."),
+def list_notes(since: str | None = typer.Option(None, "--since", help="Only notes at or after this date "
+                                                "(2026-03-01, 어제, last friday, 2 weeks ago …)."),
                until: str | None = typer.Option(None, "--until", help="Only notes before this date."),
+               tag: str | None = typer.Option(None, "--tag", help="Only notes with this #tag of yours."),
                limit: int | None = typer.Option(None, "--limit", min=1, help="At most N notes."),
                as_json: bool = JSON_OPT) -> None:
     """Notes, newest first, one line each."""
     from . import render
 
     memory = _memory()
-    notes = memory.list(since, until, limit)
+    notes = memory.list(_when(since, "since"), _when(until, "until"), limit, tag=tag)
     if as_json:
         render.print_json(_notes_json(memory, notes))
     else:
         render.notes_list(notes)
+
+
+@app.command()
+def on(date: str = typer.Argument(..., metavar="DATE", help="A day: 2026-03-29, yesterday, last friday, 어제, "
+                                  "그저께, 지난주 금요일, 3일 전 …"),
+       tag: str | None = typer.Option(None, "--tag", help="Only notes with this #tag of yours."),
+       as_json: bool = JSON_OPT) -> None:
+    """The notes of one day, oldest first."""
+    from . import render
+    from .dates import day_range
+
+    day, start, end, note = day_range(date)
+    if note:
+        sys.stderr.write(f"zk: note: {note}\n")
+    memory = _memory()
+    notes = sorted(memory.list(start, end, tag=tag), key=lambda n: (n.at, n.created, n.seq))
+    if as_json:
+        render.print_json(_notes_json(memory, notes))
+        return
+    render.day_header(day, len(notes))
+    render.notes_list(notes)
+
+
+@app.command()
+def tags(as_json: bool = JSON_OPT) -> None:
+    """Your own #tags (written in notes), with how many notes carry each; the model's tags are not listed."""
+    from . import render
+
+    rows = _memory().tag_counts()
+    render.print_json(rows) if as_json else render.tags_table(rows)
 
 
 @app.command()
@@ -588,7 +744,7 @@ def graph(entity: str | None = typer.Argument(None, help="A person, project, pla
             render.console.print(f"'{render.escape(changed.name)}' " + (
                 "stands alone again" if unmerge else f"is now the same entity as '{render.escape(merge_into)}'"))
         return
-    view = tiers.graph(entity, depth, at)
+    view = tiers.graph(entity, depth, _when(at))
     render.print_json(view) if as_json else render.console.print(render.graph_tree(view))
 
 

@@ -17,7 +17,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import date
 from pathlib import Path
 
 from .config import Settings, ZkError, home_dir, templates_override_dirs
@@ -25,11 +25,22 @@ from .construct import annotate
 from .evolve import apply_update, forget_changes_by, record
 from .link import decide_links
 from .llm import LLM, LLMError, Usage
-from .note import CONSTRUCTED, EVOLVABLE, PENDING, READY, Note, ProcessResult, journal_period, now_iso, session_id_for
+from .note import (
+    CONSTRUCTED,
+    EVOLVABLE,
+    PENDING,
+    READY,
+    REVERTIBLE,
+    Note,
+    ProcessResult,
+    journal_period,
+    now_iso,
+    session_id_for,
+)
 from .prompts import Prompts
 from .retrieve import Hit, KeywordIndex, expand, fuse, render_for_context
 from .store import Store, sql_str
-from .text import has_control_chars, has_lone_surrogate, is_trivial, nfc
+from .text import has_control_chars, has_lone_surrogate, hashtags, is_trivial, nfc, tag_key
 
 MAX_NOTE_CHARS = 100_000  # a note is an atomic thought; longer input belongs in `zk import`
 _CITATION = re.compile(r"\[([0-9a-f]{4,32})\]")
@@ -82,18 +93,24 @@ def validate_content(content: str) -> str:
     return stripped
 
 
-def parse_when(value: str | None) -> str:
-    """Normalise --at / --since values to ISO wall-clock time (seconds precision)."""
-    if value is None:
-        return now_iso()
-    text = value.strip()
-    try:
-        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise ZkError(f"cannot read the date '{value}' (use e.g. 2026-03-29 or 2026-03-29T09:15)") from None
-    if parsed.tzinfo is not None:
-        parsed = parsed.astimezone().replace(tzinfo=None)
-    return parsed.replace(microsecond=0).isoformat()
+def parse_when(value: str | None, role: str = "at") -> str:
+    """Normalise --at / --since / --until values to ISO wall-clock time (seconds precision): ISO as
+    given, or a natural phrase in English or Korean ("yesterday 9am", "어제", "3일 전"; see `dates`).
+    `role` "since"/"until" takes the start of the day for a phrase that names no time."""
+    from .dates import resolve
+
+    return resolve(value, role)[0]
+
+
+def has_tag(note: Note, tag: str) -> bool:
+    """Whether the note carries the user's #tag (case-insensitive, "#" optional)."""
+    key = tag_key(tag)
+    return any(tag_key(t) == key for t in note.user_tags)
+
+
+def _edited(note: Note) -> bool:
+    """Whether the user has edited the note's text: its later annotation and links are then versions."""
+    return any(v.reason == "edit" for v in note.history)
 
 
 class Memory:
@@ -159,7 +176,7 @@ class Memory:
         when = parse_when(at)
         return Note(id=uuid.uuid4().hex, content=content, at=when, created=now_iso(), notebook=self.notebook,
                     content_hash=content_hash(content, fields.get("speaker"), when, fields.get("source")),
-                    **fields)
+                    user_tags=hashtags(content), **fields)
 
     def add(self, content: str, at: str | None = None) -> Note:
         """Store the raw note with its content embedding. Returns once it is durable and searchable.
@@ -179,6 +196,28 @@ class Memory:
         for note, vector in zip(notes, vectors):
             note.vector = vector.tolist()
         return self.store.add(notes, skip_existing=skip_existing)
+
+    def edit(self, note_id: str, content: str, expected: str | None = None) -> Note | None:
+        """Replace a note's text (`zk edit`): a new version (content and #tags, old and new), a fresh
+        content embedding, and the note queued again (`pending`) to be re-annotated and re-linked like a
+        new one. None if the text is unchanged. `expected` is the text the editor was opened with: if the
+        stored text changed meanwhile, nothing is overwritten."""
+        note = self.store.get(self.resolve(note_id).id, with_vector=True)
+        if expected is not None and note.content != expected:
+            raise ZkError(f"note {note.short_id} was changed while you edited it")
+        content = validate_content(content)
+        if content == note.content:
+            return None
+        changes = {"content": {"old": note.content, "new": content}}
+        tags = hashtags(content)
+        if tags != note.user_tags:
+            changes["user_tags"] = {"old": note.user_tags, "new": tags}
+        note.content, note.user_tags = content, tags
+        record(note, changes, None, "edit")
+        note.status, note.error = PENDING, ""
+        note.vector = self.embedder.embed_passages([note.embedding_text()])[0].tolist()
+        self.store.update([note])
+        return note
 
     # -- processing (the A-MEM pipeline) ----------------------------------------------------------
     def pending_ids(self, all_notebooks: bool = False) -> list[str]:
@@ -223,7 +262,12 @@ class Memory:
             return
         annotation, spent = annotate(self.llm, self.prompts, note, self.settings)
         usage.add(spent)
+        before = {name: getattr(note, name) for name in EVOLVABLE}
         note.keywords, note.tags, note.context = annotation.keywords, annotation.tags, annotation.context
+        if _edited(note):  # re-annotation after `zk edit` is a version too, so a revert restores it whole
+            changes = {n: {"old": old, "new": getattr(note, n)} for n, old in before.items() if old != getattr(note, n)}
+            if changes:
+                record(note, changes, None, "annotated again after edit")
         note.vector = self.embedder.embed_passages([note.embedding_text()])[0].tolist()
         note.status, note.error = CONSTRUCTED, ""
         self.store.update([note])
@@ -252,8 +296,11 @@ class Memory:
             return
         decision, spent = decide_links(self.llm, self.prompts, note, [c for c, _ in candidates], self.settings)
         usage.add(spent)
+        old_links = list(note.links)  # an edited note keeps its links; new ones are added after them
         note.links = [i for i in dict.fromkeys([*note.links, *decision.links]) if i != note.id]
         note.links = note.links[: self.settings.max_links]
+        if _edited(note) and note.links != old_links:
+            record(note, {"links": {"old": old_links, "new": list(note.links)}}, None, "linked again after edit")
         neighbours = self.store.get_many([u.note_id for u in decision.updates], with_vector=True)
         evolved = [n for u in decision.updates
                    if (n := neighbours.get(u.note_id)) and apply_update(n, u, note.id, self.settings)]
@@ -288,7 +335,7 @@ class Memory:
         if not 1 <= target < note.version:
             raise ZkError(f"note {note.short_id} is at version {note.version}; "
                           f"choose a version from 1 to {note.version - 1}")
-        state = {name: getattr(note, name) for name in EVOLVABLE}
+        state = {name: getattr(note, name) for name in REVERTIBLE}
         for version in sorted(note.history, key=lambda v: -v.version):
             if version.version <= target:
                 break
@@ -344,17 +391,34 @@ class Memory:
         found = self.store.get_many(ids)
         return [found[i] for i in dict.fromkeys(ids) if i in found]
 
-    def list(self, since: str | None = None, until: str | None = None, limit: int | None = None) -> list[Note]:
+    def list(self, since: str | None = None, until: str | None = None, limit: int | None = None,
+             tag: str | None = None) -> list[Note]:
+        """Notes newest first; `tag`: only those carrying that #tag of the user's (any case, "#" optional)."""
         if limit is not None and limit < 1:
             raise ZkError("the limit must be at least 1")
         clauses = []
         if since:
-            clauses.append(f"at >= {sql_str(parse_when(since))}")
+            clauses.append(f"at >= {sql_str(parse_when(since, 'since'))}")
         if until:
-            clauses.append(f"at < {sql_str(parse_when(until))}")
+            clauses.append(f"at < {sql_str(parse_when(until, 'until'))}")
+        if tag is not None:
+            clauses.append("array_length(user_tags) > 0")
         notes = self.store.notes(self._scope(" AND ".join(clauses) or None))
+        if tag is not None:
+            notes = [n for n in notes if has_tag(n, tag)]
         notes.sort(key=lambda n: (n.at, n.created, n.seq), reverse=True)
         return notes[:limit] if limit else notes
+
+    def tag_counts(self) -> list[dict]:
+        """The user's #tags in this notebook: tag (its first spelling), number of notes, last used; most
+        used first."""
+        counts: dict[str, dict] = {}
+        for note in sorted(self.store.notes(self._scope("array_length(user_tags) > 0")), key=lambda n: n.at):
+            for tag in note.user_tags:
+                row = counts.setdefault(tag_key(tag), {"tag": tag, "count": 0, "last": ""})
+                row["count"] += 1
+                row["last"] = max(row["last"], note.at)
+        return sorted(counts.values(), key=lambda r: (-r["count"], tag_key(r["tag"])))
 
     def keyword_index(self) -> KeywordIndex:
         """The notebook's BM25 index, rebuilt only when the table has a new version."""
@@ -363,26 +427,32 @@ class Memory:
             self._keyword_index = (key, KeywordIndex(self.store.notes(self._scope())))
         return self._keyword_index[1]
 
-    def _vector_ranked(self, query: str, pool: int) -> list[tuple[Note, float]]:
+    def _vector_ranked(self, query: str, pool: int, extra: str | None = None) -> list[tuple[Note, float]]:
         """Nearest notes by vector, without short filler ("ok", "ㅇㅋ"): it sits close to every query
         in embedding space. Filler is still found by its words."""
         vector = self.embedder.embed_query(query)
         for size in (pool, pool * 8):  # a chat full of filler: look further for real notes
-            found = self.store.nearest(vector, size, self._scope())
+            found = self.store.nearest(vector, size, self._scope(extra))
             ranked = [(n, s) for n, s in found if not is_trivial(n.content)]
             if len(ranked) >= pool // 2 or len(found) < size:
                 break
         return ranked[:pool]
 
     def search(self, query: str, k: int | None = None, *, follow_links: bool = True,
-               budget_tokens: int | None = None, use_vector: bool = True, use_keywords: bool = True
-               ) -> list[Hit]:
+               budget_tokens: int | None = None, use_vector: bool = True, use_keywords: bool = True,
+               tag: str | None = None) -> list[Hit]:
+        """Hybrid retrieval plus linked notes. `tag`: only notes with that #tag of the user's, hits and
+        linked notes alike."""
         if not query.strip():
             raise ZkError("the query is empty")
         k = k or self.settings.search_k
         pool = max(50, 5 * k)
-        vector_ranked = self._vector_ranked(query, pool) if use_vector else []
-        keyword_ranked = self.keyword_index().rank(query, pool) if use_keywords else []
+        tagged = "array_length(user_tags) > 0" if tag is not None else None
+        vector_ranked = self._vector_ranked(query, pool, tagged) if use_vector else []
+        keyword_ranked = self.keyword_index().rank(query, pool if tag is None else 20 * pool) if use_keywords else []
+        if tag is not None:
+            vector_ranked = [(n, score) for n, score in vector_ranked if has_tag(n, tag)]
+            keyword_ranked = [(n, score) for n, score in keyword_ranked if has_tag(n, tag)]
         hits = fuse(vector_ranked, keyword_ranked, k, use_vector, use_keywords)
         if not follow_links:
             return hits if budget_tokens is None else expand(hits, self.neighbours, budget_tokens, False)
@@ -392,7 +462,7 @@ class Memory:
 
         def neighbours(note: Note) -> list[Note]:
             ids = dict.fromkeys([*note.links, *back.get(note.id, [])])
-            return [found[i] for i in ids if i in found]
+            return [found[i] for i in ids if i in found and (tag is None or has_tag(found[i], tag))]
 
         return expand(hits, neighbours, budget_tokens, follow_links)
 

@@ -80,7 +80,8 @@ def show_note(note: Note, backlinks: list[Note], links: list[Note]) -> None:
     body.add_row("content", escape(note.content))
     body.add_row("context", escape(note.context) or "[dim]-[/]")
     body.add_row("keywords", escape(", ".join(note.keywords)) or "[dim]-[/]")
-    body.add_row("tags", escape(" ".join("#" + t for t in note.tags)) or "[dim]-[/]")
+    body.add_row("your tags", escape(" ".join("#" + t for t in note.user_tags)) or "[dim]-[/]")
+    body.add_row("model tags", escape(", ".join(note.tags)) or "[dim]-[/]")
     body.add_row("links →", "\n".join(note_line(n, 70) for n in links) or "[dim]-[/]")
     body.add_row("← linked by", "\n".join(note_line(n, 70) for n in backlinks) or "[dim]-[/]")
     console.print(Panel(body, title=f"note {note.short_id}", title_align="left"))
@@ -295,3 +296,22 @@ def episode_summary(results) -> None:
     for r in results:
         if r.error:
             err_console.print(f"[yellow]episode {r.id[:9]} stays pending:[/] {escape(r.error)}")
+
+
+def tags_table(rows: list[dict]) -> None:
+    """`zk tags`: the user's #tags with how many notes carry each."""
+    if not rows:
+        err_console.print("[dim]no #tags yet: write them in a note, e.g. 오늘 #달리기 10km[/]")
+        return
+    table = Table(show_header=True)
+    table.add_column("tag", style="magenta")
+    table.add_column("notes", justify="right")
+    table.add_column("last used", style="dim")
+    for row in rows:
+        table.add_row("#" + escape(row["tag"]), str(row["count"]), row["last"][:10])
+    console.print(table)
+
+
+def day_header(day, count: int) -> None:
+    """`zk on DATE`: which day was understood, before its notes."""
+    console.print(f"[bold]{day.isoformat()} ({day:%a})[/] [dim]{count} note(s)[/]")
