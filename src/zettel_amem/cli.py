@@ -493,6 +493,21 @@ def import_(source: str = typer.Argument(..., help="File, Markdown folder, or - 
 
     memory = _memory()
     stream = sys.stdin.buffer if source == "-" else Path(source)
+    if isinstance(stream, Path) and stream.is_dir() and fmt in ("auto", "markdown"):
+        from .ingest.vault import is_vault, restore_vault
+
+        if is_vault(stream):  # a folder `zk export --format markdown` wrote: the same notes back, same ids
+            report = restore_vault(memory, stream)
+            _queue_after_import(memory, report["session_ids"], spawn_worker=bool(report["added"]))
+            render.print_json(report) if as_json else render.console.print(
+                f"restored [green]{report['added']}[/] note(s) from the zk vault, "
+                f"{report['skipped_duplicates']} already present" +
+                (f", {len(report['failed'])} page(s) skipped" if report["failed"] else ""))
+            if report["failed"]:
+                for problem in report["failed"]:
+                    render.err_console.print(f"[yellow]skipped[/] {render.escape(problem['message'])}")
+                raise typer.Exit(3)
+            return
     if fmt in ("auto", "zk-export", "jsonl") and (not isinstance(stream, Path) or stream.is_file()):
         # A backup is restored (same ids, links, versions), never imported as chat turns, whatever
         # the format option says and wherever it comes from (`zk export | zk --home new import -`).
@@ -623,26 +638,69 @@ def rm(note_id: str = typer.Argument(..., metavar="ID", help="Note id or unique 
 
 
 @app.command()
-def export(fmt: str = typer.Option("jsonl", "--format", "-f", help="Only jsonl for now."),
-           output: str | None = typer.Option(None, "--output", "-o", help="File to write (default: stdout)."),
+def export(folder: str | None = typer.Argument(None, metavar="[DIR]", help="With --format markdown: the vault "
+                                               "folder (new, empty, or an earlier export to update)."),
+           fmt: str = typer.Option("jsonl", "--format", "-f", help="jsonl (a full backup) or markdown (a folder "
+                                   "of notes, episodes and entities for Obsidian)."),
+           output: str | None = typer.Option(None, "--output", "-o", help="File (jsonl) or folder (markdown) to "
+                                             "write (jsonl default: stdout)."),
            all_notebooks: bool = typer.Option(False, "--all", help="Every notebook (a full backup), not only "
-                                              "the current one (-n)."),
-           ) -> None:
-    """Back up notes, links, versions and sessions as JSONL; `zk import FILE` restores it.
+                                              "the current one (-n). jsonl only."),
+           as_json: bool = JSON_OPT) -> None:
+    """Back up notes, links, versions and sessions as JSONL (`zk import FILE` restores it), or write the
+    notebook as a Markdown vault: one page per note, episode and entity, linked with [[wikilinks]]
+    (`zk import DIR` restores the notes). Re-exporting into the same folder updates it.
 
-    Episodes and the graph are not exported: restoring queues the sessions again and the worker
+    Episodes and the graph are not in the JSONL: restoring queues the sessions again and the worker
     rebuilds them from the raw turns."""
+    if fmt not in ("jsonl", "markdown"):
+        raise ZkError(f"unknown export format '{fmt}' (jsonl or markdown)")
+    if folder and output:
+        raise ZkError("give the destination once: DIR or --output")
+    target = folder or output
+    memory = _memory()
+    if fmt == "markdown":
+        from pathlib import Path
+
+        from . import render
+        from .ingest.vault import export_vault
+
+        if not target:
+            raise ZkError("zk export --format markdown needs a folder: zk export --format markdown DIR")
+        if all_notebooks:
+            raise ZkError("a vault holds one notebook; export each with -n NAME")
+        tiers = _tiers_of(memory)
+        episodes = [e for e in tiers.store.episodes(memory.notebook) if e.status != "pruned"]
+        entities = tiers.store.entities(memory.notebook)
+        relations = tiers.store.relations(memory.notebook)
+        with render.progress(transient=True) as bar:
+            task = bar.add_task("writing the vault", total=None)
+            report = export_vault(memory, Path(target), episodes, entities, relations,
+                                  lambda i, n: bar.update(task, completed=i, total=n))
+        if as_json:
+            render.print_json(report)
+        else:
+            render.console.print(f"vault {render.escape(report['folder'])}: {report['notes']} note(s), "
+                                 f"{report['episodes']} episode(s), {report['entities']} entit(y/ies); "
+                                 f"{report['written']} file(s) written, {report['unchanged']} unchanged, "
+                                 f"{report['removed']} removed")
+        return
+    if folder:
+        raise ZkError("a JSONL export goes to a file: use -o FILE (or stdout)")
     from .ingest.export import export_jsonl
 
-    if fmt != "jsonl":
-        raise ZkError(f"unknown export format '{fmt}' (only jsonl)")
-    memory = _memory()
     if output:
         with open(output, "w", encoding="utf-8") as out:
             count = export_jsonl(memory, out, all_notebooks)
         sys.stderr.write(f"exported {count} note(s) to {output}\n")
     else:
         export_jsonl(memory, sys.stdout, all_notebooks)
+
+
+def _tiers_of(memory):
+    from .tiers import Tiers
+
+    return Tiers(memory)
 
 
 @app.command()

@@ -173,12 +173,12 @@ def stream_markdown(pieces: Iterator[str]) -> str:
     return text
 
 
-def progress():
+def progress(transient: bool = False):
     """A Rich progress bar on stderr with counts and ETA (stdout stays clean for pipes)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     return Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeRemainingColumn(), console=err_console, transient=False)
+                    TimeRemainingColumn(), console=err_console, transient=transient)
 
 
 def import_summary(report) -> None:
