@@ -37,7 +37,9 @@ ALLOWED = {
               "tier_store", "worker"},
     "worker": {"note"},
     "render": {"note", "retrieve", "text"},
-    "cli": {"config", "dates", "editor", "memory", "render", "worker", "ingest", "note", "prompts", "tiers"},
+    "graphpage": {"note", "text"},
+    "cli": {"config", "dates", "editor", "graphpage", "memory", "render", "worker", "ingest", "note", "prompts",
+            "tiers"},
 }
 
 

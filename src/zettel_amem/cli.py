@@ -12,7 +12,9 @@ import typer
 
 from .config import ZkError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
+# add_completion: `zk --install-completion` / `--show-completion` (Typer's, for the shell it detects);
+# `zk completion SHELL` prints the script for a named shell. Note ids complete from the store.
+app = typer.Typer(add_completion=True, no_args_is_help=True, rich_markup_mode=None,
                   help="zk: a local-first Zettelkasten that organises itself (A-MEM).")
 
 JSON_OPT = typer.Option(False, "--json", help="Print JSON for scripts.")
@@ -34,6 +36,34 @@ def _global(home: str | None = typer.Option(None, "--home", help="Data directory
     State.notebook = notebook
     if model:  # through the environment, so the background worker this command starts uses it too
         os.environ["ZK_LLM_MODEL"] = model
+
+
+def _complete_id(ctx: typer.Context, incomplete: str) -> list[tuple[str, str]]:
+    """Shell completion of a note id: ids of the notebook (from --home/-n on the command line) starting with
+    what was typed, each with its first words. Any failure completes nothing: completion must never print."""
+    try:
+        from .config import home_dir
+        from .store import Store, sql_str
+        from .text import one_line
+
+        root = ctx.find_root().params
+        home = home_dir(root.get("home"))
+        meta = Store.read_meta(home)
+        typed = incomplete.strip().lower()
+        if not meta or not all(ch in "0123456789abcdef" for ch in typed):
+            return []
+        store = Store(home, meta["embedder"], int(meta["dim"]))  # no embedder is loaded for this
+        where = f"notebook = {sql_str(root.get('notebook') or 'main')} AND id LIKE {sql_str(typed + '%')}"
+        rows = store._query(where, ["id", "content", "at"], limit=200)
+        rows.sort(key=lambda r: r["at"], reverse=True)
+        size = 8 if len(typed) < 8 else 32
+        return [(r["id"][:size], r["at"][:10] + " " + one_line(r["content"], 50)) for r in rows[:50]]
+    except Exception:  # noqa: BLE001
+        return []
+
+
+def _id_arg(help: str = "Note id or unique prefix."):
+    return typer.Argument(..., metavar="ID", autocompletion=_complete_id, help=help)
 
 
 def _memory(**kwargs):
@@ -170,7 +200,7 @@ def add(text: str | None = typer.Argument(None, help="The note, or - to read it 
 
 
 @app.command()
-def edit(note_id: str = typer.Argument(..., metavar="ID", help="Note id or unique prefix."),
+def edit(note_id: str = _id_arg(),
          wait: bool = typer.Option(False, "--wait", help="Annotate and link it again now, not in the background."),
          as_json: bool = JSON_OPT) -> None:
     """Fix a note in $VISUAL/$EDITOR. A saved change is a new version (`zk history`, `zk revert`); the note
@@ -336,7 +366,7 @@ def tags(as_json: bool = JSON_OPT) -> None:
 
 
 @app.command()
-def show(note_id: str = typer.Argument(..., metavar="ID", help="Note id, session id (s...) or a unique prefix."),
+def show(note_id: str = _id_arg("Note id, session id (s...) or a unique prefix."),
          as_json: bool = JSON_OPT) -> None:
     """Every field of a note, its links both ways and its version history; or a session's turns."""
     from . import render
@@ -369,7 +399,7 @@ def _show_note(memory, note, as_json: bool) -> None:
 
 
 @app.command()
-def links(note_id: str = typer.Argument(..., metavar="ID", help="Note id or unique prefix."),
+def links(note_id: str = _id_arg(),
           depth: int = typer.Option(1, "--depth", min=1, max=3, help="How many hops to show."),
           as_json: bool = JSON_OPT) -> None:
     """What a note links to (→) and what links to it (←), as a tree."""
@@ -582,7 +612,7 @@ def sessions(limit: int | None = typer.Option(None, "--limit", min=1, help="At m
 
 
 @app.command()
-def history(note_id: str = typer.Argument(..., metavar="ID", help="Note id or unique prefix."),
+def history(note_id: str = _id_arg(),
             as_json: bool = JSON_OPT) -> None:
     """Every recorded change of a note: what changed, caused by which note, when."""
     from . import render
@@ -597,7 +627,7 @@ def history(note_id: str = typer.Argument(..., metavar="ID", help="Note id or un
 
 
 @app.command()
-def revert(note_id: str = typer.Argument(..., metavar="ID", help="Note id or unique prefix."),
+def revert(note_id: str = _id_arg(),
            to: int | None = typer.Option(None, "--to", help="Version to restore (default: the one before)."),
            as_json: bool = JSON_OPT) -> None:
     """Undo evolution: restore an earlier version (recorded as a new version; nothing is lost)."""
@@ -612,7 +642,7 @@ def revert(note_id: str = typer.Argument(..., metavar="ID", help="Note id or uni
 
 
 @app.command()
-def rm(note_id: str = typer.Argument(..., metavar="ID", help="Note id or unique prefix."),
+def rm(note_id: str = _id_arg(),
        yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
        as_json: bool = JSON_OPT) -> None:
     """Delete a note for good: its links both ways, its history, and its text on disk."""
@@ -752,7 +782,7 @@ def context(message: str = typer.Argument(..., help="The user's new message, or 
 
 
 @app.command()
-def expand(item_id: str = typer.Argument(..., metavar="ID", help="Episode id (e…), session id (s…) or note id."),
+def expand(item_id: str = _id_arg("Episode id (e…), session id (s…) or note id."),
            as_json: bool = JSON_OPT) -> None:
     """L1: the full episode summary (e…), a session's turns (s…), or a whole note."""
     from . import render
@@ -781,11 +811,23 @@ def graph(entity: str | None = typer.Argument(None, help="A person, project, pla
           at: str | None = typer.Option(None, "--at", help="Only relations valid at this date."),
           merge_into: str | None = typer.Option(None, "--merge-into", help="Record that ENTITY is the same as this."),
           unmerge: bool = typer.Option(False, "--unmerge", help="Undo the merge of the entity named ENTITY."),
+          html: str | None = typer.Option(None, "--html", metavar="FILE", help="Write notes, links and entities "
+                                          "as one interactive offline page (search, colours, click to read)."),
+          all_notebooks: bool = typer.Option(False, "--all", help="With --html: every notebook, not only -n."),
           as_json: bool = JSON_OPT) -> None:
-    """L2: what the graph knows about an entity: relations now and in the past, their episodes, neighbours."""
+    """L2: what the graph knows about an entity: relations now and in the past, their episodes, neighbours.
+
+    `zk graph --html FILE` draws the whole notebook instead: open FILE in a browser."""
     from . import render
 
     tiers = _tiers()
+    if html is not None:
+        if entity is not None or merge_into or unmerge or at:
+            raise ZkError("--html draws the whole notebook: give no ENTITY, --at, --merge-into or --unmerge")
+        _graph_page(tiers, html, all_notebooks, as_json)
+        return
+    if all_notebooks:
+        raise ZkError("--all goes with --html")
     if merge_into and unmerge:
         raise ZkError("use either --merge-into or --unmerge, not both")
     if entity is None:
@@ -804,6 +846,33 @@ def graph(entity: str | None = typer.Argument(None, help="A person, project, pla
         return
     view = tiers.graph(entity, depth, _when(at))
     render.print_json(view) if as_json else render.console.print(render.graph_tree(view))
+
+
+def _graph_page(tiers, path: str, all_notebooks: bool, as_json: bool) -> None:
+    from pathlib import Path
+
+    from . import render
+    from .graphpage import graph_data, render_page
+
+    memory = tiers.memory
+    notes = memory.store.notes(None if all_notebooks else memory._scope())
+    notebooks = sorted({n.notebook for n in notes} | {memory.notebook}) if all_notebooks else [memory.notebook]
+    entities = [e for nb in notebooks for e in tiers.store.entities(nb)]
+    relations = [r for nb in notebooks for r in tiers.store.relations(nb)]
+    data = graph_data(notes, entities, relations)
+    title = "zk · " + (", ".join(notebooks) if all_notebooks else memory.notebook)
+    target = Path(path).expanduser()
+    try:
+        target.write_text(render_page(data, title), encoding="utf-8")
+    except OSError as exc:
+        raise ZkError(f"cannot write {target}: {exc.strerror or exc}") from None
+    summary = {"file": str(target), "notes": data["notes"], "entities": data["entities"], "links": data["links"],
+               "nodes": len(data["nodes"]), "edges": len(data["edges"])}
+    if as_json:
+        render.print_json(summary)
+    else:
+        render.console.print(f"wrote {render.escape(str(target))}: {data['notes']} notes, {data['entities']} "
+                             f"entities, {data['links']} links (open it in a browser; it works offline)")
 
 
 session_app = typer.Typer(no_args_is_help=True, help="Close sessions into episodes, or summarise one again.")
@@ -884,6 +953,18 @@ def stats(as_json: bool = JSON_OPT) -> None:
 
     data = _tiers().stats()
     render.print_json(data) if as_json else render.stats_view(data)
+
+
+@app.command()
+def completion(shell: str = typer.Argument(..., help="bash, zsh, fish or powershell.")) -> None:
+    """Print the shell completion script (commands, options and note ids), e.g.
+    `zk completion bash > ~/.local/share/bash-completion/completions/zk`, or `eval "$(zk completion zsh)"`.
+    `zk --install-completion` installs it for the shell you are in."""
+    from typer._completion_shared import get_completion_script  # Typer's script; no public name for it
+
+    if shell not in ("bash", "zsh", "fish", "powershell", "pwsh"):
+        raise ZkError(f"unknown shell '{shell}' (bash, zsh, fish or powershell)")
+    sys.stdout.write(get_completion_script(prog_name="zk", complete_var="_ZK_COMPLETE", shell=shell).rstrip() + "\n")
 
 
 def _one_line(message: str) -> str:
