@@ -379,3 +379,50 @@ def test_schema_1_store_gains_user_tags_from_its_notes(zk_home, embedder, tmp_pa
     assert json.loads((old_home / "meta.json").read_text())["schema_version"] == 2
     migrated.add("after #migration", "2026-03-03")
     assert migrated.tag_counts()[0]["count"] == 1 and len(migrated.list(tag="migration")) == 1
+
+
+# -- on the real bundled model ------------------------------------------------------------------------
+@pytest.mark.slow
+def test_edit_on_the_real_model_reannotates_and_keeps_links(zk, zk_home, editor, embedder, monkeypatch):
+    """`zk edit --wait` with Qwen2.5-0.5B: the edited text is annotated again from its new words, the
+    earlier links stay, and `zk revert --to 1` brings back the text and its first annotation."""
+    import zettel_amem.embed
+    import zettel_amem.llm.llama
+    from zettel_amem.llm.llama import load_llm
+
+    qwen = load_llm("qwen2.5-0.5b")
+    monkeypatch.setattr(zettel_amem.llm.llama, "load_llm", lambda *args, **kwargs: qwen)
+    monkeypatch.setattr(zettel_amem.embed, "load_embedder", lambda *args, **kwargs: embedder)
+    zk_home.mkdir(parents=True, exist_ok=True)
+    (zk_home / "config.toml").write_text("link_min_similarity = 0.0\n", encoding="utf-8")
+    ids = []
+    for at, text in [("2026-03-01T08:00", "I run 10 km at Yeouido Hangang Park every weekend. #running"),
+                     ("2026-03-08T09:30", "My knee hurts after the Saturday run, so I stopped at 8 km. #running")]:
+        code, out, err = zk("add", text, "--at", at, "--wait", "--json")
+        assert code == 0, err
+        ids.append(json.loads(out)["id"])
+    before = Memory(zk_home).store.get(ids[1])
+    assert before.status == "ready" and before.keywords
+    editor(replace=[("so I stopped at 8 km", "so I swam 1 km at the Jamsil pool instead")])
+    code, out, err = zk("edit", ids[1][:8], "--wait", "--json")
+    assert code == 0, err
+    edited = Memory(zk_home).store.get(ids[1])
+    assert edited.status == "ready" and "Jamsil pool" in edited.content and edited.user_tags == ["running"]
+    assert set(before.links) <= set(edited.links)  # kept
+    assert edited.history[0].reason == "edit"
+    code, _, err = zk("revert", ids[1][:8], "--to", "1")
+    reverted = Memory(zk_home).store.get(ids[1])
+    assert code == 0 and reverted.content == before.content and reverted.keywords == before.keywords
+    assert (reverted.tags, reverted.context) == (before.tags, before.context)
+
+
+def test_a_schema_1_jsonl_backup_restores_with_user_tags(zk, zk_home, tmp_path):
+    header = {"type": "zk-export", "schema_version": 1, "embedder": "e5-small", "notes": 1}
+    row = {"type": "note", "id": "ab" * 16, "content": "옛 백업 #복원 #backup", "at": "2026-03-01T08:00:00",
+           "created": "2026-03-01T08:00:00", "keywords": [], "tags": [], "context": "", "links": [],
+           "status": "ready", "version": 1, "history": [], "notebook": "main", "kind": "note"}
+    backup = tmp_path / "old.jsonl"
+    backup.write_text(json.dumps(header) + "\n" + json.dumps(row, ensure_ascii=False) + "\n", encoding="utf-8")
+    code, _, err = zk("import", str(backup))
+    assert code == 0, err
+    assert Memory(zk_home).store.get("ab" * 16).user_tags == ["복원", "backup"]

@@ -17,6 +17,7 @@ from ..config import ZkError
 from ..memory import Memory
 from ..note import Note
 from ..store import SCHEMA_VERSION, note_to_row, row_to_note
+from ..text import hashtags
 
 EXPORT_TYPE = "zk-export"
 
@@ -87,6 +88,8 @@ def restore(memory: Memory, path: Path | BinaryIO, batch_size: int = 128,
                 data = json.loads(line)
                 data["history"] = json.dumps(data.get("history") or [], ensure_ascii=False)
                 data.pop("type", None)
+                if "user_tags" not in data:  # an export from before schema 2: the #tags are in the text
+                    data["user_tags"] = hashtags(data.get("content") or "")
                 batch.append(row_to_note({**data, "vector": None}))
             except (ValueError, KeyError, TypeError) as exc:
                 raise ZkError(f"{name}:{number}: not a valid export line ({exc})") from None
