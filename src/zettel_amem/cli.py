@@ -668,7 +668,7 @@ def rm(note_id: str = _id_arg(),
 
 
 @app.command()
-def export(folder: str | None = typer.Argument(None, metavar="[DIR]", help="With --format markdown: the vault "
+def export(folder: str | None = typer.Argument(None, metavar="DIR", help="With --format markdown: the vault "
                                                "folder (new, empty, or an earlier export to update)."),
            fmt: str = typer.Option("jsonl", "--format", "-f", help="jsonl (a full backup) or markdown (a folder "
                                    "of notes, episodes and entities for Obsidian)."),
