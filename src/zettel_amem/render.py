@@ -33,7 +33,8 @@ def _status(note: Note) -> str:
 
 
 def note_line(note: Note, width: int = 90) -> str:
-    tags = f" [magenta]{escape(' '.join('#' + t for t in note.tags[:3]))}[/]" if note.tags else ""
+    # The model's tags, dim and without "#": a "#word" on screen is always one the user wrote in the text.
+    tags = f" [dim magenta]· {escape(', '.join(note.tags[:3]))}[/]" if note.tags else ""
     return (f"[bold cyan]{note.short_id}[/] [dim]{note.at[:16].replace('T', ' ')}[/] "
             f"{escape(one_line(note.content, width))}{tags}")
 
