@@ -711,7 +711,7 @@ def export(folder: str | None = typer.Argument(None, metavar="DIR", help="With -
             render.print_json(report)
         else:
             render.console.print(f"vault {render.escape(report['folder'])}: {report['notes']} note(s), "
-                                 f"{report['episodes']} episode(s), {report['entities']} entit(y/ies); "
+                                 f"{report['episodes']} episode(s), {report['entities']} entities; "
                                  f"{report['written']} file(s) written, {report['unchanged']} unchanged, "
                                  f"{report['removed']} removed")
         return
