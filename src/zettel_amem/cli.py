@@ -40,24 +40,14 @@ def _global(home: str | None = typer.Option(None, "--home", help="Data directory
 
 def _complete_id(ctx: typer.Context, incomplete: str) -> list[tuple[str, str]]:
     """Shell completion of a note id: ids of the notebook (from --home/-n on the command line) starting with
-    what was typed, each with its first words. Any failure completes nothing: completion must never print."""
+    what was typed, each with its date and first words. Any failure completes nothing: completion must
+    never print an error into the user's command line."""
     try:
-        from .config import home_dir
-        from .store import Store, sql_str
-        from .text import one_line
+        from .memory import Memory
 
         root = ctx.find_root().params
-        home = home_dir(root.get("home"))
-        meta = Store.read_meta(home)
-        typed = incomplete.strip().lower()
-        if not meta or not all(ch in "0123456789abcdef" for ch in typed):
-            return []
-        store = Store(home, meta["embedder"], int(meta["dim"]))  # no embedder is loaded for this
-        where = f"notebook = {sql_str(root.get('notebook') or 'main')} AND id LIKE {sql_str(typed + '%')}"
-        rows = store._query(where, ["id", "content", "at"], limit=200)
-        rows.sort(key=lambda r: r["at"], reverse=True)
-        size = 8 if len(typed) < 8 else 32
-        return [(r["id"][:size], r["at"][:10] + " " + one_line(r["content"], 50)) for r in rows[:50]]
+        memory = Memory(root.get("home"), notebook=root.get("notebook") or "main")
+        return memory.id_completions(incomplete)
     except Exception:  # noqa: BLE001
         return []
 

@@ -40,7 +40,7 @@ from .note import (
 from .prompts import Prompts
 from .retrieve import Hit, KeywordIndex, expand, fuse, render_for_context
 from .store import Store, sql_str
-from .text import has_control_chars, has_lone_surrogate, hashtags, is_trivial, nfc, tag_key
+from .text import has_control_chars, has_lone_surrogate, hashtags, is_trivial, nfc, one_line, tag_key
 
 MAX_NOTE_CHARS = 100_000  # a note is an atomic thought; longer input belongs in `zk import`
 _CITATION = re.compile(r"\[([0-9a-f]{4,32})\]")
@@ -385,6 +385,17 @@ class Memory:
 
     def backlinks(self, note_id: str) -> list[str]:
         return self.store.backlinks(note_id)
+
+    def id_completions(self, typed: str, limit: int = 50) -> list[tuple[str, str]]:
+        """Shell completion: (short id, "date first words") of the notebook's notes whose id starts with
+        `typed`, newest first. Nothing for a home without a store (completion must not create one)."""
+        typed = typed.strip().lower()
+        if not Store.read_meta(self.home) or not all(ch in "0123456789abcdef" for ch in typed):
+            return []
+        rows = self.store._query(self._scope(f"id LIKE {sql_str(typed + '%')}"), ["id", "content", "at"], limit=500)
+        rows.sort(key=lambda r: r["at"], reverse=True)
+        size = 8 if len(typed) < 8 else 32
+        return [(r["id"][:size], r["at"][:10] + " " + one_line(r["content"], 50)) for r in rows[:limit]]
 
     def neighbours(self, note: Note) -> list[Note]:
         ids = [*note.links, *self.backlinks(note.id)]
