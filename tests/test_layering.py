@@ -19,7 +19,7 @@ ALLOWED = {
     "relative_dates": set(),
     "note": set(),
     "prompts": {"config", "text"},
-    "store": {"config", "note"},
+    "store": {"config", "note", "text"},
     "embed": {"config"},
     "llm": {"config", "llm"},
     "construct": {"config", "llm", "note", "prompts", "relative_dates", "text"},
@@ -27,8 +27,10 @@ ALLOWED = {
     "evolve": {"config", "link", "note", "text"},
     "retrieve": {"note", "relative_dates", "text"},
     "answer": {"config", "prompts", "retrieve"},
-    "memory": {"answer", "config", "construct", "evolve", "link", "llm", "note", "prompts", "retrieve", "store", "text",
-               "embed"},
+    "dates": {"config"},
+    "editor": {"config"},
+    "memory": {"answer", "config", "construct", "dates", "evolve", "link", "llm", "note", "prompts", "retrieve",
+               "store", "text", "embed"},
     "ingest": {"config", "ingest", "memory", "note", "store", "text"},
     "tier_store": {"note", "store"},
     "episodes": {"config", "construct", "llm", "note", "prompts", "text"},
@@ -39,7 +41,9 @@ ALLOWED = {
     "render": {"note", "retrieve", "text"},
     "health": {"config", "store"},  # storage health below the CLI: diagnose and read what is left
     "doctor": {"config", "embed", "health", "ingest", "llm", "memory", "note", "store", "worker"},
-    "cli": {"config", "doctor", "health", "memory", "render", "worker", "ingest", "note", "tiers"},
+    "graphpage": {"note", "text"},
+    "cli": {"config", "dates", "doctor", "editor", "graphpage", "health", "memory", "render", "worker", "ingest",
+            "note", "prompts", "tiers"},
 }
 
 

@@ -12,7 +12,9 @@ import typer
 
 from .config import ZkError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
+# add_completion: `zk --install-completion` / `--show-completion` (Typer's, for the shell it detects);
+# `zk completion SHELL` prints the script for a named shell. Note ids complete from the store.
+app = typer.Typer(add_completion=True, no_args_is_help=True, rich_markup_mode=None,
                   help="zk: a local-first Zettelkasten that organises itself (A-MEM).")
 
 JSON_OPT = typer.Option(False, "--json", help="Print JSON for scripts.")
@@ -38,6 +40,24 @@ def _global(home: str | None = typer.Option(None, "--home", help="Data directory
         os.environ["ZK_LLM_MODEL"] = model
 
 
+def _complete_id(ctx: typer.Context, incomplete: str) -> list[tuple[str, str]]:
+    """Shell completion of a note id: ids of the notebook (from --home/-n on the command line) starting with
+    what was typed, each with its date and first words. Any failure completes nothing: completion must
+    never print an error into the user's command line."""
+    try:
+        from .memory import Memory
+
+        root = ctx.find_root().params
+        memory = Memory(root.get("home"), notebook=root.get("notebook") or "main")
+        return memory.id_completions(incomplete)
+    except Exception:  # noqa: BLE001
+        return []
+
+
+def _id_arg(help: str = "Note id or unique prefix."):
+    return typer.Argument(..., metavar="ID", autocompletion=_complete_id, help=help)
+
+
 def _memory(**kwargs):
     from .memory import Memory
 
@@ -60,18 +80,110 @@ def _notes_json(memory, notes, **extra_for) -> list[dict]:
                       **{k: f(n) for k, f in extra_for.items()}) for n in notes]
 
 
+def _when(value: str | None, role: str = "at") -> str | None:
+    """A date option as ISO time (natural phrases in English or Korean read here); a guessed reading
+    ("03/04") is reported in one line on stderr."""
+    if value is None:
+        return None
+    from .dates import resolve
+
+    iso, note = resolve(value, role)
+    if note:
+        sys.stderr.write(f"zk: note: {note}\n")
+    return iso
+
+
+def _write_in_editor(template: str | None, at: str | None) -> tuple[str | None, object]:
+    """`zk add` without text: the editor on an empty file or a filled-in template. (text, file); text
+    None when the file came back empty or as the template was (nothing to add)."""
+    from datetime import datetime
+
+    from .config import home_dir, templates_override_dirs
+    from .editor import discard, edit_text, same_text
+    from .prompts import Prompts
+
+    initial = ""
+    if template:
+        when = datetime.fromisoformat(at) if at else datetime.now()
+        initial = Prompts(templates_override_dirs(home_dir(State.home))).note_template(template, when)
+    text, path = edit_text(initial, "new")
+    if not text.strip() or (template and same_text(text, initial)):
+        discard(path)
+        return None, None
+    return text, path
+
+
+def _after_write(memory, note, wait: bool):
+    """Run the LLM steps now (`--wait`) or leave them to the background worker."""
+    if wait:
+        from .worker import step_lock
+
+        try:
+            with step_lock(memory.home):  # not at the same time as a background worker on this note
+                return memory.process(note.id)
+        except ZkError as exc:  # the model could not even load: the note itself is safe
+            raise ZkError(f"{exc} — note {note.short_id} is saved as pending; run `zk process` later") from None
+    if memory.settings.auto_worker:
+        from .worker import spawn
+
+        spawn(memory.home)
+    return None
+
+
+def _result_json(note, result) -> dict:
+    data = {"id": note.id, "status": result.status if result else note.status, "session_id": note.session_id,
+            "user_tags": note.user_tags}
+    if result:
+        data.update(links=result.links, evolved=result.evolved, refused=result.refused, error=result.error or None,
+                    usage={"llm_calls": result.llm_calls, "evaluated_tokens": result.evaluated_tokens,
+                           "completion_tokens": result.completion_tokens, "seconds": round(result.seconds, 2)})
+    return data
+
+
 @app.command()
-def add(text: str = typer.Argument(..., help="The note, or - to read it from standard input."),
-        at: str | None = typer.Option(None, "--at", help="When it happened, e.g. 2026-03-29T09:15."),
+def add(text: str | None = typer.Argument(None, help="The note, or - to read it from standard input. Omit it to "
+                                          "write the note in $VISUAL/$EDITOR."),
+        at: str | None = typer.Option(None, "--at", help="When it happened: 2026-03-29T09:15, yesterday 9am, "
+                                      "last friday, 어제, 3일 전, 오늘 아침 …"),
+        template: str | None = typer.Option(None, "--template", "-t", help="Open the editor on this note "
+                                            "template (e.g. daily, daily-en; templates/NAME.md)."),
+        edit: bool = typer.Option(False, "--edit", "-e", help="Write the note in the editor (the default "
+                                  "without text when standard input is a terminal)."),
         wait: bool = typer.Option(False, "--wait", help="Run linking and evolution now and show them."),
         as_json: bool = JSON_OPT) -> None:
-    """Add a note. It is saved and searchable at once; the LLM work runs in the background."""
+    """Add a note. It is saved and searchable at once; the LLM work runs in the background.
 
-    content = _read_stdin() if text == "-" else text
+    Without text (at a terminal), or with --edit / --template, $VISUAL or $EDITOR opens; an empty file or
+    an unchanged template adds nothing. #words in the text are your own tags (`zk tags`)."""
+    from . import render
+
+    at = _when(at)
+    path = None
+    if text is not None and (edit or template):
+        raise ZkError("give the note as text or write it in the editor (--edit/--template), not both")
+    if text is None:
+        if not (edit or template or (sys.stdin is not None and sys.stdin.isatty())):
+            raise ZkError("no note given: pass the text, - to read standard input, or --edit to use $EDITOR")
+        content, path = _write_in_editor(template, at)
+        if content is None:
+            if as_json:
+                render.print_json({"id": None, "status": "not added", "reason": "empty or unchanged"})
+            else:
+                render.err_console.print("nothing added: the note was empty or the template unchanged")
+            return
+    else:
+        content = _read_stdin() if text == "-" else text
     memory = _memory()
-    note = memory.add(content, at)
     try:
-        _after_add(memory, note, wait, as_json)
+        note = memory.add(content, at)
+    except ZkError as exc:
+        raise ZkError(f"{exc} (your text is in {path})" if path else str(exc)) from None
+    if path:
+        from .editor import discard
+
+        discard(path)  # durable in the store now
+    try:
+        _show_added(memory, note, wait, as_json)
     except ZkError as exc:  # a failure after the write must not read as "not saved" (a retry would double it)
         message = str(exc)
         raise ZkError(message if note.short_id in message else f"note {note.short_id} was saved, but {message}"
@@ -80,34 +192,65 @@ def add(text: str = typer.Argument(..., help="The note, or - to read it from sta
         _interrupted(f"note {note.short_id} is saved and stays pending, `zk process` finishes it")
 
 
-def _after_add(memory, note, wait: bool, as_json: bool) -> None:
+def _show_added(memory, note, wait: bool, as_json: bool) -> None:
     from . import render
 
-    result = None
-    if wait:
-        from .worker import step_lock
-
-        try:
-            with step_lock(memory.home):  # not at the same time as a background worker on this note
-                result = memory.process(note.id)
-        except ZkError as exc:  # the model could not even load: the note itself is safe
-            raise ZkError(f"{exc} — note {note.short_id} is saved as pending; run `zk process` later") from None
-    elif memory.settings.auto_worker:
-        from .worker import spawn
-
-        spawn(memory.home)
+    result = _after_write(memory, note, wait)
     if as_json:
-        data = {"id": note.id, "status": result.status if result else note.status, "session_id": note.session_id}
-        if result:
-            data.update(links=result.links, evolved=result.evolved, refused=result.refused, error=result.error or None,
-                        usage={"llm_calls": result.llm_calls, "evaluated_tokens": result.evaluated_tokens,
-                               "completion_tokens": result.completion_tokens,
-                               "seconds": round(result.seconds, 2)})
-        render.print_json(data)
+        render.print_json(_result_json(note, result))
         return
     linked = list(memory.store.get_many(result.links).values()) if result else []
     evolved = list(memory.store.get_many(result.evolved).values()) if result else []
     render.add_result(memory.store.get(note.id) or note, result, linked, evolved)
+
+
+@app.command()
+def edit(note_id: str = _id_arg(),
+         wait: bool = typer.Option(False, "--wait", help="Annotate and link it again now, not in the background."),
+         as_json: bool = JSON_OPT) -> None:
+    """Fix a note in $VISUAL/$EDITOR. A saved change is a new version (`zk history`, `zk revert`); the note
+    is embedded, annotated and linked again (its links are kept). An unchanged file changes nothing."""
+    from . import render
+    from .editor import discard, edit_text, same_text
+
+    memory = _memory()
+    note = memory.resolve(note_id)
+    text, path = edit_text(note.content + "\n", note.short_id)
+    if same_text(text, note.content):
+        discard(path)
+        render.print_json({"id": note.id, "changed": False, "version": note.version}) if as_json else \
+            render.err_console.print(f"no change: note {note.short_id} stays at version {note.version}")
+        return
+    if not text.strip():
+        discard(path)
+        raise ZkError(f"the edited note is empty; nothing changed (to delete it: zk rm {note.short_id})")
+    from .worker import step_lock
+
+    try:
+        with step_lock(memory.home):  # a worker must not write back the old text it read before this
+            updated = memory.edit(note.id, text, expected=note.content)
+    except ZkError as exc:
+        raise ZkError(f"{exc} (your text is in {path})") from None
+    discard(path)
+    if updated is None:
+        render.err_console.print(f"no change: note {note.short_id} stays at version {note.version}")
+        return
+    if updated.session_id:  # its session's summary was made from the old text: summarise it again
+        from .tiers import Tiers, episode_id_for
+
+        tiers = Tiers(memory)
+        if tiers.store.episode(episode_id_for(updated.session_id)) is not None:
+            tiers.close_session(updated.session_id, force=True)
+    result = _after_write(memory, updated, wait)
+    if as_json:
+        render.print_json({**_result_json(updated, result), "changed": True, "version": updated.version})
+        return
+    render.console.print(f"[green]edited[/] {render.note_line(memory.store.get(updated.id) or updated)} "
+                         f"[dim]now version {updated.version}[/]")
+    if result is not None:
+        linked = list(memory.store.get_many(result.links).values())
+        evolved = list(memory.store.get_many(result.evolved).values())
+        render.add_result(memory.store.get(updated.id) or updated, result, linked, evolved)
 
 
 @app.command()
@@ -154,6 +297,7 @@ def search(query: str = typer.Argument(..., help="What to look for."),
            budget: int | None = typer.Option(None, "--budget", min=0, help="Token budget of the expanded "
                                              "notes, as `zk ask` gives them (default from config; 0: none)."),
            episodes_only: bool = typer.Option(False, "--episodes", help="Only matching episodes (L1)."),
+           tag: str | None = typer.Option(None, "--tag", help="Only notes with this #tag of yours."),
            as_json: bool = JSON_OPT) -> None:
     """Retrieval only, no LLM: the notes `zk ask` would be given (hybrid search plus linked notes)
     and matching episodes (L1). `--json` prints the notes; `--episodes --json` the episodes.
@@ -163,7 +307,8 @@ def search(query: str = typer.Argument(..., help="What to look for."),
     from .tiers import Tiers
 
     memory = _memory()
-    episodes = Tiers(memory).search_episodes(query, k=3, min_score=memory.settings.context_min_score)
+    episodes = [] if tag is not None and not episodes_only else \
+        Tiers(memory).search_episodes(query, k=3, min_score=memory.settings.context_min_score)
     if episodes_only:
         if as_json:
             render.print_json([{"kind": "episode", **h.to_json()} for h in episodes])
@@ -171,7 +316,7 @@ def search(query: str = typer.Argument(..., help="What to look for."),
             render.episodes_table(episodes)
         return
     budget = memory.settings.context_budget_tokens if budget is None else budget
-    hits = memory.search(query, limit, follow_links=not no_links, budget_tokens=budget or None)
+    hits = memory.search(query, limit, follow_links=not no_links, budget_tokens=budget or None, tag=tag)
     if as_json:
         render.print_json(_notes_json(memory, hits))
         return
@@ -181,15 +326,17 @@ def search(query: str = typer.Argument(..., help="What to look for."),
 
 
 @app.command("list")
-def list_notes(since: str | None = typer.Option(None, "--since", help="Only notes at or after this date."),
+def list_notes(since: str | None = typer.Option(None, "--since", help="Only notes at or after this date "
+                                                "(2026-03-01, 어제, last friday, 2 weeks ago …)."),
                until: str | None = typer.Option(None, "--until", help="Only notes before this date."),
+               tag: str | None = typer.Option(None, "--tag", help="Only notes with this #tag of yours."),
                limit: int | None = typer.Option(None, "--limit", min=1, help="At most N notes."),
                as_json: bool = JSON_OPT) -> None:
     """Notes, newest first, one line each."""
     from . import render
 
     memory = _memory()
-    notes = memory.list(since, until, limit)
+    notes = memory.list(_when(since, "since"), _when(until, "until"), limit, tag=tag)
     if as_json:
         render.print_json(_notes_json(memory, notes))
     else:
@@ -197,7 +344,37 @@ def list_notes(since: str | None = typer.Option(None, "--since", help="Only note
 
 
 @app.command()
-def show(note_id: str = typer.Argument(..., metavar="ID", help="Note id, session id (s...) or a unique prefix."),
+def on(date: str = typer.Argument(..., metavar="DATE", help="A day: 2026-03-29, yesterday, last friday, 어제, "
+                                  "그저께, 지난주 금요일, 3일 전 …"),
+       tag: str | None = typer.Option(None, "--tag", help="Only notes with this #tag of yours."),
+       as_json: bool = JSON_OPT) -> None:
+    """The notes of one day, oldest first."""
+    from . import render
+    from .dates import day_range
+
+    day, start, end, note = day_range(date)
+    if note:
+        sys.stderr.write(f"zk: note: {note}\n")
+    memory = _memory()
+    notes = sorted(memory.list(start, end, tag=tag), key=lambda n: (n.at, n.created, n.seq))
+    if as_json:
+        render.print_json(_notes_json(memory, notes))
+        return
+    render.day_header(day, len(notes))
+    render.notes_list(notes)
+
+
+@app.command()
+def tags(as_json: bool = JSON_OPT) -> None:
+    """Your own #tags (written in notes), with how many notes carry each; the model's tags are not listed."""
+    from . import render
+
+    rows = _memory().tag_counts()
+    render.print_json(rows) if as_json else render.tags_table(rows)
+
+
+@app.command()
+def show(note_id: str = _id_arg("Note id, session id (s...) or a unique prefix."),
          as_json: bool = JSON_OPT) -> None:
     """Every field of a note, its links both ways and its version history; or a session's turns."""
     from . import render
@@ -230,7 +407,7 @@ def _show_note(memory, note, as_json: bool) -> None:
 
 
 @app.command()
-def links(note_id: str = typer.Argument(..., metavar="ID", help="Note id or unique prefix."),
+def links(note_id: str = _id_arg(),
           depth: int = typer.Option(1, "--depth", min=1, max=3, help="How many hops to show."),
           as_json: bool = JSON_OPT) -> None:
     """What a note links to (→) and what links to it (←), as a tree."""
@@ -355,6 +532,21 @@ def import_(source: str = typer.Argument(..., help="File, Markdown folder, or - 
     memory = _memory()
     stream = open_source(source, sys.stdin.buffer)  # a pipe (`<(...)`, /dev/stdin) is read exactly once
     name = "stdin" if source == "-" else source
+    if isinstance(stream, Path) and stream.is_dir() and fmt in ("auto", "markdown"):
+        from .ingest.vault import is_vault, restore_vault
+
+        if is_vault(stream):  # a folder `zk export --format markdown` wrote: the same notes back, same ids
+            report = restore_vault(memory, stream)
+            _queue_after_import(memory, report["session_ids"], spawn_worker=bool(report["added"]))
+            render.print_json(report) if as_json else render.console.print(
+                f"restored [green]{report['added']}[/] note(s) from the zk vault, "
+                f"{report['skipped_duplicates']} already present" +
+                (f", {len(report['failed'])} page(s) skipped" if report["failed"] else ""))
+            if report["failed"]:
+                for problem in report["failed"]:
+                    render.err_console.print(f"[yellow]skipped[/] {render.escape(problem['message'])}")
+                raise typer.Exit(3)
+            return
     if not (isinstance(stream, Path) and stream.is_dir()):
         # A backup is restored (same ids, links, versions), never imported as chat turns, whatever
         # the format option says and wherever it comes from (`zk export | zk --home new import -`).
@@ -437,7 +629,7 @@ def sessions(limit: int | None = typer.Option(None, "--limit", min=1, help="At m
 
 
 @app.command()
-def history(note_id: str = typer.Argument(..., metavar="ID", help="Note id or unique prefix."),
+def history(note_id: str = _id_arg(),
             as_json: bool = JSON_OPT) -> None:
     """Every recorded change of a note: what changed, caused by which note, when."""
     from . import render
@@ -452,7 +644,7 @@ def history(note_id: str = typer.Argument(..., metavar="ID", help="Note id or un
 
 
 @app.command()
-def revert(note_id: str = typer.Argument(..., metavar="ID", help="Note id or unique prefix."),
+def revert(note_id: str = _id_arg(),
            to: int | None = typer.Option(None, "--to", help="Version to restore (default: the one before)."),
            as_json: bool = JSON_OPT) -> None:
     """Undo evolution: restore an earlier version (recorded as a new version; nothing is lost)."""
@@ -467,7 +659,7 @@ def revert(note_id: str = typer.Argument(..., metavar="ID", help="Note id or uni
 
 
 @app.command()
-def rm(note_id: str = typer.Argument(..., metavar="ID", help="Note id or unique prefix."),
+def rm(note_id: str = _id_arg(),
        yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
        as_json: bool = JSON_OPT) -> None:
     """Delete a note for good: its links both ways, its history, and its text on disk."""
@@ -498,26 +690,69 @@ def rm(note_id: str = typer.Argument(..., metavar="ID", help="Note id or unique 
 
 
 @app.command()
-def export(fmt: str = typer.Option("jsonl", "--format", "-f", help="Only jsonl for now."),
-           output: str | None = typer.Option(None, "--output", "-o", help="File to write (default: stdout)."),
+def export(folder: str | None = typer.Argument(None, metavar="DIR", help="With --format markdown: the vault "
+                                               "folder (new, empty, or an earlier export to update)."),
+           fmt: str = typer.Option("jsonl", "--format", "-f", help="jsonl (a full backup) or markdown (a folder "
+                                   "of notes, episodes and entities for Obsidian)."),
+           output: str | None = typer.Option(None, "--output", "-o", help="File (jsonl) or folder (markdown) to "
+                                             "write (jsonl default: stdout)."),
            all_notebooks: bool = typer.Option(False, "--all", help="Every notebook (a full backup), not only "
-                                              "the current one (-n)."),
-           ) -> None:
-    """Back up notes, links, versions and sessions as JSONL; `zk import FILE` restores it.
+                                              "the current one (-n). jsonl only."),
+           as_json: bool = JSON_OPT) -> None:
+    """Back up notes, links, versions and sessions as JSONL (`zk import FILE` restores it), or write the
+    notebook as a Markdown vault: one page per note, episode and entity, linked with [[wikilinks]]
+    (`zk import DIR` restores the notes). Re-exporting into the same folder updates it.
 
-    Episodes and the graph are not exported: restoring queues the sessions again and the worker
+    Episodes and the graph are not in the JSONL: restoring queues the sessions again and the worker
     rebuilds them from the raw turns."""
+    if fmt not in ("jsonl", "markdown"):
+        raise ZkError(f"unknown export format '{fmt}' (jsonl or markdown)")
+    if folder and output:
+        raise ZkError("give the destination once: DIR or --output")
+    target = folder or output
+    memory = _memory()
+    if fmt == "markdown":
+        from pathlib import Path
+
+        from . import render
+        from .ingest.vault import export_vault
+
+        if not target:
+            raise ZkError("zk export --format markdown needs a folder: zk export --format markdown DIR")
+        if all_notebooks:
+            raise ZkError("a vault holds one notebook; export each with -n NAME")
+        tiers = _tiers_of(memory)
+        episodes = [e for e in tiers.store.episodes(memory.notebook) if e.status != "pruned"]
+        entities = tiers.store.entities(memory.notebook)
+        relations = tiers.store.relations(memory.notebook)
+        with render.progress(transient=True) as bar:
+            task = bar.add_task("writing the vault", total=None)
+            report = export_vault(memory, Path(target), episodes, entities, relations,
+                                  lambda i, n: bar.update(task, completed=i, total=n))
+        if as_json:
+            render.print_json(report)
+        else:
+            render.console.print(f"vault {render.escape(report['folder'])}: {report['notes']} note(s), "
+                                 f"{report['episodes']} episode(s), {report['entities']} entities; "
+                                 f"{report['written']} file(s) written, {report['unchanged']} unchanged, "
+                                 f"{report['removed']} removed")
+        return
+    if folder:
+        raise ZkError("a JSONL export goes to a file: use -o FILE (or stdout)")
     from .ingest.export import export_jsonl
 
-    if fmt != "jsonl":
-        raise ZkError(f"unknown export format '{fmt}' (only jsonl)")
-    memory = _memory()
     if output:
         with open(output, "w", encoding="utf-8") as out:
             count = export_jsonl(memory, out, all_notebooks)
         sys.stderr.write(f"exported {count} note(s) to {output}\n")
     else:
         export_jsonl(memory, sys.stdout, all_notebooks)
+
+
+def _tiers_of(memory):
+    from .tiers import Tiers
+
+    return Tiers(memory)
 
 
 @app.command()
@@ -642,7 +877,7 @@ def context(message: str = typer.Argument(..., help="The user's new message, or 
 
 
 @app.command()
-def expand(item_id: str = typer.Argument(..., metavar="ID", help="Episode id (e…), session id (s…) or note id."),
+def expand(item_id: str = _id_arg("Episode id (e…), session id (s…) or note id."),
            as_json: bool = JSON_OPT) -> None:
     """L1: the full episode summary (e…), a session's turns (s…), or a whole note."""
     from . import render
@@ -671,11 +906,23 @@ def graph(entity: str | None = typer.Argument(None, help="A person, project, pla
           at: str | None = typer.Option(None, "--at", help="Only relations valid at this date."),
           merge_into: str | None = typer.Option(None, "--merge-into", help="Record that ENTITY is the same as this."),
           unmerge: bool = typer.Option(False, "--unmerge", help="Undo the merge of the entity named ENTITY."),
+          html: str | None = typer.Option(None, "--html", metavar="FILE", help="Write notes, links and entities "
+                                          "as one interactive offline page (search, colours, click to read)."),
+          all_notebooks: bool = typer.Option(False, "--all", help="With --html: every notebook, not only -n."),
           as_json: bool = JSON_OPT) -> None:
-    """L2: what the graph knows about an entity: relations now and in the past, their episodes, neighbours."""
+    """L2: what the graph knows about an entity: relations now and in the past, their episodes, neighbours.
+
+    `zk graph --html FILE` draws the whole notebook instead: open FILE in a browser."""
     from . import render
 
     tiers = _tiers()
+    if html is not None:
+        if entity is not None or merge_into or unmerge or at:
+            raise ZkError("--html draws the whole notebook: give no ENTITY, --at, --merge-into or --unmerge")
+        _graph_page(tiers, html, all_notebooks, as_json)
+        return
+    if all_notebooks:
+        raise ZkError("--all goes with --html")
     if merge_into and unmerge:
         raise ZkError("use either --merge-into or --unmerge, not both")
     if entity is None:
@@ -692,8 +939,35 @@ def graph(entity: str | None = typer.Argument(None, help="A person, project, pla
             render.console.print(f"'{render.escape(changed.name)}' " + (
                 "stands alone again" if unmerge else f"is now the same entity as '{render.escape(merge_into)}'"))
         return
-    view = tiers.graph(entity, depth, at)
+    view = tiers.graph(entity, depth, _when(at))
     render.print_json(view) if as_json else render.console.print(render.graph_tree(view))
+
+
+def _graph_page(tiers, path: str, all_notebooks: bool, as_json: bool) -> None:
+    from pathlib import Path
+
+    from . import render
+    from .graphpage import graph_data, render_page
+
+    memory = tiers.memory
+    notes = memory.store.notes(None if all_notebooks else memory._scope())
+    notebooks = sorted({n.notebook for n in notes} | {memory.notebook}) if all_notebooks else [memory.notebook]
+    entities = [e for nb in notebooks for e in tiers.store.entities(nb)]
+    relations = [r for nb in notebooks for r in tiers.store.relations(nb)]
+    data = graph_data(notes, entities, relations)
+    title = "zk · " + (", ".join(notebooks) if all_notebooks else memory.notebook)
+    target = Path(path).expanduser()
+    try:
+        target.write_text(render_page(data, title), encoding="utf-8")
+    except OSError as exc:
+        raise ZkError(f"cannot write {target}: {exc.strerror or exc}") from None
+    summary = {"file": str(target), "notes": data["notes"], "entities": data["entities"], "links": data["links"],
+               "nodes": len(data["nodes"]), "edges": len(data["edges"])}
+    if as_json:
+        render.print_json(summary)
+    else:
+        render.console.print(f"wrote {render.escape(str(target))}: {data['notes']} notes, {data['entities']} "
+                             f"entities, {data['links']} links (open it in a browser; it works offline)")
 
 
 session_app = typer.Typer(no_args_is_help=True, help="Close sessions into episodes, or summarise one again.")
@@ -774,6 +1048,18 @@ def stats(as_json: bool = JSON_OPT) -> None:
 
     data = _tiers().stats()
     render.print_json(data) if as_json else render.stats_view(data)
+
+
+@app.command()
+def completion(shell: str = typer.Argument(..., help="bash, zsh, fish or powershell.")) -> None:
+    """Print the shell completion script (commands, options and note ids), e.g.
+    `zk completion bash > ~/.local/share/bash-completion/completions/zk`, or `eval "$(zk completion zsh)"`.
+    `zk --install-completion` installs it for the shell you are in."""
+    from typer._completion_shared import get_completion_script  # Typer's script; no public name for it
+
+    if shell not in ("bash", "zsh", "fish", "powershell", "pwsh"):
+        raise ZkError(f"unknown shell '{shell}' (bash, zsh, fish or powershell)")
+    sys.stdout.write(get_completion_script(prog_name="zk", complete_var="_ZK_COMPLETE", shell=shell).rstrip() + "\n")
 
 
 def _one_line(message: str) -> str:

@@ -183,6 +183,6 @@ def package_dir(module: str) -> Path | None:
 
 
 def templates_override_dirs(home: Path) -> list[Path]:
-    """User prompt overrides: `NAME.txt` in `<home>/templates/`, else in `<config dir>/templates/`,
-    replaces the shipped template of that name."""
+    """User template overrides: `NAME.txt` (prompt) or `NAME.md` (note template) in `<home>/templates/`,
+    else in `<config dir>/templates/`, replaces the shipped template of that name."""
     return [home / "templates", config_dir() / "templates"]

@@ -16,7 +16,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import date
 from pathlib import Path
 
 from .answer import DECLINED, answer_schema, decide, echoes_prompt, extractive, read_answer
@@ -25,11 +25,22 @@ from .construct import annotate
 from .evolve import apply_update, forget_changes_by, record
 from .link import decide_links
 from .llm import LLM, LLMError, Usage
-from .note import CONSTRUCTED, EVOLVABLE, PENDING, READY, Note, ProcessResult, journal_period, now_iso, session_id_for
+from .note import (
+    CONSTRUCTED,
+    EVOLVABLE,
+    PENDING,
+    READY,
+    REVERTIBLE,
+    Note,
+    ProcessResult,
+    journal_period,
+    now_iso,
+    session_id_for,
+)
 from .prompts import Prompts
 from .retrieve import Hit, KeywordIndex, Signal, expand, fuse_signals, render_for_context, smooth_by_session
 from .store import Store, sql_str
-from .text import has_control_chars, has_lone_surrogate, is_trivial, nfc
+from .text import has_control_chars, has_lone_surrogate, hashtags, is_trivial, nfc, one_line, tag_key
 
 MAX_NOTE_CHARS = 100_000  # a note is an atomic thought; longer input belongs in `zk import`
 
@@ -86,21 +97,24 @@ def validate_content(content: str) -> str:
     return stripped
 
 
-def parse_when(value: str | None) -> str:
-    """Normalise --at / --since values to ISO wall-clock time (seconds precision)."""
-    if value is None:
-        return now_iso()
-    text = value.strip()
-    try:
-        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise ZkError(f"cannot read the date '{value}' (use e.g. 2026-03-29 or 2026-03-29T09:15)") from None
-    if parsed.tzinfo is not None:
-        try:
-            parsed = parsed.astimezone().replace(tzinfo=None)
-        except (OverflowError, ValueError, OSError):  # 9999-12-31T23:59-12:00 is past the year 9999 here
-            raise ZkError(f"the date '{value}' is out of range (years 1 to 9999 in local time)") from None
-    return parsed.replace(microsecond=0).isoformat()
+def parse_when(value: str | None, role: str = "at") -> str:
+    """Normalise --at / --since / --until values to ISO wall-clock time (seconds precision): ISO as
+    given, or a natural phrase in English or Korean ("yesterday 9am", "어제", "3일 전"; see `dates`).
+    `role` "since"/"until" takes the start of the day for a phrase that names no time."""
+    from .dates import resolve
+
+    return resolve(value, role)[0]
+
+
+def has_tag(note: Note, tag: str) -> bool:
+    """Whether the note carries the user's #tag (case-insensitive, "#" optional)."""
+    key = tag_key(tag)
+    return any(tag_key(t) == key for t in note.user_tags)
+
+
+def _edited(note: Note) -> bool:
+    """Whether the user has edited the note's text: its later annotation and links are then versions."""
+    return any(v.reason == "edit" for v in note.history)
 
 
 class Memory:
@@ -166,7 +180,7 @@ class Memory:
         when = parse_when(at)
         return Note(id=uuid.uuid4().hex, content=content, at=when, created=now_iso(), notebook=self.notebook,
                     content_hash=content_hash(content, fields.get("speaker"), when, fields.get("source")),
-                    **fields)
+                    user_tags=hashtags(content), **fields)
 
     def add(self, content: str, at: str | None = None) -> Note:
         """Store the raw note with its content embedding. Returns once it is durable and searchable.
@@ -197,6 +211,28 @@ class Memory:
         for note, vector in zip(enriched, vectors[len(notes):]):
             note.vector = vector.tolist()
         return self.store.add(notes, skip_existing=skip_existing)
+
+    def edit(self, note_id: str, content: str, expected: str | None = None) -> Note | None:
+        """Replace a note's text (`zk edit`): a new version (content and #tags, old and new), a fresh
+        content embedding, and the note queued again (`pending`) to be re-annotated and re-linked like a
+        new one. None if the text is unchanged. `expected` is the text the editor was opened with: if the
+        stored text changed meanwhile, nothing is overwritten."""
+        note = self.store.get(self.resolve(note_id).id, with_vector=True)
+        if expected is not None and note.content != expected:
+            raise ZkError(f"note {note.short_id} was changed while you edited it")
+        content = validate_content(content)
+        if content == note.content:
+            return None
+        changes = {"content": {"old": note.content, "new": content}}
+        tags = hashtags(content)
+        if tags != note.user_tags:
+            changes["user_tags"] = {"old": note.user_tags, "new": tags}
+        note.content, note.user_tags = content, tags
+        record(note, changes, None, "edit")
+        note.status, note.error = PENDING, ""
+        note.vector = self.embedder.embed_passages([note.embedding_text()])[0].tolist()
+        self.store.update([note])
+        return note
 
     # -- processing (the A-MEM pipeline) ----------------------------------------------------------
     def pending_ids(self, all_notebooks: bool = False) -> list[str]:
@@ -241,7 +277,12 @@ class Memory:
             return
         annotation, spent = annotate(self.llm, self.prompts, note, self.settings)
         usage.add(spent)
+        before = {name: getattr(note, name) for name in EVOLVABLE}
         note.keywords, note.tags, note.context = annotation.keywords, annotation.tags, annotation.context
+        if _edited(note):  # re-annotation after `zk edit` is a version too, so a revert restores it whole
+            changes = {n: {"old": old, "new": getattr(note, n)} for n, old in before.items() if old != getattr(note, n)}
+            if changes:
+                record(note, changes, None, "annotated again after edit")
         note.vector = self.embedder.embed_passages([note.embedding_text()])[0].tolist()
         note.status, note.error = CONSTRUCTED, ""
         self.store.update([note])
@@ -270,8 +311,11 @@ class Memory:
             return
         decision, spent = decide_links(self.llm, self.prompts, note, [c for c, _ in candidates], self.settings)
         usage.add(spent)
+        old_links = list(note.links)  # an edited note keeps its links; new ones are added after them
         note.links = [i for i in dict.fromkeys([*note.links, *decision.links]) if i != note.id]
         note.links = note.links[: self.settings.max_links]
+        if _edited(note) and note.links != old_links:
+            record(note, {"links": {"old": old_links, "new": list(note.links)}}, None, "linked again after edit")
         neighbours = self.store.get_many([u.note_id for u in decision.updates], with_vector=True)
         updates, result.refused = self._on_topic([u for u in decision.updates if u.note_id in neighbours],
                                                  neighbours, note)
@@ -329,7 +373,7 @@ class Memory:
         if not 1 <= target < note.version:
             raise ZkError(f"note {note.short_id} is at version {note.version}; "
                           f"choose a version from 1 to {note.version - 1}")
-        state = {name: getattr(note, name) for name in EVOLVABLE}
+        state = {name: getattr(note, name) for name in REVERTIBLE}
         for version in sorted(note.history, key=lambda v: -v.version):
             if version.version <= target:
                 break
@@ -380,22 +424,50 @@ class Memory:
     def backlinks(self, note_id: str) -> list[str]:
         return self.store.backlinks(note_id)
 
+    def id_completions(self, typed: str, limit: int = 50) -> list[tuple[str, str]]:
+        """Shell completion: (short id, "date first words") of the notebook's notes whose id starts with
+        `typed`, newest first. Nothing for a home without a store (completion must not create one)."""
+        typed = typed.strip().lower()
+        if not Store.read_meta(self.home) or not all(ch in "0123456789abcdef" for ch in typed):
+            return []
+        rows = self.store._query(self._scope(f"id LIKE {sql_str(typed + '%')}"), ["id", "content", "at"], limit=500)
+        rows.sort(key=lambda r: r["at"], reverse=True)
+        size = 8 if len(typed) < 8 else 32
+        return [(r["id"][:size], r["at"][:10] + " " + one_line(r["content"], 50)) for r in rows[:limit]]
+
     def neighbours(self, note: Note) -> list[Note]:
         ids = [*note.links, *self.backlinks(note.id)]
         found = self.store.get_many(ids)
         return [found[i] for i in dict.fromkeys(ids) if i in found]
 
-    def list(self, since: str | None = None, until: str | None = None, limit: int | None = None) -> list[Note]:
+    def list(self, since: str | None = None, until: str | None = None, limit: int | None = None,
+             tag: str | None = None) -> list[Note]:
+        """Notes newest first; `tag`: only those carrying that #tag of the user's (any case, "#" optional)."""
         if limit is not None and limit < 1:
             raise ZkError("the limit must be at least 1")
         clauses = []
         if since:
-            clauses.append(f"at >= {sql_str(parse_when(since))}")
+            clauses.append(f"at >= {sql_str(parse_when(since, 'since'))}")
         if until:
-            clauses.append(f"at < {sql_str(parse_when(until))}")
+            clauses.append(f"at < {sql_str(parse_when(until, 'until'))}")
+        if tag is not None:
+            clauses.append("array_length(user_tags) > 0")
         notes = self.store.notes(self._scope(" AND ".join(clauses) or None))
+        if tag is not None:
+            notes = [n for n in notes if has_tag(n, tag)]
         notes.sort(key=lambda n: (n.at, n.created, n.seq), reverse=True)
         return notes[:limit] if limit else notes
+
+    def tag_counts(self) -> list[dict]:
+        """The user's #tags in this notebook: tag (its first spelling), number of notes, last used; most
+        used first."""
+        counts: dict[str, dict] = {}
+        for note in sorted(self.store.notes(self._scope("array_length(user_tags) > 0")), key=lambda n: n.at):
+            for tag in note.user_tags:
+                row = counts.setdefault(tag_key(tag), {"tag": tag, "count": 0, "last": ""})
+                row["count"] += 1
+                row["last"] = max(row["last"], note.at)
+        return sorted(counts.values(), key=lambda r: (-r["count"], tag_key(r["tag"])))
 
     def keyword_index(self) -> KeywordIndex:
         """The notebook's BM25 index, rebuilt only when the table has a new version."""
@@ -417,18 +489,20 @@ class Memory:
         return ranked[:pool]
 
     def signals(self, query: str, pool: int, use_vector: bool = True, use_keywords: bool = True,
-                use_enrichment: bool = True) -> list[Signal]:
-        """The ranked lists search fuses: raw words (vector, keywords) and, beside them, the enrichment."""
+                use_enrichment: bool = True, where: str | None = None) -> list[Signal]:
+        """The ranked lists search fuses: raw words (vector, keywords) and, beside them, the enrichment.
+        `where` narrows the vector searches (a store filter)."""
         weight = self.settings.search_enrichment_weight if use_enrichment else 0.0
         index = self.keyword_index() if use_keywords else None
         vector = self.embedder.embed_query(query) if use_vector else None
         out = []
         if vector is not None:
-            out.append(Signal("vector", self._vector_ranked(vector, pool, "raw_vector")))
+            out.append(Signal("vector", self._vector_ranked(vector, pool, "raw_vector", where)))
         if index is not None:
             out.append(Signal("keywords", index.rank(query, pool)))
         if weight > 0 and vector is not None:
-            out.append(Signal("enriched-vector", self._vector_ranked(vector, pool, "vector", "context != ''"), weight))
+            enriched = f"({where}) AND context != ''" if where else "context != ''"
+            out.append(Signal("enriched-vector", self._vector_ranked(vector, pool, "vector", enriched), weight))
         if weight > 0 and index is not None:
             out.append(Signal("enriched-keywords", index.rank_enrichment(query, pool), weight))
         return out
@@ -439,17 +513,23 @@ class Memory:
 
     def search(self, query: str, k: int | None = None, *, follow_links: bool = True,
                budget_tokens: int | None = None, use_vector: bool = True, use_keywords: bool = True,
-               use_enrichment: bool = True, session_smoothing: bool = True, session_turns: int | None = None
-               ) -> list[Hit]:
+               use_enrichment: bool = True, session_smoothing: bool = True, session_turns: int | None = None,
+               tag: str | None = None) -> list[Hit]:
         """k direct hits (fused signals, session-smoothed), then, within the budget, their session turns
-        and linked notes. `follow_links=False` gives the direct hits only."""
+        and linked notes. `follow_links=False` gives the direct hits only. `tag`: only notes with that
+        #tag of the user's, hits and neighbours alike."""
         if not query.strip():
             raise ZkError("the query is empty")
         k = k or self.settings.search_k
         pool = max(self.settings.search_pool, 2 * k)  # the same pool whatever k: k=10 is a prefix of k=25
-        hits = fuse_signals(self.signals(query, pool, use_vector, use_keywords, use_enrichment), pool)
+        signals = self.signals(query, pool if tag is None else 20 * pool, use_vector, use_keywords, use_enrichment,
+                               "array_length(user_tags) > 0" if tag is not None else None)
+        if tag is not None:
+            for signal in signals:
+                signal.ranked = [(n, score) for n, score in signal.ranked if has_tag(n, tag)][:pool]
+        hits = fuse_signals(signals, pool)
         weights = (self.settings.search_session_near, self.settings.search_session_far)
-        if session_smoothing and any(weights):
+        if session_smoothing and any(weights) and tag is None:
             hits = smooth_by_session(hits, self.session_windows([h.note for h in hits], len(weights)), weights)
         hits = hits[:k]
         if not follow_links:
@@ -462,7 +542,7 @@ class Memory:
 
         def neighbours(note: Note) -> list[Note]:
             linked = [found[i] for i in dict.fromkeys([*note.links, *back.get(note.id, [])]) if i in found]
-            return [*windows.get(note.id, []), *linked]
+            return [n for n in [*windows.get(note.id, []), *linked] if tag is None or has_tag(n, tag)]
 
         return expand(hits, neighbours, budget_tokens, follow_links)
 

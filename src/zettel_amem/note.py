@@ -15,8 +15,12 @@ READY = "ready"  # links decided, evolution applied (or skipped)
 
 SHORT_ID = 8
 
-# Fields an evolution may rewrite; versions record their old and new values.
+# Fields an evolution may rewrite; versions record their old and new values. The user's own #tags
+# (`user_tags`) are not among them: only an edit of the note's text changes those.
 EVOLVABLE = ("context", "keywords", "tags")
+# Fields a version may change and `zk revert` restores: evolution's, plus an edit's (`zk edit`: the text,
+# its #tags) and the links a re-linked edited note gained.
+REVERTIBLE = ("content", "user_tags", "links", *EVOLVABLE)
 
 
 @dataclass
@@ -46,7 +50,7 @@ class Note:
     at: str  # ISO wall-clock time the note is about (given by --at or the time of writing)
     created: str = ""
     keywords: list[str] = field(default_factory=list)
-    tags: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)  # the model's tags (construction, evolution)
     context: str = ""
     links: list[str] = field(default_factory=list)  # outgoing links, full note IDs
     status: str = PENDING
@@ -60,6 +64,7 @@ class Note:
     source: str | None = None
     content_hash: str = ""
     error: str = ""  # last processing error, kept so `zk show` can explain a pending note
+    user_tags: list[str] = field(default_factory=list)  # the #tags written in the text (text.hashtags)
     vector: list[float] | None = None  # full embedding: content + what the LLM added (A-MEM)
     raw_vector: list[float] | None = None  # the raw words alone; never replaced by enrichment
 
@@ -89,7 +94,7 @@ class Note:
     def to_json(self, backlinks: list[str] | None = None, **extra: Any) -> dict[str, Any]:
         data: dict[str, Any] = {
             "id": self.id, "content": self.content, "at": self.at, "keywords": self.keywords,
-            "tags": self.tags, "context": self.context, "links": self.links,
+            "tags": self.tags, "user_tags": self.user_tags, "context": self.context, "links": self.links,
             "backlinks": backlinks if backlinks is not None else [], "status": self.status,
             "version": self.version, "notebook": self.notebook, "kind": self.kind,
         }

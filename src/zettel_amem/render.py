@@ -39,7 +39,8 @@ def _status(note: Note) -> str:
 
 
 def note_line(note: Note, width: int = 90) -> str:
-    tags = f" [magenta]{escape(' '.join('#' + t for t in note.tags[:3]))}[/]" if note.tags else ""
+    # The model's tags, dim and without "#": a "#word" on screen is always one the user wrote in the text.
+    tags = f" [dim magenta]· {escape(', '.join(note.tags[:3]))}[/]" if note.tags else ""
     return (f"[bold cyan]{escape(note.short_id)}[/] [dim]{escape(note.at[:16].replace('T', ' '))}[/] "
             f"{escape(one_line(note.content, width))}{tags}")
 
@@ -87,7 +88,8 @@ def show_note(note: Note, backlinks: list[Note], links: list[Note]) -> None:
     body.add_row("content", escape(note.content))
     body.add_row("context", escape(note.context) or "[dim]-[/]")
     body.add_row("keywords", escape(", ".join(note.keywords)) or "[dim]-[/]")
-    body.add_row("tags", escape(" ".join("#" + t for t in note.tags)) or "[dim]-[/]")
+    body.add_row("your tags", escape(" ".join("#" + t for t in note.user_tags)) or "[dim]-[/]")
+    body.add_row("model tags", escape(", ".join(note.tags)) or "[dim]-[/]")
     body.add_row("links →", "\n".join(note_line(n, 70) for n in links) or "[dim]-[/]")
     body.add_row("← linked by", "\n".join(note_line(n, 70) for n in backlinks) or "[dim]-[/]")
     console.print(Panel(body, title=f"note {note.short_id}", title_align="left"))
@@ -188,8 +190,6 @@ def stream_markdown(pieces: Iterator[str]) -> str:
 
 def answer_note(mode: str, reason: str) -> None:
     """Say how an answer was made when it was not the model's own (declined, or extracted from a note)."""
-    from rich.markup import escape
-
     if mode == "extractive":
         err_console.print(f"[yellow](extractive: the best sentence of the best note; the model failed: "
                           f"{escape(reason)})")
@@ -197,12 +197,12 @@ def answer_note(mode: str, reason: str) -> None:
         err_console.print(f"[dim]({escape(reason)})")
 
 
-def progress():
+def progress(transient: bool = False):
     """A Rich progress bar on stderr with counts and ETA (stdout stays clean for pipes)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     return Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeRemainingColumn(), console=err_console, transient=False)
+                    TimeRemainingColumn(), console=err_console, transient=transient)
 
 
 def import_summary(report) -> None:
@@ -332,3 +332,22 @@ def findings(items) -> None:
     for item in items:
         mark = "[green]  ok[/]" if item.ok else "[red]FAIL[/]"
         console.print(f"{mark} [bold]{escape(item.check)}[/]: {escape(item.message)}", soft_wrap=True)
+
+
+def tags_table(rows: list[dict]) -> None:
+    """`zk tags`: the user's #tags with how many notes carry each."""
+    if not rows:
+        err_console.print("[dim]no #tags yet: write them in a note, e.g. 오늘 #달리기 10km[/]")
+        return
+    table = Table(show_header=True)
+    table.add_column("tag", style="magenta")
+    table.add_column("notes", justify="right")
+    table.add_column("last used", style="dim")
+    for row in rows:
+        table.add_row("#" + escape(row["tag"]), str(row["count"]), row["last"][:10])
+    console.print(table)
+
+
+def day_header(day, count: int) -> None:
+    """`zk on DATE`: which day was understood, before its notes."""
+    console.print(f"[bold]{day.isoformat()} ({day:%a})[/] [dim]{count} note(s)[/]")

@@ -24,8 +24,9 @@ from typing import Any
 
 from .config import ZkError, ZkWarning
 from .note import SHORT_ID, Note
+from .text import hashtags
 
-SCHEMA_VERSION = 2  # 2: raw_vector (the raw words' embedding, kept beside the enriched one)
+SCHEMA_VERSION = 2  # 2: raw_vector (the raw words' embedding beside the enriched one), user_tags (#tags)
 NOTES = "notes"
 _HEX = re.compile(r"^[0-9a-f]{1,32}$")
 _U64 = (1 << 64) - 1  # LanceDB's v2 manifest names count down: `_versions/{2**64 - 1 - version}.manifest`
@@ -37,7 +38,7 @@ _RUST_PATH = re.compile(r",?\s*/[^\s,]*\.rs:\d+(?::\d+)?")
 # Columns read when the vector is not needed (listing, keyword search, rendering).
 TEXT_COLUMNS = [
     "id", "content", "at", "created", "keywords", "tags", "context", "links", "status", "version",
-    "history", "notebook", "kind", "session_id", "speaker", "seq", "source", "content_hash", "error",
+    "history", "notebook", "kind", "session_id", "speaker", "seq", "source", "content_hash", "error", "user_tags",
 ]
 
 
@@ -64,6 +65,7 @@ def _arrow_schema(dim: int):
         pa.field("source", pa.string()),
         pa.field("content_hash", pa.string()),
         pa.field("error", pa.string()),
+        pa.field("user_tags", pa.list_(pa.string())),
         pa.field("vector", pa.list_(pa.float32(), dim)),
         pa.field("raw_vector", pa.list_(pa.float32(), dim)),
     ])
@@ -182,7 +184,7 @@ def note_to_row(note: Note) -> dict[str, Any]:
         "links": list(note.links), "status": note.status, "version": note.version,
         "history": Note.history_to_json(note.history), "notebook": note.notebook, "kind": note.kind,
         "session_id": note.session_id, "speaker": note.speaker, "seq": note.seq, "source": note.source,
-        "content_hash": note.content_hash, "error": note.error,
+        "content_hash": note.content_hash, "error": note.error, "user_tags": list(note.user_tags),
         "vector": _floats(note.vector),
         # A note written before enrichment has one embedding, of its raw words: both columns hold it.
         "raw_vector": _floats(note.raw_vector if note.raw_vector is not None else note.vector),
@@ -203,7 +205,8 @@ def row_to_note(row: dict[str, Any]) -> Note:
         history=Note.history_from_json(row.get("history")), notebook=row.get("notebook") or "main",
         kind=row.get("kind") or "note", session_id=row.get("session_id"), speaker=row.get("speaker"),
         seq=int(row.get("seq") or 0), source=row.get("source"), content_hash=row.get("content_hash") or "",
-        error=row.get("error") or "", vector=list(vector) if vector is not None else None,
+        error=row.get("error") or "", user_tags=list(row.get("user_tags") or []),
+        vector=list(vector) if vector is not None else None,
         raw_vector=list(raw_vector) if raw_vector is not None else None,
     )
 
@@ -289,7 +292,10 @@ class Store:
         return None
 
     def _migrate(self, from_version: int) -> None:
-        """Bring an older store up to SCHEMA_VERSION: add every column it lacks, with its default."""
+        """Bring an older store up to SCHEMA_VERSION: add every column it lacks, with its default (a list
+        column starts empty); then fill what can be derived (v2: the #tags already written in notes)."""
+        import pyarrow as pa
+
         with self.write_lock():
             present = set(self.table.schema.names)
             missing = {f.name: f for f in _arrow_schema(self.dim) if f.name not in present}
@@ -297,11 +303,21 @@ class Store:
             simple = {name: defaults[str(f.type)] for name, f in missing.items() if str(f.type) in defaults}
             if "raw_vector" in missing:  # v1 -> v2: the only embedding a v1 note has stands for its raw words
                 simple["raw_vector"] = "vector"
-            if len(simple) != len(missing):
+            lists = [f for name, f in missing.items() if name not in simple and pa.types.is_list(f.type)]
+            if len(simple) + len(lists) != len(missing):
                 raise ZkError(f"cannot migrate this store from schema version {from_version}: "
                               f"columns {sorted(set(missing) - set(simple))} need a manual export/import")
             if simple:
                 self.table.add_columns(simple)
+            if lists:
+                self.table.add_columns(pa.schema(lists))  # all-null columns, read back as []
+            if "user_tags" in missing:
+                tagged = [row_to_note(r) for r in self._query("content LIKE '%#%'")]
+                for note in tagged:
+                    note.user_tags = hashtags(note.content)
+                rows = [note_to_row(n) for n in tagged if n.user_tags]
+                if rows:
+                    self._write(lambda: self.table.merge_insert("id").when_matched_update_all().execute(rows))
             self._write_meta()
             self.record(NOTES, self.table)
 

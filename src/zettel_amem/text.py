@@ -152,3 +152,28 @@ def romanise(text: str) -> str:
         else:
             out.append(ch)
     return "".join(out)
+
+
+# A user tag: "#" at a word start, then letters/digits (any script, Hangul included) with inner "-", "_"
+# or "/"; not all digits (#1 is a number, not a tag), not inside a word or URL ("a#b", "page#top").
+# Markdown headings ("# Title", "## 감사한 일") have a space after the "#" and are no tags.
+_HASHTAG = re.compile(r"(?<![\w#/&])#(\w(?:[\w/-]*\w)?)")
+
+
+def hashtags(text: str) -> list[str]:
+    """The `#tag` words of a note, in order, without "#", case-insensitive repeats dropped (first spelling
+    kept, NFC). These are the user's own tags, kept apart from the model's."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for match in _HASHTAG.finditer(nfc(text)):
+        tag = match.group(1)
+        if tag.replace("_", "").isdigit() or tag.casefold() in seen:
+            continue
+        seen.add(tag.casefold())
+        out.append(tag)
+    return out
+
+
+def tag_key(tag: str) -> str:
+    """How user tags compare: "#Running", "running" and "RUNNING" are one tag."""
+    return nfc(tag.strip().lstrip("#")).casefold()

@@ -21,7 +21,7 @@ from ..config import ZkError
 from ..memory import Memory, validate_content
 from ..note import CONSTRUCTED, PENDING, READY, Note, journal_period, session_id_for
 from ..store import SCHEMA_VERSION, note_to_row, row_to_note
-from ..text import has_control_chars
+from ..text import has_control_chars, hashtags
 
 EXPORT_TYPE = "zk-export"
 
@@ -52,7 +52,7 @@ def export_jsonl(memory: Memory, out: IO[str], all_notebooks: bool = True) -> in
 
 _NOTE_ID = re.compile(r"^[0-9a-f]{32}$")  # what `uuid4().hex` makes; anything else cannot be `zk rm`-ed safely
 _TEXT_FIELDS = ("context", "kind", "session_id", "speaker", "source", "content_hash", "error")
-_LIST_FIELDS = ("keywords", "tags", "links")
+_LIST_FIELDS = ("keywords", "tags", "links", "user_tags")
 
 
 def _record_to_note(data: object) -> tuple[Note, list[str]]:
@@ -97,6 +97,8 @@ def _record_to_note(data: object) -> tuple[Note, list[str]]:
     dropped = [i for i in links if not _NOTE_ID.match(i)]
     row = {**data, "notebook": notebook, "links": [i for i in links if _NOTE_ID.match(i)],
            "history": json.dumps(history, ensure_ascii=False), "vector": None}
+    if "user_tags" not in data:  # an export from before schema 2: the #tags are in the text
+        row["user_tags"] = hashtags(content)
     if row.get("status") not in (PENDING, CONSTRUCTED, READY):
         row["status"] = PENDING  # an unknown stage: run the pipeline again rather than trust it
     row.pop("type", None)

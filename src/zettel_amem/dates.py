@@ -1,0 +1,182 @@
+"""Dates as people write them: `--at`, `--since`, `--until` and `zk on DATE`, in English and Korean.
+
+ISO dates and times ("2026-03-29", "2026-03-29T09:15") are read directly, so imports and scripts never
+load anything. Everything else goes to `dateparser` (loaded only then: it costs ~0.07 s to import and
+~0.2 s for its first parse, which `zk --help` must not pay).
+
+dateparser 1.5 reads "yesterday 9am", "last friday", "3 days ago", "2 weeks ago", "어제", "3일 전" and
+"2주 전" itself. A few Korean forms it does not read are rewritten first (`normalise_korean`), each
+into something it does read:
+
+- "그저께" / "그제" (the day before yesterday) -> "2일 전"; "모레" -> "2일 후"; "3일전" -> "3일 전";
+- "지난주 금요일" / "이번주 …" / "다음주 …" (a weekday of the previous/this/next Monday-to-Sunday week,
+  which is not "last friday": on a Saturday that is yesterday, "지난주 금요일" is eight days ago) -> the ISO
+  date;
+- times of day, which it skips silently in Korean ("어제 오후 3시" came back at the current time):
+  "오전/오후 N시 M분" and "N시" -> "HH:MM"; "아침" 08:00, "점심" 12:00, "저녁" 19:00, "밤" 22:00,
+  "새벽" 05:00 (English "this morning" is read by dateparser as 09:00).
+
+A phrase that names no time of day ("어제", "last friday") means: at the current time of day for
+`--at`, the start of that day for `--since`, `--until` and `zk on`. A phrase whose time was not
+understood ("yesterday 25:00") is refused rather than quietly moved, and a date whose day and month
+could be swapped ("03/04") is read month first and reported in one line.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta
+
+from .config import ZkError
+
+_KO_WEEKDAY = {ch: i for i, ch in enumerate("월화수목금토일")}
+_KO_WEEK = {"지난": -1, "저번": -1, "이번": 0, "다음": 1}
+_WEEKDAY_PHRASE = re.compile(r"(지난|저번|이번|다음)\s*주\s*([월화수목금토일])요일")
+_KO_CLOCK = re.compile(r"(오전|오후|아침|저녁|밤|새벽)?\s*(\d{1,2})\s*시(?!간)(?:\s*(\d{1,2})\s*분|\s*반)?")
+_KO_PART_OF_DAY = {"새벽": "05:00", "아침": "08:00", "점심": "12:00", "저녁": "19:00", "밤": "22:00"}
+_KO_AGO = re.compile(r"(\d+)\s*(초|분|시간|일|주|개월|달|년)\s*(전|후)")
+_TIME_HINT = re.compile(r"\d{1,2}\s*(:|시(?!간)|am\b|pm\b|a\.m\.|p\.m\.|h\b)|\bat\s+\d|"
+                        r"\b(noon|midnight|morning|evening|night)\b", re.IGNORECASE)
+_NUMERIC_DAY_MONTH = re.compile(r"^\s*(\d{1,2})[/.](\d{1,2})(?:[/.](\d{2,4}))?\s*$")
+_ISO_LIKE = re.compile(r"^\d{4}-\d")
+_HINT = "use e.g. 2026-03-29, 2026-03-29T09:15, yesterday 9am, last friday, 3 days ago, 어제, 3일 전"
+
+
+@dataclass
+class When:
+    """A parsed date: the moment, whether the phrase fixed a time of day, and a one-line note for the
+    user when the reading was a guess (empty otherwise)."""
+
+    value: datetime
+    has_time: bool
+    natural: bool  # not ISO: read by dateparser
+    note: str = ""
+
+
+def normalise_korean(text: str, now: datetime) -> str:
+    """Rewrite the Korean forms dateparser 1.5 does not read (module docstring) into ones it does."""
+    out = text.strip()
+    out = re.sub(r"그저께|그제", "2일 전", out)
+    out = out.replace("모레", "2일 후")
+
+    def weekday(match: re.Match) -> str:
+        monday = now.date() - timedelta(days=now.weekday()) + timedelta(weeks=_KO_WEEK[match.group(1)])
+        return (monday + timedelta(days=_KO_WEEKDAY[match.group(2)])).isoformat()
+
+    out = _WEEKDAY_PHRASE.sub(weekday, out)
+
+    def clock(match: re.Match) -> str:
+        part, hour = match.group(1), int(match.group(2))
+        minute = 30 if match.group(0).rstrip().endswith("반") else int(match.group(3) or 0)
+        if part in ("오후", "저녁", "밤") and hour < 12:
+            hour += 12
+        elif part in ("오전", "아침", "새벽") and hour == 12:
+            hour = 0
+        return f" {hour:02d}:{minute:02d} " if hour < 24 and minute < 60 else match.group(0)
+
+    out = _KO_CLOCK.sub(clock, out)
+    for word, hhmm in _KO_PART_OF_DAY.items():
+        out = out.replace(word, f" {hhmm} ")
+    out = _KO_AGO.sub(lambda m: f"{m.group(1)}{m.group(2)} {m.group(3)}", out)
+    return re.sub(r"\s+", " ", out).strip()
+
+
+def _iso(text: str) -> datetime | None:
+    try:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if parsed.tzinfo is not None:
+        try:
+            parsed = parsed.astimezone().replace(tzinfo=None)
+        except (OverflowError, ValueError, OSError):  # 9999-12-31T23:59-12:00 is past the year 9999 here
+            raise ZkError(f"the date '{text}' is out of range (years 1 to 9999 in local time)") from None
+    return parsed
+
+
+def _natural(text: str, now: datetime) -> datetime | None:
+    from dateparser.date import DateDataParser  # only here: ~0.3 s the first time
+
+    parser = DateDataParser(languages=["en", "ko"], settings={
+        "PREFER_DATES_FROM": "past", "RELATIVE_BASE": now, "RETURN_AS_TIMEZONE_AWARE": False,
+        "PREFER_DAY_OF_MONTH": "first"})
+    try:
+        found = parser.get_date_data(text).date_obj
+    except Exception:  # noqa: BLE001 - dateparser may raise on odd input (overflow, bad numbers): unreadable
+        return None
+    if found is not None and found.tzinfo is not None:
+        found = found.astimezone().replace(tzinfo=None)
+    return found
+
+
+def parse(value: str, now: datetime | None = None) -> When:
+    """Read a date as the user wrote it; ZkError with one line naming what was understood if it can't."""
+    now = (now or datetime.now()).replace(microsecond=0)
+    text = value.strip()
+    if not text:
+        raise ZkError(f"cannot read the date '{value}' ({_HINT})")
+    iso = _iso(text)
+    if iso is not None:
+        return When(iso.replace(microsecond=0), has_time="T" in text or " " in text, natural=False)
+    if _ISO_LIKE.match(text):  # meant as ISO but invalid ("2026-13-01"): never guess another reading
+        raise ZkError(f"cannot read the date '{value}': not a valid ISO date or time ({_HINT})")
+    if len(text) > 80:
+        raise ZkError(f"cannot read the date '{text[:40]}…' (too long; {_HINT})")
+    rewritten = normalise_korean(text, now)
+    found = _natural(rewritten, now)
+    if found is None:
+        raise ZkError(f"cannot read the date '{value}': {_understood(rewritten, now)} ({_HINT})")
+    # Whether the phrase fixed a time of day: the same phrase read from another clock time lands on
+    # the same time only if it did ("yesterday 9am" does, "yesterday" and "3 days ago" do not).
+    other = now.replace(hour=(now.hour + 7) % 24, minute=(now.minute + 17) % 60, second=(now.second + 11) % 60)
+    moved = _natural(rewritten, other)
+    fixed = moved is not None and moved.time() == found.time() and (found.time() != time() or bool(
+        _TIME_HINT.search(rewritten)))  # a weekday comes back at 00:00 from any clock: that is no time
+    shift = found - now
+    exact = moved is not None and moved - other == shift and shift % timedelta(days=1) != timedelta(0)
+    has_time = fixed or exact  # "10시간 전", "2 hours ago": a moment, not a day
+    if not has_time and _TIME_HINT.search(rewritten):
+        raise ZkError(f"cannot read the time in '{value}': understood {found.date().isoformat()} "
+                      f"({found:%a}) but not the time of day (write e.g. 9am, 21:30, 오후 3시)")
+    note = ""
+    numeric = _NUMERIC_DAY_MONTH.match(text)
+    if numeric and int(numeric.group(1)) <= 12 and int(numeric.group(2)) <= 12 and numeric.group(1) != numeric.group(2):
+        note = (f"'{text}' is ambiguous: read as {found.date().isoformat()} (month/day); "
+                "write the ISO date if you meant day/month")
+    return When(found.replace(microsecond=0), has_time=has_time, natural=True, note=note)
+
+
+def _understood(text: str, now: datetime) -> str:
+    """For an unreadable phrase: which part of it did look like a date, if any."""
+    try:
+        from dateparser.search import search_dates
+
+        parts = search_dates(text, languages=["en", "ko"], settings={"RELATIVE_BASE": now,
+                                                                      "PREFER_DATES_FROM": "past"})
+    except Exception:  # noqa: BLE001 - only used to word the error
+        parts = None
+    if not parts:
+        return "understood no date in it"
+    piece, when = parts[0]
+    return f"understood only '{piece}' ({when.date().isoformat()})"
+
+
+def resolve(value: str | None, role: str = "at", now: datetime | None = None) -> tuple[str, str]:
+    """(ISO time, note) for an option value. `role`: "at" keeps the current time of day for a phrase
+    that names none; "since", "until" and "day" take the start of that day (an ISO date already does)."""
+    now = (now or datetime.now()).replace(microsecond=0)
+    if value is None:
+        return now.isoformat(), ""
+    when = parse(value, now)
+    moment = when.value
+    if when.natural and not when.has_time:
+        moment = datetime.combine(moment.date(), now.time() if role == "at" else time())
+    return moment.isoformat(), when.note
+
+
+def day_range(value: str, now: datetime | None = None) -> tuple[date, str, str, str]:
+    """`zk on DATE`: (the day, its start, the next day's start, note)."""
+    start, note = resolve(value, "day", now)
+    day = datetime.fromisoformat(start).date()
+    return day, day.isoformat() + "T00:00:00", (day + timedelta(days=1)).isoformat() + "T00:00:00", note

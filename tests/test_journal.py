@@ -1,0 +1,428 @@
+"""Journaling habits through the real CLI: the editor (`zk add` without text, `zk edit`), note templates,
+natural-language dates in English and Korean (`--at`, `--since`, `--until`, `zk on`), and the user's own
+#tags (`zk tags`, `--tag`). The editor is a script set as $EDITOR, so no terminal is needed."""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from tests.test_cli import run_zk
+from zettel_amem.config import ZkError
+from zettel_amem.dates import parse, resolve
+from zettel_amem.memory import Memory
+
+EDITOR = '''\
+import json, os, pathlib, sys
+path = pathlib.Path(sys.argv[-1])
+seen = path.read_text(encoding="utf-8")
+pathlib.Path(os.environ["EDIT_SEEN"]).write_text(seen, encoding="utf-8")
+pathlib.Path(os.environ["EDIT_SEEN"] + ".path").write_text(str(path), encoding="utf-8")
+plan = json.loads(pathlib.Path(os.environ["EDIT_PLAN"]).read_text(encoding="utf-8"))
+text = seen
+for old, new in plan.get("replace", []):
+    text = text.replace(old, new)
+if "write" in plan:
+    text = plan["write"]
+path.write_text(text, encoding="utf-8")
+sys.exit(plan.get("exit", 0))
+'''
+
+
+@pytest.fixture
+def zk(zk_home, capsys, monkeypatch):
+    return lambda *args, stdin=None: run_zk(list(args), capsys, monkeypatch, stdin)
+
+
+@pytest.fixture
+def editor(tmp_path, monkeypatch):
+    """$EDITOR is a script: `editor(replace=[(old, new)], write=..., exit=...)` sets what it does next;
+    `editor.seen()` is the text it was opened on."""
+    script = tmp_path / "editor.py"
+    script.write_text(EDITOR, encoding="utf-8")
+    plan, seen = tmp_path / "plan.json", tmp_path / "seen.txt"
+    monkeypatch.delenv("VISUAL", raising=False)
+    monkeypatch.setenv("EDITOR", f"{sys.executable} {script}")
+    monkeypatch.setenv("EDIT_PLAN", str(plan))
+    monkeypatch.setenv("EDIT_SEEN", str(seen))
+
+    def set_plan(**what) -> None:
+        plan.write_text(json.dumps(what, ensure_ascii=False), encoding="utf-8")
+
+    set_plan.seen = lambda: seen.read_text(encoding="utf-8")
+    set_plan.file = lambda: Path((tmp_path / "seen.txt.path").read_text(encoding="utf-8"))
+    return set_plan
+
+
+@pytest.fixture
+def fake_model(zk_home, monkeypatch):
+    monkeypatch.setenv("ZK_LLM_MODEL", "python:tests.fake_llm:FakeLLM")
+    zk_home.mkdir(parents=True, exist_ok=True)
+    (zk_home / "config.toml").write_text("link_min_similarity = 0.0\n", encoding="utf-8")
+
+
+def notes(zk_home) -> list:
+    return Memory(zk_home).store.notes()
+
+
+# -- the editor ---------------------------------------------------------------------------------------
+def test_add_opens_the_daily_template_and_saves_what_was_written(zk, zk_home, editor):
+    editor(replace=[("## 오늘 한 일\n", "## 오늘 한 일\n한강에서 10km 달렸다 #달리기 #Running\n")])
+    code, out, err = zk("add", "--template", "daily", "--at", "2026-03-28T21:00", "--json")
+    assert code == 0, err
+    assert editor.seen().startswith("# 2026-03-28 (토요일)\n") and "## 감사한 일" in editor.seen()
+    added = json.loads(out)
+    [note] = notes(zk_home)
+    assert note.id == added["id"] and note.at == "2026-03-28T21:00:00"
+    assert "한강에서 10km 달렸다 #달리기 #Running" in note.content and note.content.startswith("# 2026-03-28")
+    assert note.user_tags == ["달리기", "Running"] == added["user_tags"]
+    assert not editor.file().exists()  # the file goes once the note is stored
+
+
+def test_english_template_and_weekday(zk, zk_home, editor):
+    editor(replace=[("## Grateful for\n", "## Grateful for\nSunny walk with Mina.\n")])
+    code, _, err = zk("add", "-t", "daily-en", "--at", "2026-03-29T08:00")
+    assert code == 0, err
+    assert editor.seen().startswith("# 2026-03-29 (Sunday)")
+    assert "Sunny walk with Mina." in notes(zk_home)[0].content
+
+
+def test_add_without_text_at_a_terminal_opens_the_editor(zk, zk_home, editor, monkeypatch):
+    class Terminal:
+        def isatty(self) -> bool:
+            return True
+
+    editor(write="터미널에서 쓴 메모 #일기\n")
+    monkeypatch.setattr(sys, "stdin", Terminal())
+    code, _, err = zk("add")
+    assert code == 0, err
+    assert editor.seen() == ""
+    assert [(n.content, n.user_tags) for n in notes(zk_home)] == [("터미널에서 쓴 메모 #일기", ["일기"])]
+
+
+def test_no_text_and_no_terminal_is_one_line(zk, zk_home):
+    code, _, err = zk("add")
+    assert code == 1 and len(err.strip().splitlines()) == 1 and "--edit" in err
+
+
+@pytest.mark.parametrize("plan", [{}, {"write": ""}, {"write": "  \n\n"}])
+def test_unchanged_template_or_empty_file_adds_nothing(zk, zk_home, editor, plan):
+    editor(**plan)
+    code, out, err = zk("add", "--template", "daily", "--json")
+    assert code == 0 and json.loads(out)["id"] is None
+    code, _, err = zk("add", "--edit")
+    assert code == 0 and "nothing added" in err
+    assert not (zk_home / "meta.json").exists() or notes(zk_home) == []
+
+
+def test_missing_editor_and_failing_editor_are_one_line_and_keep_the_text(zk, zk_home, editor, monkeypatch,
+                                                                        tmp_path):
+    monkeypatch.setenv("EDITOR", str(tmp_path / "no-such-editor"))
+    code, _, err = zk("add", "--edit")
+    assert code == 1 and len(err.strip().splitlines()) == 1 and "not found" in err and "Traceback" not in err
+
+    monkeypatch.setenv("EDITOR", "")
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))  # no nano, no vi
+    code, _, err = zk("add", "--edit")
+    assert code == 1 and len(err.strip().splitlines()) == 1 and "no editor found" in err
+
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    script = tmp_path / "editor.py"
+    monkeypatch.setenv("EDITOR", f"{sys.executable} {script}")
+    editor(write="half a thought that must not vanish", exit=3)
+    code, _, err = zk("add", "--edit")
+    assert code == 1 and len(err.strip().splitlines()) == 1 and "exited with status 3" in err
+    kept = Path(err.split("your text is in ")[1].rstrip(")\n"))
+    assert kept.read_text(encoding="utf-8") == "half a thought that must not vanish"
+    kept.unlink()
+
+    editor(write="bell \x07 in the text")  # refused by validation: the file stays, named in the error
+    code, _, err = zk("add", "--edit")
+    assert code == 1 and "control characters" in err and f"your text is in {editor.file()}" in err
+    editor.file().unlink()
+    assert not (zk_home / "meta.json").exists() or notes(zk_home) == []
+
+
+def test_edit_is_a_version_reannotated_and_relinked_keeping_links(zk, zk_home, editor, fake_model):
+    _, out, _ = zk("add", "Knee hurts after the Saturday run.", "--at", "2026-03-28", "--wait", "--json")
+    first = json.loads(out)["id"]
+    _, out, _ = zk("add", "Doctor says rest the knee for two weeks #건강", "--at", "2026-03-29", "--wait", "--json")
+    second = json.loads(out)
+    assert second["links"] == [first]
+    before = Memory(zk_home).store.get(second["id"])
+    assert before.version == 1 and before.status == "ready" and before.keywords
+
+    editor(replace=[("two weeks", "three weeks"), ("#건강", "#건강 #무릎")])
+    code, out, err = zk("edit", second["id"][:8], "--wait", "--json")
+    assert code == 0, err
+    assert "Doctor says rest the knee for two weeks #건강" in editor.seen()
+    edited = Memory(zk_home).store.get(second["id"])
+    assert edited.content == "Doctor says rest the knee for three weeks #건강 #무릎"
+    assert edited.user_tags == ["건강", "무릎"] and edited.links == [first] and edited.status == "ready"
+    assert "three" in edited.keywords or "three" in edited.context  # annotated again from the new text
+    reasons = [v.reason for v in edited.history]
+    assert reasons[0] == "edit" and "annotated again after edit" in reasons
+    assert edited.history[0].changes["content"] == {"old": before.content, "new": edited.content}
+
+    _, out, _ = zk("history", second["id"][:8], "--json")
+    assert [v["reason"] for v in json.loads(out)["history"]] == reasons
+    code, _, _ = zk("revert", second["id"][:8], "--to", "1")
+    reverted = Memory(zk_home).store.get(second["id"])
+    assert code == 0 and reverted.content == before.content and reverted.user_tags == ["건강"]
+    assert reverted.keywords == before.keywords and reverted.links == [first]
+    _, out, _ = zk("search", "three weeks", "--json", "--no-links")
+    assert all("three weeks" not in h["content"] for h in json.loads(out))  # re-embedded on revert
+
+
+def test_edit_that_relinks_records_the_new_links(zk, zk_home, editor, fake_model):
+    ids = []
+    for day, text in enumerate(["Ran 5 km by the river.", "Bought new running shoes.", "Ran 8 km at dawn."], 1):
+        _, out, _ = zk("add", text, "--at", f"2026-03-0{day}", "--wait", "--json")
+        ids.append(json.loads(out)["id"])
+    third = Memory(zk_home).store.get(ids[2])
+    assert len(third.links) == 1
+    editor(replace=[("Ran 8 km at dawn.", "Ran 8 km at dawn in the new shoes.")])
+    import tests.fake_llm as fake
+
+    original = fake.FakeLLM.__init__
+
+    def links_two(self):  # this time the model links to two candidates
+        original(self)
+        self.link = lambda user, cands: {"links": cands[:2], "updates": []}
+
+    pytest.MonkeyPatch().setattr(fake.FakeLLM, "__init__", links_two)
+    try:
+        code, _, err = zk("edit", ids[2][:8], "--wait")
+    finally:
+        fake.FakeLLM.__init__ = original
+    assert code == 0, err
+    edited = Memory(zk_home).store.get(ids[2])
+    assert edited.links[0] == third.links[0] and len(edited.links) == 2  # kept, then the new one
+    relinked = [v for v in edited.history if v.reason == "linked again after edit"]
+    assert relinked and relinked[0].changes["links"] == {"old": third.links, "new": edited.links}
+
+
+def test_unchanged_or_emptied_edit_changes_nothing(zk, zk_home, editor):
+    _, out, _ = zk("add", "같은 내용 그대로", "--json")
+    note_id = json.loads(out)["id"]
+    editor(replace=[("그대로", "그대로   ")])  # trailing spaces and the final newline are no change
+    code, _, err = zk("edit", note_id[:8])
+    assert code == 0 and "no change" in err
+    editor(write="")
+    code, _, err = zk("edit", note_id[:8])
+    assert code == 1 and len(err.strip().splitlines()) == 1 and "empty" in err
+    editor(replace=[("같은", "다른")], exit=1)
+    code, _, err = zk("edit", note_id[:8])
+    assert code == 1 and "exited with status 1" in err
+    note = Memory(zk_home).store.get(note_id)
+    assert note.content == "같은 내용 그대로" and note.version == 1 and note.history == []
+
+
+def test_template_overrides_and_unknown_template(zk, zk_home, editor, tmp_path):
+    from zettel_amem.config import config_dir
+
+    (config_dir() / "templates").mkdir(parents=True, exist_ok=True)
+    (config_dir() / "templates" / "gym.md").write_text("운동 $date $weekday_ko\n", encoding="utf-8")
+    (zk_home / "templates").mkdir(parents=True, exist_ok=True)
+    (zk_home / "templates" / "daily.md").write_text("My own daily for $date: $5 stays\n", encoding="utf-8")
+    editor(replace=[("stays", "stays, ran 5 km")])
+    code, _, err = zk("add", "-t", "daily", "--at", "2026-03-28")
+    assert code == 0, err
+    assert editor.seen() == "My own daily for 2026-03-28: $5 stays\n"
+    editor(replace=[("운동", "운동 스쿼트")])
+    code, _, err = zk("add", "-t", "gym", "--at", "2026-03-28")
+    assert code == 0 and editor.seen() == "운동 2026-03-28 토요일\n"
+    code, _, err = zk("add", "-t", "nope")
+    assert code == 1 and "no note template 'nope'" in err and "daily-en" in err and "gym" in err
+
+
+# -- natural dates ------------------------------------------------------------------------------------
+NOW = datetime(2026, 3, 28, 14, 30)  # a Saturday afternoon
+
+
+@pytest.mark.parametrize("phrase, at, since", [
+    ("yesterday 9am", "2026-03-27T09:00:00", "2026-03-27T09:00:00"),
+    ("last friday", "2026-03-27T14:30:00", "2026-03-27T00:00:00"),
+    ("3 days ago", "2026-03-25T14:30:00", "2026-03-25T00:00:00"),
+    ("2 weeks ago", "2026-03-14T14:30:00", "2026-03-14T00:00:00"),
+    ("어제", "2026-03-27T14:30:00", "2026-03-27T00:00:00"),
+    ("그저께", "2026-03-26T14:30:00", "2026-03-26T00:00:00"),
+    ("지난주 금요일", "2026-03-20T14:30:00", "2026-03-20T00:00:00"),  # the previous week's Friday
+    ("3일 전", "2026-03-25T14:30:00", "2026-03-25T00:00:00"),
+    ("오늘 아침", "2026-03-28T08:00:00", "2026-03-28T08:00:00"),
+    ("어제 오후 3시", "2026-03-27T15:00:00", "2026-03-27T15:00:00"),
+    ("그제 밤", "2026-03-26T22:00:00", "2026-03-26T22:00:00"),
+    ("2주전", "2026-03-14T14:30:00", "2026-03-14T00:00:00"),
+    ("2 hours ago", "2026-03-28T12:30:00", "2026-03-28T12:30:00"),
+    ("2026-03-01", "2026-03-01T00:00:00", "2026-03-01T00:00:00"),
+    ("2026-03-01T09:15", "2026-03-01T09:15:00", "2026-03-01T09:15:00"),
+])
+def test_date_phrases_in_english_and_korean(phrase, at, since):
+    assert resolve(phrase, "at", NOW)[0] == at
+    assert resolve(phrase, "since", NOW)[0] == since
+
+
+@pytest.mark.parametrize("phrase, message", [
+    ("yesterday-ish", "understood no date in it"),
+    ("blah yesterday", "understood only 'yesterday' (2026-03-27)"),
+    ("yesterday 25:00", "understood 2026-03-27 (Fri) but not the time"),
+    ("🙂", "understood no date in it"),
+])
+def test_unreadable_dates_say_what_was_understood(phrase, message):
+    with pytest.raises(ZkError, match="cannot read the") as info:
+        parse(phrase, NOW)
+    assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_ambiguous_day_month_is_read_and_reported(zk, zk_home):
+    assert parse("03/04", NOW).note.startswith("'03/04' is ambiguous: read as 2026-03-04")
+    code, out, err = zk("add", "봄 소풍", "--at", "03/04", "--json")
+    assert code == 0 and "ambiguous" in err and len(err.strip().splitlines()) == 1
+    assert notes(zk_home)[0].at.startswith("2026-03-04") or notes(zk_home)[0].at[5:10] == "03-04"
+
+
+def test_at_since_until_and_on_through_the_cli(zk, zk_home):
+    yesterday = (datetime.now() - timedelta(days=1)).date()
+    for text, when in [("어제 아침 달리기 #달리기", "어제 아침"), ("yesterday evening call with Mina", "yesterday 7pm"),
+                       ("그저께 일기", "그저께"), ("오늘 메모", "오늘")]:
+        code, _, err = zk("add", text, "--at", when)
+        assert code == 0, err
+    code, out, _ = zk("on", "어제", "--json")
+    day = json.loads(out)
+    assert [n["content"] for n in day] == ["어제 아침 달리기 #달리기", "yesterday evening call with Mina"]
+    assert day[0]["at"] == f"{yesterday.isoformat()}T08:00:00" and day[1]["at"].endswith("T19:00:00")
+    code, out, _ = zk("on", "yesterday")
+    assert code == 0 and out.startswith(f"{yesterday.isoformat()} ({yesterday:%a}) 2 note(s)")
+    _, out, _ = zk("list", "--since", "그저께", "--until", "오늘", "--json")
+    assert len(json.loads(out)) == 3
+    _, out, _ = zk("list", "--since", "어제", "--json")
+    assert {n["content"] for n in json.loads(out)} == {"어제 아침 달리기 #달리기", "yesterday evening call with Mina",
+                                                      "오늘 메모"}
+    code, _, err = zk("on", "언젠가쯤")
+    assert code == 1 and len(err.strip().splitlines()) == 1 and "cannot read the date" in err
+
+
+def test_help_does_not_load_dateparser():
+    import subprocess
+
+    code = ("import sys, zettel_amem.cli as c; sys.argv=['zk','--help']\n"
+            "try:\n  c.main()\nexcept SystemExit: pass\n"
+            "print('LOADED', 'dateparser' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "LOADED False" in out
+
+
+# -- the user's own tags ------------------------------------------------------------------------------
+def test_user_tags_list_search_and_counts(zk, zk_home):
+    for text in ["오늘 #달리기 10km, 무릎은 괜찮다", "Long run by the river #running #달리기",
+                 "Read two chapters of the novel #books", "Issue #42 is closed, nothing to tag here"]:
+        zk("add", text)
+    _, out, _ = zk("tags", "--json")
+    assert json.loads(out)[:3] == [
+        {"tag": "달리기", "count": 2, "last": json.loads(out)[0]["last"]},
+        {"tag": "books", "count": 1, "last": json.loads(out)[1]["last"]},
+        {"tag": "running", "count": 1, "last": json.loads(out)[2]["last"]}]
+    assert len(json.loads(out)) == 3  # "#42" is a number, not a tag
+    code, out, _ = zk("tags")
+    assert code == 0 and "#달리기" in out and "2" in out
+    _, out, _ = zk("list", "--tag", "달리기", "--json")
+    assert sorted(n["content"][:6] for n in json.loads(out)) == ["Long r", "오늘 #달리"]
+    _, out, _ = zk("list", "--tag", "#RUNNING", "--json")
+    assert [n["user_tags"] for n in json.loads(out)] == [["running", "달리기"]]
+    _, out, _ = zk("search", "river run", "--tag", "books", "--json")
+    assert [n["content"] for n in json.loads(out)] == ["Read two chapters of the novel #books"]
+    _, out, _ = zk("search", "run", "--tag", "달리기", "--json")
+    assert {n["content"][:6] for n in json.loads(out)} == {"Long r", "오늘 #달리"}
+
+
+def test_evolution_never_rewrites_user_tags(zettel_evolving):
+    memory = zettel_evolving
+    first = memory.add("Ran 10 km along the Han river #달리기 #training", "2026-03-01")
+    memory.process(first.id)
+    second = memory.add("Ran 12 km along the Han river, knee fine", "2026-03-02")
+    result = memory.process(second.id)
+    evolved = memory.store.get(first.id)
+    assert first.id in result.evolved and "evolved" in evolved.tags  # the model's tags did change
+    assert evolved.user_tags == ["달리기", "training"]
+    assert all("user_tags" not in v.changes for v in evolved.history)
+
+
+@pytest.fixture
+def zettel_evolving(zk_home, embedder):
+    from tests.fake_llm import EvolvingFakeLLM
+
+    memory = Memory(zk_home, llm=EvolvingFakeLLM(), embedder=embedder)
+    memory.settings.link_min_similarity = 0.0
+    return memory
+
+
+def test_schema_1_store_gains_user_tags_from_its_notes(zk_home, embedder, tmp_path):
+    import lancedb
+    import pyarrow as pa
+
+    memory = Memory(zk_home, embedder=embedder)
+    memory.add("예전 메모 #옛날 #old", "2026-03-01")
+    memory.add("no tags in this one", "2026-03-02")
+    old_home = tmp_path / "v1"
+    db = lancedb.connect(str(old_home / "lancedb"))
+    table = db.create_table("notes", schema=pa.schema([f for f in memory.store.table.schema if f.name != "user_tags"]))
+    table.add([{k: v for k, v in r.items() if k != "user_tags"} for r in memory.store._query(None, None)])
+    (old_home / "meta.json").write_text(json.dumps({"schema_version": 1, "embedder": memory.store.embedder_name,
+                                                    "dim": memory.store.dim}))
+    migrated = Memory(old_home, embedder=embedder)
+    assert {n.content: n.user_tags for n in migrated.store.notes()} == {"예전 메모 #옛날 #old": ["옛날", "old"],
+                                                                        "no tags in this one": []}
+    assert json.loads((old_home / "meta.json").read_text())["schema_version"] == 2
+    migrated.add("after #migration", "2026-03-03")
+    assert migrated.tag_counts()[0]["count"] == 1 and len(migrated.list(tag="migration")) == 1
+
+
+# -- on the real bundled model ------------------------------------------------------------------------
+@pytest.mark.slow
+def test_edit_on_the_real_model_reannotates_and_keeps_links(zk, zk_home, editor, embedder, monkeypatch):
+    """`zk edit --wait` with Qwen2.5-0.5B: the edited text is annotated again from its new words, the
+    earlier links stay, and `zk revert --to 1` brings back the text and its first annotation."""
+    import zettel_amem.embed
+    import zettel_amem.llm.llama
+    from zettel_amem.llm.llama import load_llm
+
+    qwen = load_llm("qwen2.5-0.5b")
+    monkeypatch.setattr(zettel_amem.llm.llama, "load_llm", lambda *args, **kwargs: qwen)
+    monkeypatch.setattr(zettel_amem.embed, "load_embedder", lambda *args, **kwargs: embedder)
+    zk_home.mkdir(parents=True, exist_ok=True)
+    (zk_home / "config.toml").write_text("link_min_similarity = 0.0\n", encoding="utf-8")
+    ids = []
+    for at, text in [("2026-03-01T08:00", "I run 10 km at Yeouido Hangang Park every weekend. #running"),
+                     ("2026-03-08T09:30", "My knee hurts after the Saturday run, so I stopped at 8 km. #running")]:
+        code, out, err = zk("add", text, "--at", at, "--wait", "--json")
+        assert code == 0, err
+        ids.append(json.loads(out)["id"])
+    before = Memory(zk_home).store.get(ids[1])
+    assert before.status == "ready" and before.keywords
+    editor(replace=[("so I stopped at 8 km", "so I swam 1 km at the Jamsil pool instead")])
+    code, out, err = zk("edit", ids[1][:8], "--wait", "--json")
+    assert code == 0, err
+    edited = Memory(zk_home).store.get(ids[1])
+    assert edited.status == "ready" and "Jamsil pool" in edited.content and edited.user_tags == ["running"]
+    assert set(before.links) <= set(edited.links)  # kept
+    assert edited.history[0].reason == "edit"
+    code, _, err = zk("revert", ids[1][:8], "--to", "1")
+    reverted = Memory(zk_home).store.get(ids[1])
+    assert code == 0 and reverted.content == before.content and reverted.keywords == before.keywords
+    assert (reverted.tags, reverted.context) == (before.tags, before.context)
+
+
+def test_a_schema_1_jsonl_backup_restores_with_user_tags(zk, zk_home, tmp_path):
+    header = {"type": "zk-export", "schema_version": 1, "embedder": "e5-small", "notes": 1}
+    row = {"type": "note", "id": "ab" * 16, "content": "옛 백업 #복원 #backup", "at": "2026-03-01T08:00:00",
+           "created": "2026-03-01T08:00:00", "keywords": [], "tags": [], "context": "", "links": [],
+           "status": "ready", "version": 1, "history": [], "notebook": "main", "kind": "note"}
+    backup = tmp_path / "old.jsonl"
+    backup.write_text(json.dumps(header) + "\n" + json.dumps(row, ensure_ascii=False) + "\n", encoding="utf-8")
+    code, _, err = zk("import", str(backup))
+    assert code == 0, err
+    assert Memory(zk_home).store.get("ab" * 16).user_tags == ["복원", "backup"]
