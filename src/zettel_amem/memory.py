@@ -16,6 +16,7 @@ import re
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
@@ -140,6 +141,15 @@ class Memory:
             from .llm import load_python_backend
 
             self._llm = load_python_backend(self.settings.llm_model)
+        if self._llm is None and self.settings.llm_model.startswith("openai:"):
+            from .llm.openai_compat import load_openai
+
+            s = self.settings
+            try:
+                self._llm = load_openai(s.llm_model, s.llm_base_url or None, s.llm_api_key_env, s.llm_timeout,
+                                        s.llm_retries)
+            except LLMError as exc:
+                raise ZkError(str(exc)) from None
         if self._llm is None:
             from .llm.llama import load_llm
 
@@ -187,11 +197,18 @@ class Memory:
         rows = self.store.notes(unfinished if all_notebooks else self._scope(unfinished))
         return [n.id for n in sorted(rows, key=lambda n: (n.created, n.at, n.seq))]
 
-    def process(self, note_id: str) -> ProcessResult:
-        """Construct, link and evolve one note. Safe to call again after a crash at any point."""
+    def process(self, note_id: str, guard: Callable[[], AbstractContextManager] = nullcontext) -> ProcessResult:
+        """Construct, link and evolve one note. Safe to call again after a crash at any point.
+
+        `guard` is held around every read-modify-write of the store and every embedding, never
+        around a model call: `zk process --jobs N` runs N notes in threads with one shared guard, so
+        their LLM calls overlap while their commits stay one at a time. Each commit re-reads what it
+        changes, so a note evolved by another thread meanwhile keeps that change, and a note or
+        neighbour deleted meanwhile stays deleted."""
         start = time.perf_counter()
         usage = Usage()
-        note = self.store.get(note_id, with_vector=True)
+        with guard():
+            note = self.store.get(note_id, with_vector=True)
         if note is None:
             raise ZkError(f"no note with id {note_id}")
         result = ProcessResult(id=note.id, status=note.status)
@@ -199,34 +216,49 @@ class Memory:
             result.links, result.skipped = list(note.links), "already processed"
         try:
             if note.status == PENDING:
-                self._construct(note, usage, result)
-            if note.status == CONSTRUCTED:
-                self._link_and_evolve(note, usage, result)
+                note = self._construct(note, usage, result, guard)
+            if note is not None and note.status == CONSTRUCTED:
+                note = self._link_and_evolve(note, usage, result, guard)
         except LLMError as exc:  # the note stays at its last committed stage, with the reason
             if exc.usage is not None:  # a failed call still cost its tokens: count them
                 usage.add(exc.usage)
-            stored = self.store.get(note.id, with_vector=True) or note
-            stored.error = result.error = str(exc)
-            self.store.update([stored])
-            note.status = stored.status
-        result.status = note.status
+            with guard():
+                stored = self.store.get(note.id, with_vector=True)
+                if stored is not None:
+                    stored.error = result.error = str(exc)
+                    self.store.update([stored])
+            note = stored
+        result.status = note.status if note is not None else "deleted"
         result.llm_calls, result.prompt_tokens = usage.calls, usage.prompt_tokens
         result.evaluated_tokens, result.completion_tokens = usage.evaluated_tokens, usage.completion_tokens
         result.seconds = time.perf_counter() - start
         return result
 
-    def _construct(self, note: Note, usage: Usage, result: ProcessResult) -> None:
+    def _fresh(self, note: Note, expected: str) -> Note | None:
+        """The stored note if it is still at the stage this step started from (None: deleted, or
+        another process finished the step meanwhile)."""
+        stored = self.store.get(note.id, with_vector=True)
+        return stored if stored is not None and stored.status == expected else None
+
+    def _construct(self, note: Note, usage: Usage, result: ProcessResult, guard) -> Note | None:
         if is_trivial(note.content) or not self.settings.construct:
-            note.status, note.error = READY, ""
-            result.skipped = "trivial note" if self.settings.construct else "construction disabled"
-            self.store.update([note])
-            return
+            with guard():
+                if (note := self._fresh(note, PENDING)) is None:
+                    return self.store.get(result.id, with_vector=True)
+                note.status, note.error = READY, ""
+                result.skipped = "trivial note" if self.settings.construct else "construction disabled"
+                self.store.update([note])
+            return note
         annotation, spent = annotate(self.llm, self.prompts, note, self.settings)
         usage.add(spent)
-        note.keywords, note.tags, note.context = annotation.keywords, annotation.tags, annotation.context
-        note.vector = self.embedder.embed_passages([note.embedding_text()])[0].tolist()
-        note.status, note.error = CONSTRUCTED, ""
-        self.store.update([note])
+        with guard():
+            if (note := self._fresh(note, PENDING)) is None:
+                return self.store.get(result.id, with_vector=True)
+            note.keywords, note.tags, note.context = annotation.keywords, annotation.tags, annotation.context
+            note.vector = self.embedder.embed_passages([note.embedding_text()])[0].tolist()
+            note.status, note.error = CONSTRUCTED, ""
+            self.store.update([note])
+        return note
 
     def link_threshold(self) -> float:
         if self.settings.link_min_similarity is not None:
@@ -240,31 +272,41 @@ class Memory:
         where = self._scope(f"id != {sql_str(note.id)} AND status != {sql_str(PENDING)}", note.notebook)
         return self.store.nearest(note.vector, self.settings.link_candidates, where)
 
-    def _link_and_evolve(self, note: Note, usage: Usage, result: ProcessResult) -> None:
-        if not self.settings.link:
-            note.status, result.skipped = READY, "linking disabled"
-            self.store.update([note])
-            return
-        candidates = self.link_candidates(note)
-        if not candidates or candidates[0][1] < self.link_threshold():
-            note.status, result.skipped = READY, "no similar neighbour"
-            self.store.update([note])
-            return
+    def _link_and_evolve(self, note: Note, usage: Usage, result: ProcessResult, guard) -> Note | None:
+        with guard():
+            skip = "linking disabled" if not self.settings.link else ""
+            candidates = [] if skip else self.link_candidates(note)
+            if not skip and (not candidates or candidates[0][1] < self.link_threshold()):
+                skip = "no similar neighbour"
+            if skip:
+                if (note := self._fresh(note, CONSTRUCTED)) is None:
+                    return self.store.get(result.id, with_vector=True)
+                note.status, note.error, result.skipped = READY, "", skip
+                self.store.update([note])
+                return note
         decision, spent = decide_links(self.llm, self.prompts, note, [c for c, _ in candidates], self.settings)
         usage.add(spent)
-        note.links = [i for i in dict.fromkeys([*note.links, *decision.links]) if i != note.id]
-        note.links = note.links[: self.settings.max_links]
-        neighbours = self.store.get_many([u.note_id for u in decision.updates], with_vector=True)
-        evolved = [n for u in decision.updates
-                   if (n := neighbours.get(u.note_id)) and apply_update(n, u, note.id, self.settings)]
-        if evolved:  # re-embed at once: an evolved note must never be searched by its old vector
-            vectors = self.embedder.embed_passages([n.embedding_text() for n in evolved])
-            for neighbour, vector in zip(evolved, vectors):
-                neighbour.vector = vector.tolist()
-        note.status, note.error = READY, ""
-        self.store.update([note, *evolved])  # one atomic commit: links + every evolution + versions
+        with guard():
+            if (note := self._fresh(note, CONSTRUCTED)) is None:
+                return self.store.get(result.id, with_vector=True)
+            # Read links' and neighbours' current state now: another thread or process may have
+            # evolved or deleted them during the model call.
+            present = self.store.get_many([*decision.links, *(u.note_id for u in decision.updates)],
+                                          with_vector=True)
+            chosen = [i for i in decision.links if i in present]
+            note.links = [i for i in dict.fromkeys([*note.links, *chosen]) if i != note.id]
+            note.links = note.links[: self.settings.max_links]
+            evolved = [n for u in decision.updates
+                       if (n := present.get(u.note_id)) and apply_update(n, u, note.id, self.settings)]
+            if evolved:  # re-embed at once: an evolved note must never be searched by its old vector
+                vectors = self.embedder.embed_passages([n.embedding_text() for n in evolved])
+                for neighbour, vector in zip(evolved, vectors):
+                    neighbour.vector = vector.tolist()
+            note.status, note.error = READY, ""
+            self.store.update([note, *evolved])  # one atomic commit: links + every evolution + versions
         result.links = list(note.links)
         result.evolved = [n.id for n in evolved]
+        return note
 
     def process_pending(self, on_progress: Callable[[ProcessResult, int, int], None] | None = None,
                         limit: int | None = None, all_notebooks: bool = False) -> list[ProcessResult]:
@@ -418,9 +460,12 @@ class Memory:
         answer = Answer(pieces=iter(()), notes=hits)
 
         def pieces() -> Iterator[str]:
-            for piece in llm.stream(system, user, self.settings.answer_max_tokens):
-                answer.text += piece
-                yield piece
+            try:
+                for piece in llm.stream(system, user, self.settings.answer_max_tokens):
+                    answer.text += piece
+                    yield piece
+            except LLMError as exc:  # a server that went away mid-answer: one line, not a traceback
+                raise ZkError(f"cannot answer: {exc}") from None
             answer.usage = llm.last_usage
 
         answer.pieces = pieces()
