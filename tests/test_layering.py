@@ -35,7 +35,8 @@ ALLOWED = {
               "tier_store", "worker"},
     "worker": {"note"},
     "render": {"note", "retrieve", "text"},
-    "cli": {"config", "memory", "render", "worker", "ingest", "note", "tiers"},
+    "mcp_server": {"config", "llm", "memory", "note", "retrieve", "tiers"},
+    "cli": {"config", "memory", "render", "worker", "ingest", "note", "tiers", "mcp_server"},
 }
 
 

@@ -248,7 +248,8 @@ def test_parallel_processing_against_a_server(server, zk, zk_home, monkeypatch):
     server.mode = "slow"  # 2 s per request: overlapping requests are visible in the wall time
     for i in range(4):
         assert zk("add", f"Ran {i + 3} km with a sore knee.", "--at", f"2026-03-0{i + 1}")[0] == 0
-    (zk_home / "config.toml").write_text("[llm]\ntimeout = 10\n[memory]\nlink = false\nepisodes = false\n", encoding="utf-8")
+    (zk_home / "config.toml").write_text("[llm]\ntimeout = 10\n[memory]\nlink = false\nepisodes = false\n",
+                                         encoding="utf-8")
     start = time.perf_counter()
     code, out, err = zk("process", "--jobs", "4", "--json")
     elapsed = time.perf_counter() - start

@@ -106,15 +106,7 @@ def ask(question: str = typer.Argument(..., help="Your question."),
     from .tiers import Tiers
 
     memory = _memory()
-    tiers = Tiers(memory)
-    hints = tiers.context(question, log=False).hints  # L0: past episodes that look relevant
-    facts = tiers.facts_for(question)  # L2: what the graph knows about the people/projects named
-    block = ""
-    if hints:
-        block += "Past episodes:\n" + "\n".join(f"- {h.episode.start[:10]}: {h.episode.abstract}" for h in hints)
-        block += "\n"
-    if facts:
-        block += "Known facts:\n" + "\n".join(facts) + "\n"
+    block, hints, facts = Tiers(memory).memory_block(question)  # L0 hints + L2 facts before the notes
     answer = memory.ask(question, k, memory_block=block)
     if as_json:
         for _ in answer.pieces:
@@ -693,6 +685,21 @@ def stats(as_json: bool = JSON_OPT) -> None:
 
     data = _tiers().stats()
     render.print_json(data) if as_json else render.stats_view(data)
+
+
+@app.command()
+def mcp(http: int | None = typer.Option(None, "--http", min=1, max=65535, metavar="PORT",
+                                        help="Serve streamable HTTP on 127.0.0.1:PORT instead of stdio.")) -> None:
+    """Serve this notebook's memory to agents over the Model Context Protocol (stdio by default).
+
+    Tools: add_note, search, context, expand, graph, show, links, ask; notes as zk://note/{id}.
+    The server is bound to the notebook chosen with -n."""
+    from .mcp_server import serve
+    from .worker import spawn
+
+    if http is not None:
+        sys.stderr.write(f"zk: MCP server for notebook '{State.notebook}' on http://127.0.0.1:{http}/mcp\n")
+    serve(State.home, State.notebook, http, spawn_worker=spawn)
 
 
 def _one_line(message: str) -> str:
