@@ -104,6 +104,8 @@ def _process_all(memory, ids: list[str], jobs: int) -> Iterator[ProcessResult]:
     step lock, so commits stay one at a time, `zk rm` still waits for at most one commit, and each
     commit re-reads what it changes (see `Memory.process`). A kill at any moment leaves each note at
     its last committed stage, exactly as with one job."""
+    if jobs > 1 and not getattr(memory.llm, "concurrent", True):  # one llama.cpp context: one call at a time
+        jobs = 1
     if jobs <= 1 or len(ids) <= 1:
         for note_id in ids:
             with step_lock(memory.home):
@@ -119,7 +121,6 @@ def _process_all(memory, ids: list[str], jobs: int) -> Iterator[ProcessResult]:
         with commit, step_lock(memory.home):
             yield
 
-    memory.llm  # noqa: B018 - load the backend once, before the threads race to do it
     queue = iter(ids)
     with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="zk-note") as pool:
         running = {pool.submit(memory.process, note_id, guard) for note_id in _take(queue, jobs)}

@@ -68,6 +68,8 @@ def parse_json_object(text: str) -> dict[str, Any] | None:
 
 
 class OpenAICompatLLM:
+    concurrent = True  # safe to call from several threads (`zk process --jobs N`)
+
     def __init__(self, model: str, base_url: str = DEFAULT_BASE_URL, *, api_key: str | None = None,
                  timeout: float = 120.0, retries: int = 2, backoff: float = 0.5):
         import httpx
