@@ -39,3 +39,23 @@ def memory(zk_home, fake_llm, embedder) -> Memory:
     mem = Memory(zk_home, llm=fake_llm, embedder=embedder)
     mem.settings.link_min_similarity = 0.0  # the fake tests decide linking themselves
     return mem
+
+
+@pytest.fixture(scope="session")
+def llm_server(tmp_path_factory):
+    """A real OpenAI-compatible server (`python -m llama_cpp.server`, bundled Qwen2.5-0.5B, 2 threads) on
+    127.0.0.1 for the whole session. Its URL ends in /v1; the model is served as `qwen2.5-0.5b`.
+    Run tests that use it under `flock /tmp/zk-llm.lock` like every real-model test."""
+    from tests import llm_server as server
+
+    port = server.free_port()
+    log = tmp_path_factory.mktemp("llm-server") / "server.log"
+    proc = server.start(port, log)
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        server.wait_ready(proc, url)
+    except RuntimeError as exc:
+        server.stop(proc)
+        raise RuntimeError(f"{exc}; log: {log.read_text(errors='replace')[-2000:]}") from None
+    yield url
+    server.stop(proc)

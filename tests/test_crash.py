@@ -31,7 +31,8 @@ KILL_POINTS = 50
 def zk_env(home: Path, worker: bool = False) -> dict[str, str]:
     env = {**os.environ, "ZK_HOME": str(home), "ZK_LLM_MODEL": "python:tests.fake_llm:EvolvingFakeLLM",
            "ZK_FAKE_DELAY": "0.05",
-           # this tree's code, not whatever the editable install points at (a worktree is not the install)
+           # this tree's code, not whatever the editable install points at (a worktree is not the install);
+           # the repo root for `tests.*`
            "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
     env.pop("ZK_NO_WORKER", None)
     if not worker:
@@ -185,3 +186,37 @@ def test_two_concurrent_imports_while_workers_evolve(tmp_path):
     assert all(n.status == READY for n in notes)
     assert sum(n.version > 1 for n in notes) > 0  # the workers evolved notes meanwhile
 
+
+
+def test_kill_points_while_four_notes_are_in_flight(tmp_path):
+    """`zk process --jobs 4`: SIGKILL at every kind of point (a model call, a store commit of
+    construction results or of a whole evolution) while four notes are in flight; after each kill the
+    invariants hold, and a final `--jobs 4` run finishes everything."""
+    home = tmp_path / "home"
+    prepare_home(home)
+    env = zk_env(home)
+    rng = random.Random(99)
+    completed: list[str] = []
+    killed: Counter[str] = Counter()
+    points = [p for p in POINTS if not p.startswith("add-")]  # `zk process` commits no new notes
+    memory = Memory(home)  # queues notes exactly as `zk add` does, without a process start per note
+    for run, point in enumerate(points * 2):
+        for extra in range(4):  # queue notes without the LLM, then kill the parallel processing
+            text = f"batch {run}.{extra}: knee and race plan {rng.random():.4f}"
+            memory.add(text)
+            completed.append(text)
+        nth = rng.randint(2, 5)
+        run_env = {**env, "ZK_KILL_AT": f"{point}:{nth}", "ZK_KILL_SEED": str(run)}
+        proc = start(["process", "--quiet", "--jobs", "4"], run_env, "tests.kill_hooks")
+        code = proc.wait(300)
+        assert code in (0, -signal.SIGKILL), proc.stderr.read().decode()
+        if code == -signal.SIGKILL:
+            killed[point] += 1
+        check_invariants(home, completed)
+    assert set(killed) == set(points), killed
+    done = start(["process", "--quiet", "--jobs", "4"], env)
+    assert done.wait(600) == 0, done.stderr.read().decode()
+    notes = check_invariants(home, completed)
+    assert len(notes) == len(completed) and all(n.status == READY for n in notes)
+    assert sum(n.version > 1 for n in notes) > 0  # evolutions were applied meanwhile, each once
+    print(f"{sum(killed.values())} kills with 4 notes in flight: {dict(killed)}")

@@ -42,8 +42,9 @@ ALLOWED = {
     "health": {"config", "store"},  # storage health below the CLI: diagnose and read what is left
     "doctor": {"config", "embed", "health", "ingest", "llm", "memory", "note", "store", "worker"},
     "graphpage": {"note", "text"},
-    "cli": {"config", "dates", "doctor", "editor", "graphpage", "health", "memory", "render", "worker", "ingest",
-            "note", "prompts", "tiers"},
+    "mcp_server": {"config", "llm", "memory", "note", "retrieve", "tiers"},
+    "cli": {"config", "dates", "doctor", "editor", "graphpage", "health", "mcp_server", "memory", "render", "worker",
+            "ingest", "note", "prompts", "tiers"},
 }
 
 

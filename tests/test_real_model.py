@@ -24,11 +24,26 @@ DIALOGUE = [
 ]
 
 
-@pytest.fixture(scope="module")
-def qwen():
-    from zettel_amem.llm.llama import load_llm
+@pytest.fixture(scope="module", params=["in-process", "openai"])
+def backend(request):
+    """The bundled Qwen2.5-0.5B twice: loaded in-process by llama.cpp, and behind a real
+    OpenAI-compatible server (llama-cpp-python's) reached through the `openai:` backend.
+    Yields (llm, spec): spec is the `openai:` model setting, None for the in-process model."""
+    if request.param == "in-process":
+        from zettel_amem.llm.llama import load_llm
 
-    return load_llm("qwen2.5-0.5b")
+        yield load_llm("qwen2.5-0.5b"), None
+        return
+    from tests.llm_server import MODEL_ALIAS
+    from zettel_amem.llm.openai_compat import load_openai
+
+    spec = f"openai:{MODEL_ALIAS}@{request.getfixturevalue('llm_server')}"
+    yield load_openai(spec, timeout=300), spec
+
+
+@pytest.fixture
+def qwen(backend):
+    return backend[0]
 
 
 def zk_json(args, monkeypatch, capsys):
@@ -41,12 +56,17 @@ def zk_json(args, monkeypatch, capsys):
     return json.loads(capsys.readouterr().out)
 
 
-def test_running_knee_dialogue_links_evolves_and_answers(zk_home, qwen, embedder, monkeypatch, capsys):
+def test_running_knee_dialogue_links_evolves_and_answers(zk_home, backend, embedder, monkeypatch, capsys):
     import zettel_amem.embed
     import zettel_amem.llm.llama
 
-    # The real CLI path (`zk add --wait`, `zk links`, `zk show`, `zk ask`), loading each model once.
-    monkeypatch.setattr(zettel_amem.llm.llama, "load_llm", lambda *args, **kwargs: qwen)
+    qwen, spec = backend
+    # The real CLI path (`zk add --wait`, `zk links`, `zk show`, `zk ask`), loading each model once;
+    # the server backend is chosen the way a user chooses it, by the model setting.
+    if spec:
+        monkeypatch.setenv("ZK_LLM_MODEL", spec)
+    else:
+        monkeypatch.setattr(zettel_amem.llm.llama, "load_llm", lambda *args, **kwargs: qwen)
     monkeypatch.setattr(zettel_amem.embed, "load_embedder", lambda *args, **kwargs: embedder)
     # Every later note gets a link call, so the test checks what the pipeline does with the model's
     # decisions rather than whether a similarity just above the e5 threshold lands on this CPU.
@@ -62,6 +82,10 @@ def test_running_knee_dialogue_links_evolves_and_answers(zk_home, qwen, embedder
         added.append(out)
     memory = Memory(zk_home, llm=qwen, embedder=embedder)
     notes = {n.id: n for n in memory.store.notes(with_vector=True)}
+    for note in notes.values():  # the caps hold whatever the backend returned
+        assert note.keywords and len(note.keywords) <= memory.settings.max_keywords
+        assert len(note.tags) <= memory.settings.max_tags and len(note.links) <= memory.settings.max_links
+        assert 0 < len(note.context) <= memory.settings.max_context_chars
     # Links are real note ids and show both ways.
     all_links = [(n.id, target) for n in notes.values() for target in n.links]
     assert len(all_links) >= 2
@@ -173,3 +197,70 @@ def test_promotion_chain_on_the_real_model(zk_home, qwen, embedder):
     migration = tiers.context("그거 어떻게 됐어?", recent=["온비서 PostgreSQL 마이그레이션 말이야"])
     assert migration.hints and migration.hints[0].episode.start.startswith("2026-05-04")
     assert tiers.context("What's the weather like in Lisbon tomorrow?").hints == []
+
+
+def test_parallel_jobs_against_the_real_server_survive_kill_9(tmp_path, llm_server, embedder):
+    """`zk process --jobs 4` against the real server, killed with SIGKILL mid-batch: every note is
+    there once with its words, no evolution is half applied or applied twice, and a second
+    `--jobs 4` run finishes the batch."""
+    import os
+    import signal
+    import subprocess
+    import time
+    from collections import Counter
+    from pathlib import Path
+
+    from tests.llm_server import MODEL_ALIAS
+
+    root = Path(__file__).resolve().parents[1]
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.toml").write_text("[memory]\nlink_min_similarity = 0.0\nepisodes = false\n", encoding="utf-8")
+    texts = [*DIALOGUE, *JOURNAL[:1]]
+    memory = Memory(home, embedder=embedder)
+    for at, text in texts:
+        memory.add(text, at)  # durable and pending, as after `zk add`
+    env = {**os.environ, "ZK_HOME": str(home), "ZK_LLM_MODEL": f"openai:{MODEL_ALIAS}@{llm_server}",
+           "ZK_NO_WORKER": "1", "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
+
+    def check() -> list:
+        notes = Memory(home, embedder=embedder).store.notes()
+        assert sorted(n.content for n in notes) == sorted(t for _, t in texts)  # all there, once, exact
+        by_id = {n.id: n for n in notes}
+        for note in notes:
+            causes = Counter(v.cause for v in note.history)
+            assert all(count == 1 for count in causes.values()), note.history  # never applied twice
+            for cause in causes:  # only by a finished note that links here, in the same commit
+                assert by_id[cause].status == READY and note.id in by_id[cause].links
+        return notes
+
+    proc = subprocess.Popen([sys.executable, "-m", "zettel_amem", "process", "--jobs", "4", "--quiet"], env=env,
+                            stderr=subprocess.PIPE)
+    deadline = time.time() + 600
+    while time.time() < deadline and proc.poll() is None:  # kill once part of the batch is committed
+        statuses = [n.status for n in Memory(home, embedder=embedder).store.notes()]
+        if sum(s != "pending" for s in statuses) >= 2:
+            break
+        time.sleep(0.5)
+    assert proc.poll() is None, "the batch finished before it could be killed"
+    proc.send_signal(signal.SIGKILL)
+    assert proc.wait(60) == -signal.SIGKILL
+    statuses = Counter(n.status for n in check())
+    assert statuses["pending"] + statuses["constructed"] > 0, statuses  # really mid-batch
+    done = subprocess.run([sys.executable, "-m", "zettel_amem", "process", "--jobs", "4", "--json"], env=env,
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr
+    notes = check()
+    assert all(n.status == READY for n in notes) and any(n.links for n in notes)
+    print("after kill:", dict(statuses), "links:", sum(len(n.links) for n in notes),
+          "evolved:", sum(n.version > 1 for n in notes))
+
+
+def test_server_errors_on_the_real_server(zk_home, llm_server, monkeypatch, capsys):
+    """A wrong model name on the real server is one clear line and the note stays pending."""
+    monkeypatch.setenv("ZK_LLM_MODEL", f"openai:qwen-typo@{llm_server}")
+    monkeypatch.setattr(sys, "argv", ["zk", "add", "Knee hurts.", "--wait", "--json"])
+    cli.main()
+    out = json.loads(capsys.readouterr().out)
+    assert out["status"] == "pending"
+    assert out["error"] == (f"the LLM server at {llm_server} has no model 'qwen-typo' (it serves: qwen2.5-0.5b)")

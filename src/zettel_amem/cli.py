@@ -31,7 +31,8 @@ def _global(home: str | None = typer.Option(None, "--home", help="Data directory
                                                "user data dir)."),
             notebook: str | None = typer.Option(None, "--notebook", "-n", help="Notebook to use (default: main)."),
             model: str | None = typer.Option(None, "--model", "-m", help="LLM for this command: a .gguf path, "
-                                             "qwen2.5-0.5b or smollm2-135m (default: $ZK_LLM_MODEL, "
+                                             "qwen2.5-0.5b, smollm2-135m, or openai:MODEL@http://HOST:PORT/v1 "
+                                             "for an OpenAI-compatible server (default: $ZK_LLM_MODEL, "
                                              "config.toml, then the bundled Qwen).")) -> None:
     State.home = home
     State.notebook = notebook if notebook is not None else "main"
@@ -262,15 +263,7 @@ def ask(question: str = typer.Argument(..., help="Your question."),
     from .tiers import Tiers
 
     memory = _memory()
-    tiers = Tiers(memory)
-    hints = tiers.context(question, log=False).hints  # L0: past episodes that look relevant
-    facts = tiers.facts_for(question)  # L2: what the graph knows about the people/projects named
-    block = ""
-    if hints:
-        block += "Past episodes:\n" + "\n".join(f"- {h.episode.start[:10]}: {h.episode.abstract}" for h in hints)
-        block += "\n"
-    if facts:
-        block += "Known facts:\n" + "\n".join(facts) + "\n"
+    block, hints, facts = Tiers(memory).memory_block(question)  # L0 hints + L2 facts before the notes
     answer = memory.ask(question, k, memory_block=block)
     if as_json:
         for _ in answer.pieces:
@@ -454,9 +447,27 @@ def _promote(memory, quiet: bool, done: list) -> None:
         done.extend(tiers.process_pending(lambda r, i, n: bar.update(task, completed=i, total=n)))
 
 
-def _process_foreground(memory, quiet: bool, episodes: list | None = None, limit: int | None = None) -> list:
+JOBS_OPT = typer.Option(None, "--jobs", "-j", min=1, help="Notes enriched at once (N requests in flight; "
+                        "for an openai: server; default: [llm] jobs, else 1).")
+
+
+def _jobs(memory, requested: int | None) -> int:
+    """How many notes to enrich at once. The in-process llama.cpp model runs one at a time."""
+    from .config import is_server_llm
+
+    jobs = requested or memory.settings.llm_jobs or 1
+    if jobs > 1 and not is_server_llm(memory.settings.llm_model):
+        sys.stderr.write(f"zk: --jobs {jobs}: the in-process llama.cpp model enriches one note at a time; "
+                         "using 1 (point zk at a server with --model openai:MODEL@URL for parallel work)\n")
+        return 1
+    return jobs
+
+
+def _process_foreground(memory, quiet: bool, episodes: list | None = None, limit: int | None = None,
+                        jobs: int = 1) -> list:
     """Drain the queue here (waiting for a running background worker), with a progress bar; then the
-    episodes (their results are appended to `episodes`). With `limit`: at most that many notes, no episodes."""
+    episodes (their results are appended to `episodes`). With `limit`: at most that many notes, no episodes.
+    `jobs` notes are in flight at once."""
     from . import render
     from .worker import drain
 
@@ -466,26 +477,28 @@ def _process_foreground(memory, quiet: bool, episodes: list | None = None, limit
     if limit is not None:
         total = min(total, limit)
     if quiet or total == 0:
-        return drain(memory, wait=True, then=then, limit=limit) or []
+        return drain(memory, wait=True, then=then, limit=limit, jobs=jobs) or []
     with render.progress() as bar:
         task = bar.add_task("processing notes", total=total)
 
         def advance(result, index, count):
             bar.update(task, completed=index, total=count)
 
-        return drain(memory, advance, wait=True, then=then, limit=limit) or []
+        return drain(memory, advance, wait=True, then=then, limit=limit, jobs=jobs) or []
 
 
 @app.command()
 def process(limit: int | None = typer.Option(None, "--limit", help="Process at most N notes."),
             quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
             background: bool = typer.Option(False, "--background", hidden=True),
+            jobs: int | None = JOBS_OPT,
             as_json: bool = JSON_OPT) -> None:
     """Finish pending work now: notes (construction, links, evolution), then sessions into episodes."""
     from . import render
     from .worker import drain
 
     memory = _memory()
+    jobs = _jobs(memory, jobs)
     if background:
         from .tiers import Tiers
 
@@ -497,13 +510,13 @@ def process(limit: int | None = typer.Option(None, "--limit", help="Process at m
             _promote(memory, True, done)
             tried.update(r.id for r in done)
 
-        drain(memory, then=promote,
+        drain(memory, then=promote, jobs=jobs,
               more_work=lambda: any(e.id not in tried for e in Tiers(memory).pending_episodes()))
         return
     episodes: list = []
     if limit is not None and limit < 1:
         raise ZkError("--limit must be at least 1")
-    results = _process_foreground(memory, quiet or as_json, episodes, limit)
+    results = _process_foreground(memory, quiet or as_json, episodes, limit, jobs)
     if as_json:
         render.print_json([r.__dict__ for r in results] + [{"kind": "episode", **r.__dict__} for r in episodes])
     elif not quiet:
@@ -522,6 +535,7 @@ def import_(source: str = typer.Argument(..., help="File, Markdown folder, or - 
                                         "`zk process`."),
             wait: bool = typer.Option(False, "--wait", help="Run the LLM enrichment now, in the foreground."),
             quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
+            jobs: int | None = JOBS_OPT,
             as_json: bool = JSON_OPT) -> None:
     """Import a chat log or notes: each turn becomes a note in its session; re-imports add nothing."""
     from pathlib import Path
@@ -584,17 +598,18 @@ def import_(source: str = typer.Argument(..., help="File, Markdown folder, or - 
                                    on_format=lambda found: bar.update(task, description=f"importing {found} ({how})"))
     if not quiet and not as_json:
         render.import_summary(report)
+    jobs = _jobs(memory, jobs) if not no_llm else 1
     _queue_after_import(memory, report.session_ids,
-                        spawn_worker=not wait and not no_llm and bool(report.session_ids))
+                        spawn_worker=not wait and not no_llm and bool(report.session_ids), jobs=jobs)
     if wait and not no_llm:
-        _process_foreground(memory, quiet or as_json)
+        _process_foreground(memory, quiet or as_json, jobs=jobs)
     if as_json:
         render.print_json(report.to_json())
     if report.failed:
         raise typer.Exit(3)  # imported what it could; something was skipped
 
 
-def _queue_after_import(memory, session_ids: list[str], spawn_worker: bool) -> None:
+def _queue_after_import(memory, session_ids: list[str], spawn_worker: bool, jobs: int = 1) -> None:
     """An imported (or restored) log is a finished session: queue it for its episode; then start the
     background worker unless the caller does the work itself."""
     if session_ids and memory.settings.episodes:
@@ -604,7 +619,7 @@ def _queue_after_import(memory, session_ids: list[str], spawn_worker: bool) -> N
     if spawn_worker and memory.settings.auto_worker:
         from .worker import spawn
 
-        spawn(memory.home)
+        spawn(memory.home, jobs if jobs > 1 else None)
 
 
 @app.command()
@@ -1060,6 +1075,21 @@ def completion(shell: str = typer.Argument(..., help="bash, zsh, fish or powersh
     if shell not in ("bash", "zsh", "fish", "powershell", "pwsh"):
         raise ZkError(f"unknown shell '{shell}' (bash, zsh, fish or powershell)")
     sys.stdout.write(get_completion_script(prog_name="zk", complete_var="_ZK_COMPLETE", shell=shell).rstrip() + "\n")
+
+
+@app.command()
+def mcp(http: int | None = typer.Option(None, "--http", min=1, max=65535, metavar="PORT",
+                                        help="Serve streamable HTTP on 127.0.0.1:PORT instead of stdio.")) -> None:
+    """Serve this notebook's memory to agents over the Model Context Protocol (stdio by default).
+
+    Tools: add_note, search, context, expand, graph, show, links, ask; notes as zk://note/{id}.
+    The server is bound to the notebook chosen with -n."""
+    from .mcp_server import serve
+    from .worker import spawn
+
+    if http is not None:
+        sys.stderr.write(f"zk: MCP server for notebook '{State.notebook}' on http://127.0.0.1:{http}/mcp\n")
+    serve(State.home, State.notebook, http, spawn_worker=spawn)
 
 
 def _one_line(message: str) -> str:

@@ -60,8 +60,14 @@ class Settings:
     """Caps and thresholds. Every cap is enforced in code, not only asked of the model."""
 
     embedder: str = "default"  # "default" | "e5-small" | "minilm" | "fastembed:<model>[@<dir>]"
-    llm_model: str = "default"  # "default" | "qwen2.5-0.5b" | "smollm2-135m" | path to a .gguf
+    llm_model: str = "default"  # "default" | "qwen2.5-0.5b" | "smollm2-135m" | path to a .gguf | "openai:MODEL[@URL]"
     llm_threads: int = 2
+    # An OpenAI-compatible server (`[llm]` table: base_url, model, api_key_env, timeout, retries, jobs).
+    llm_base_url: str = ""  # for `openai:MODEL` without `@URL`
+    llm_api_key_env: str = "ZK_LLM_API_KEY"  # name of the environment variable holding the key, if any
+    llm_timeout: float = 120.0  # seconds one request may take before it counts as failed
+    llm_retries: int = 2  # retries with backoff on connection errors, timeouts, 429 and 5xx
+    llm_jobs: int = 1  # notes enriched at once by `zk process` / the worker (server backends only)
     llm_ctx: int = 4096
     max_keywords: int = 5
     max_tags: int = 5
@@ -120,7 +126,8 @@ class Settings:
             except OSError as exc:
                 raise ZkError(f"cannot read {path}: {exc.strerror or exc}") from None
             settings._apply(path, data)
-        env_map = {"ZK_EMBEDDER": "embedder", "ZK_LLM_MODEL": "llm_model"}
+            settings._apply_llm_table(data.get("llm"), path)
+        env_map = {"ZK_EMBEDDER": "embedder", "ZK_LLM_MODEL": "llm_model", "ZK_LLM_BASE_URL": "llm_base_url"}
         for env, attr in env_map.items():
             if os.environ.get(env):
                 setattr(settings, attr, os.environ[env])
@@ -138,8 +145,8 @@ class Settings:
         for section, values in sections:
             for key, value in values.items():
                 where = f"{section}.{key}" if section else key
-                if not section and key in _SECTIONS and isinstance(value, dict):
-                    continue
+                if not section and (key in _SECTIONS or key == "llm") and isinstance(value, dict):
+                    continue  # a section; [llm] is read by _apply_llm_table
                 if key not in types:
                     warnings.warn(ZkWarning(f"{path}: unknown setting '{where}' (ignored)"), stacklevel=2)
                     continue
@@ -149,6 +156,33 @@ class Settings:
                                   f"{value!r}"[:300])
                 setattr(self, key, float(value) if expected[1].startswith("a number") and value is not None
                         else value)
+
+    def _apply_llm_table(self, table: object, path: Path) -> None:
+        """`[llm]` with `base_url` and `model` selects an OpenAI-compatible server for every command."""
+        if table is None:
+            return
+        if not isinstance(table, dict):
+            raise ZkError(f"{path}: [llm] must be a table (base_url, model, api_key_env, timeout, retries, jobs)")
+        kinds = {"base_url": str, "model": str, "api_key_env": str, "timeout": (int, float), "retries": int,
+                 "jobs": int}
+        for key, value in table.items():
+            if key not in kinds:
+                raise ZkError(f"{path}: unknown key '{key}' in [llm] (known: {', '.join(kinds)})")
+            if not isinstance(value, kinds[key]) or isinstance(value, bool):
+                raise ZkError(f"{path}: [llm] {key} has the wrong type")
+        if "base_url" in table:
+            self.llm_base_url = table["base_url"]
+        if "model" in table:
+            model = table["model"]
+            self.llm_model = model if model.startswith("openai:") else f"openai:{model}"
+        if "api_key_env" in table:
+            self.llm_api_key_env = table["api_key_env"]
+        if "timeout" in table:
+            self.llm_timeout = float(table["timeout"])
+        if "retries" in table:
+            self.llm_retries = table["retries"]
+        if "jobs" in table:
+            self.llm_jobs = table["jobs"]
 
 
 _SECTIONS = ("memory", "models")
@@ -170,6 +204,12 @@ _TYPE_CHECKS = {
     "float | None": (_is_number, "a number"),
     "bool": (lambda v: isinstance(v, bool), "true or false"),
 }
+
+
+def is_server_llm(model: str) -> bool:
+    """An LLM behind an HTTP server (or a plug-in backend): it can take several requests at once.
+    The in-process llama.cpp model cannot (one context, both cores already busy)."""
+    return model.startswith(("openai:", "python:"))
 
 
 def package_dir(module: str) -> Path | None:

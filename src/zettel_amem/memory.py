@@ -15,6 +15,7 @@ import hashlib
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -161,6 +162,15 @@ class Memory:
             from .llm import load_python_backend
 
             self._llm = load_python_backend(self.settings.llm_model)
+        if self._llm is None and self.settings.llm_model.startswith("openai:"):
+            from .llm.openai_compat import load_openai
+
+            s = self.settings
+            try:
+                self._llm = load_openai(s.llm_model, s.llm_base_url or None, s.llm_api_key_env, s.llm_timeout,
+                                        s.llm_retries)
+            except LLMError as exc:
+                raise ZkError(str(exc)) from None
         if self._llm is None:
             from .llm.llama import load_llm
 
@@ -241,11 +251,18 @@ class Memory:
         rows = self.store.notes(unfinished if all_notebooks else self._scope(unfinished))
         return [n.id for n in sorted(rows, key=lambda n: (n.created, n.at, n.seq))]
 
-    def process(self, note_id: str) -> ProcessResult:
-        """Construct, link and evolve one note. Safe to call again after a crash at any point."""
+    def process(self, note_id: str, guard: Callable[[], AbstractContextManager] = nullcontext) -> ProcessResult:
+        """Construct, link and evolve one note. Safe to call again after a crash at any point.
+
+        `guard` is held around every read-modify-write of the store and every embedding, never
+        around a model call: `zk process --jobs N` runs N notes in threads with one shared guard, so
+        their LLM calls overlap while their commits stay one at a time. Each commit re-reads what it
+        changes, so a note evolved by another thread meanwhile keeps that change, and a note or
+        neighbour deleted meanwhile stays deleted."""
         start = time.perf_counter()
         usage = Usage()
-        note = self.store.get(note_id, with_vector=True)
+        with guard():
+            note = self.store.get(note_id, with_vector=True)
         if note is None:
             raise ZkError(f"no note with id {note_id}")
         result = ProcessResult(id=note.id, status=note.status)
@@ -253,39 +270,55 @@ class Memory:
             result.links, result.skipped = list(note.links), "already processed"
         try:
             if note.status == PENDING:
-                self._construct(note, usage, result)
-            if note.status == CONSTRUCTED:
-                self._link_and_evolve(note, usage, result)
+                note = self._construct(note, usage, result, guard)
+            if note is not None and note.status == CONSTRUCTED:
+                note = self._link_and_evolve(note, usage, result, guard)
         except LLMError as exc:  # the note stays at its last committed stage, with the reason
             if exc.usage is not None:  # a failed call still cost its tokens: count them
                 usage.add(exc.usage)
-            stored = self.store.get(note.id, with_vector=True) or note
-            stored.error = result.error = str(exc)
-            self.store.update([stored])
-            note.status = stored.status
-        result.status = note.status
+            with guard():
+                stored = self.store.get(note.id, with_vector=True)
+                if stored is not None:
+                    stored.error = result.error = str(exc)
+                    self.store.update([stored])
+            note = stored
+        result.status = note.status if note is not None else "deleted"
         result.llm_calls, result.prompt_tokens = usage.calls, usage.prompt_tokens
         result.evaluated_tokens, result.completion_tokens = usage.evaluated_tokens, usage.completion_tokens
         result.seconds = time.perf_counter() - start
         return result
 
-    def _construct(self, note: Note, usage: Usage, result: ProcessResult) -> None:
+    def _fresh(self, note: Note, expected: str) -> Note | None:
+        """The stored note if it is still at the stage this step started from (None: deleted, or
+        another process finished the step meanwhile)."""
+        stored = self.store.get(note.id, with_vector=True)
+        return stored if stored is not None and stored.status == expected else None
+
+    def _construct(self, note: Note, usage: Usage, result: ProcessResult, guard) -> Note | None:
         if is_trivial(note.content) or not self.settings.construct:
-            note.status, note.error = READY, ""
-            result.skipped = "trivial note" if self.settings.construct else "construction disabled"
-            self.store.update([note])
-            return
+            with guard():
+                if (note := self._fresh(note, PENDING)) is None:
+                    return self.store.get(result.id, with_vector=True)
+                note.status, note.error = READY, ""
+                result.skipped = "trivial note" if self.settings.construct else "construction disabled"
+                self.store.update([note])
+            return note
         annotation, spent = annotate(self.llm, self.prompts, note, self.settings)
         usage.add(spent)
-        before = {name: getattr(note, name) for name in EVOLVABLE}
-        note.keywords, note.tags, note.context = annotation.keywords, annotation.tags, annotation.context
-        if _edited(note):  # re-annotation after `zk edit` is a version too, so a revert restores it whole
-            changes = {n: {"old": old, "new": getattr(note, n)} for n, old in before.items() if old != getattr(note, n)}
-            if changes:
-                record(note, changes, None, "annotated again after edit")
-        note.vector = self.embedder.embed_passages([note.embedding_text()])[0].tolist()
-        note.status, note.error = CONSTRUCTED, ""
-        self.store.update([note])
+        with guard():
+            if (note := self._fresh(note, PENDING)) is None:
+                return self.store.get(result.id, with_vector=True)
+            before = {name: getattr(note, name) for name in EVOLVABLE}
+            note.keywords, note.tags, note.context = annotation.keywords, annotation.tags, annotation.context
+            if _edited(note):  # re-annotation after `zk edit` is a version too, so a revert restores it whole
+                changes = {n: {"old": old, "new": getattr(note, n)} for n, old in before.items()
+                           if old != getattr(note, n)}
+                if changes:
+                    record(note, changes, None, "annotated again after edit")
+            note.vector = self.embedder.embed_passages([note.embedding_text()])[0].tolist()
+            note.status, note.error = CONSTRUCTED, ""
+            self.store.update([note])
+        return note
 
     def link_threshold(self) -> float:
         if self.settings.link_min_similarity is not None:
@@ -299,35 +332,45 @@ class Memory:
         where = self._scope(f"id != {sql_str(note.id)} AND status != {sql_str(PENDING)}", note.notebook)
         return self.store.nearest(note.vector, self.settings.link_candidates, where)
 
-    def _link_and_evolve(self, note: Note, usage: Usage, result: ProcessResult) -> None:
-        if not self.settings.link:
-            note.status, result.skipped = READY, "linking disabled"
-            self.store.update([note])
-            return
-        candidates = self.link_candidates(note)
-        if not candidates or candidates[0][1] < self.link_threshold():
-            note.status, result.skipped = READY, "no similar neighbour"
-            self.store.update([note])
-            return
+    def _link_and_evolve(self, note: Note, usage: Usage, result: ProcessResult, guard) -> Note | None:
+        with guard():
+            skip = "linking disabled" if not self.settings.link else ""
+            candidates = [] if skip else self.link_candidates(note)
+            if not skip and (not candidates or candidates[0][1] < self.link_threshold()):
+                skip = "no similar neighbour"
+            if skip:
+                if (note := self._fresh(note, CONSTRUCTED)) is None:
+                    return self.store.get(result.id, with_vector=True)
+                note.status, note.error, result.skipped = READY, "", skip
+                self.store.update([note])
+                return note
         decision, spent = decide_links(self.llm, self.prompts, note, [c for c, _ in candidates], self.settings)
         usage.add(spent)
-        old_links = list(note.links)  # an edited note keeps its links; new ones are added after them
-        note.links = [i for i in dict.fromkeys([*note.links, *decision.links]) if i != note.id]
-        note.links = note.links[: self.settings.max_links]
-        if _edited(note) and note.links != old_links:
-            record(note, {"links": {"old": old_links, "new": list(note.links)}}, None, "linked again after edit")
-        neighbours = self.store.get_many([u.note_id for u in decision.updates], with_vector=True)
-        updates, result.refused = self._on_topic([u for u in decision.updates if u.note_id in neighbours],
-                                                 neighbours, note)
-        evolved = [n for u in updates if (n := neighbours[u.note_id]) and apply_update(n, u, note.id, self.settings)]
-        if evolved:  # re-embed at once: an evolved note must never be searched by its old vector
-            vectors = self.embedder.embed_passages([n.embedding_text() for n in evolved])
-            for neighbour, vector in zip(evolved, vectors):
-                neighbour.vector = vector.tolist()
-        note.status, note.error = READY, ""
-        self.store.update([note, *evolved])  # one atomic commit: links + every evolution + versions
+        with guard():
+            if (note := self._fresh(note, CONSTRUCTED)) is None:
+                return self.store.get(result.id, with_vector=True)
+            # Read links' and neighbours' current state now: another thread or process may have
+            # evolved or deleted them during the model call.
+            present = self.store.get_many([*decision.links, *(u.note_id for u in decision.updates)],
+                                          with_vector=True)
+            chosen = [i for i in decision.links if i in present]
+            old_links = list(note.links)  # an edited note keeps its links; new ones are added after them
+            note.links = [i for i in dict.fromkeys([*note.links, *chosen]) if i != note.id]
+            note.links = note.links[: self.settings.max_links]
+            if _edited(note) and note.links != old_links:
+                record(note, {"links": {"old": old_links, "new": list(note.links)}}, None, "linked again after edit")
+            updates, result.refused = self._on_topic([u for u in decision.updates if u.note_id in present],
+                                                     present, note)
+            evolved = [n for u in updates if (n := present[u.note_id]) and apply_update(n, u, note.id, self.settings)]
+            if evolved:  # re-embed at once: an evolved note must never be searched by its old vector
+                vectors = self.embedder.embed_passages([n.embedding_text() for n in evolved])
+                for neighbour, vector in zip(evolved, vectors):
+                    neighbour.vector = vector.tolist()
+            note.status, note.error = READY, ""
+            self.store.update([note, *evolved])  # one atomic commit: links + every evolution + versions
         result.links = list(note.links)
         result.evolved = [n.id for n in evolved]
+        return note
 
     def _on_topic(self, updates: list, neighbours: dict[str, Note], cause: Note) -> tuple[list, list[str]]:
         """Updates whose new context stays about its own note, and the ids of those refused.

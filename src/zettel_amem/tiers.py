@@ -586,6 +586,19 @@ class Tiers:
         self.store.put_entities([entity])
         return entity
 
+    def memory_block(self, question: str) -> tuple[str, list[Hint], list[str]]:
+        """What `ask` puts before the notes: L0 hints (past episodes that look relevant) and L2 facts
+        about the people/projects the question names. Returns (block, hints, facts)."""
+        hints = self.context(question, log=False).hints
+        facts = self.facts_for(question)
+        block = ""
+        if hints:
+            block += "Past episodes:\n" + "\n".join(f"- {h.episode.start[:10]}: {h.episode.abstract}" for h in hints)
+            block += "\n"
+        if facts:
+            block += "Known facts:\n" + "\n".join(facts) + "\n"
+        return block, hints, facts
+
     def facts_for(self, question: str, limit: int = 8, with_time: bool = True) -> list[str]:
         """Graph facts about the entities a question names (by name or alias), current first, with dates.
 

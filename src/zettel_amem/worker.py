@@ -76,12 +76,13 @@ def step_lock(home: Path) -> Iterator[None]:
         yield
 
 
-def spawn(home: Path) -> None:
+def spawn(home: Path, jobs: int | None = None) -> None:
     """Start a detached worker; its output goes to <home>/worker.log."""
     home.mkdir(parents=True, exist_ok=True)
+    extra = ["--jobs", str(jobs)] if jobs else []
     with open(home / "worker.log", "ab") as log:
         subprocess.Popen(
-            [sys.executable, "-m", "zettel_amem", "--home", str(home), "process", "--background", "--quiet"],
+            [sys.executable, "-m", "zettel_amem", "--home", str(home), "process", "--background", "--quiet", *extra],
             stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True,
             env={**os.environ, "ZK_NO_WORKER": "1"},
         )
@@ -89,12 +90,13 @@ def spawn(home: Path) -> None:
 
 def drain(memory, on_progress: Callable[[ProcessResult, int, int], None] | None = None,
           wait: bool = False, then: Callable[[], object] | None = None,
-          more_work: Callable[[], bool] | None = None, limit: int | None = None
+          more_work: Callable[[], bool] | None = None, limit: int | None = None, jobs: int = 1
           ) -> list[ProcessResult] | None:
     """Process every unfinished note (all notebooks), then run `then` (the tiers' promotion chain)
     while still holding the lock; `more_work()` says whether `then` has work queued since (so work
     queued while this worker was finishing is not stranded). With `limit`, stop after that many notes
-    and skip `then`. None if another worker holds the lock."""
+    and skip `then`. With `jobs` > 1, that many notes are in flight at once (see `_process_all`).
+    None if another worker holds the lock."""
     results: list[ProcessResult] = []
     failed: set[str] = set()
     while True:
@@ -107,12 +109,10 @@ def drain(memory, on_progress: Callable[[ProcessResult, int, int], None] | None 
                     todo = todo[: max(limit - len(results), 0)]
                 if not todo:
                     break
-                for index, note_id in enumerate(todo, 1):
-                    with step_lock(memory.home):
-                        result = memory.process(note_id)
+                for index, result in enumerate(_process_all(memory, todo, jobs), 1):
                     results.append(result)
                     if result.error:
-                        failed.add(note_id)  # keep it pending for a later `zk process`; don't spin on it
+                        failed.add(result.id)  # keep it pending for a later `zk process`; don't spin on it
                     if on_progress:
                         on_progress(result, index, len(todo))
             if limit is not None:
@@ -122,3 +122,48 @@ def drain(memory, on_progress: Callable[[ProcessResult, int, int], None] | None 
         if not [i for i in memory.pending_ids(all_notebooks=True) if i not in failed] and not (
                 more_work is not None and more_work()):
             return results
+
+
+def _process_all(memory, ids: list[str], jobs: int) -> Iterator[ProcessResult]:
+    """Process notes, yielding results as they finish.
+
+    jobs == 1: one note at a time, the step lock held for the whole note (as before).
+    jobs > 1: a thread per note in flight, up to `jobs`. Their model calls overlap (a server batches
+    them); every store read-modify-write and embedding runs under one guard, a thread lock plus the
+    step lock, so commits stay one at a time, `zk rm` still waits for at most one commit, and each
+    commit re-reads what it changes (see `Memory.process`). A kill at any moment leaves each note at
+    its last committed stage, exactly as with one job."""
+    if jobs > 1 and not getattr(memory.llm, "concurrent", True):  # one llama.cpp context: one call at a time
+        jobs = 1
+    if jobs <= 1 or len(ids) <= 1:
+        for note_id in ids:
+            with step_lock(memory.home):
+                yield memory.process(note_id)
+        return
+    import threading
+    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+
+    commit = threading.Lock()
+
+    @contextmanager
+    def guard() -> Iterator[None]:
+        with commit, step_lock(memory.home):
+            yield
+
+    queue = iter(ids)
+    with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="zk-note") as pool:
+        running = {pool.submit(memory.process, note_id, guard) for note_id in _take(queue, jobs)}
+        while running:
+            done, running = wait(running, return_when=FIRST_COMPLETED)
+            for future in done:
+                yield future.result()
+            running |= {pool.submit(memory.process, note_id, guard) for note_id in _take(queue, len(done))}
+
+
+def _take(queue: Iterator[str], count: int) -> list[str]:
+    out = []
+    for item in queue:
+        out.append(item)
+        if len(out) >= count:
+            break
+    return out

@@ -1,8 +1,9 @@
 """LLM backends behind one small interface.
 
 A backend turns (system, user, JSON schema) into a dict, and (system, user) into streamed text, and
-counts what it spent. Today: llama-cpp-python on a local GGUF (`llama.py`). An OpenAI-compatible
-HTTP backend slots in by implementing the same two methods.
+counts what it spent. Backends: llama-cpp-python on a local GGUF (`llama.py`), an OpenAI-compatible
+HTTP server (`openai_compat.py`), or any object named by `python:module:Factory`. A backend whose
+`concurrent` attribute is False (the in-process model) is called from one thread only.
 """
 
 from __future__ import annotations

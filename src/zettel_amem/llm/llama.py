@@ -111,6 +111,8 @@ class _CtrlC:
 
 
 class LlamaCppLLM:
+    concurrent = False  # one context and both cores: `--jobs N` runs one note at a time with this backend
+
     def __init__(self, path: Path, n_ctx: int = 4096, threads: int = 2, seed: int = 0):
         self.name = path.name
         self.path = path

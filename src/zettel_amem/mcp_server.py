@@ -1,0 +1,355 @@
+"""`zk mcp`: the memory as Model Context Protocol tools for agents (official `mcp` SDK).
+
+One server is bound to one notebook (`zk -n work mcp`); no tool argument can reach another. Writes go
+through the same durable path as the CLI: `add_note` stores the raw note with its embedding and
+returns, and the same background worker does the LLM work. Every expected failure (`ZkError`, a
+model error) becomes an MCP tool error with the one-line message the CLI would print; never a
+traceback. Tools run in the SDK's worker threads, so calls into the library are serialised by a lock.
+
+Tools: add_note, search (L1), context (L0), expand (L1), graph (L2), show, links, ask.
+Resources: `zk://note/{id}` (a note as JSON).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel, Field
+
+from .config import ZkError
+from .llm import LLMError
+from .memory import Memory
+from .note import Note
+from .retrieve import Hit
+from .tiers import Hint, Tiers
+
+T = TypeVar("T")
+
+INSTRUCTIONS = (
+    "Long-term memory of the user (a Zettelkasten with episodes and an entity graph). Call `context` with "
+    "the user's message first: it returns a short hint block of relevant past episodes, or nothing. Use "
+    "`search` for notes and episodes, `expand` to read an episode, session or note in full, `graph` for "
+    "what is known about a person or project over time, and `add_note` to remember something new."
+)
+
+
+# -- typed outputs ------------------------------------------------------------------------------------
+class NoteOut(BaseModel):
+    id: str
+    content: str
+    at: str = Field(description="when it happened (ISO local time)")
+    status: str = Field(description="pending (LLM work queued), constructed, or ready")
+    keywords: list[str] = []
+    tags: list[str] = []
+    context: str = ""
+    links: list[str] = Field(default=[], description="ids this note links to")
+    backlinks: list[str] = Field(default=[], description="ids of notes linking here")
+    session_id: str | None = None
+    speaker: str | None = None
+
+    @classmethod
+    def of(cls, note: Note, backlinks: list[str] | None = None) -> NoteOut:
+        return cls(id=note.id, content=note.content, at=note.at, status=note.status, keywords=note.keywords,
+                   tags=note.tags, context=note.context, links=note.links, backlinks=backlinks or [],
+                   session_id=note.session_id, speaker=note.speaker)
+
+
+class NoteHit(NoteOut):
+    score: float | None = Field(description="fused retrieval score (1 = top); null for a linked note")
+    via: str | None = Field(default=None, description="for a linked note: the hit that brought it in")
+
+
+class EpisodeHit(BaseModel):
+    id: str
+    abstract: str
+    start: str
+    session_id: str
+    score: float
+
+
+class AddNoteOut(BaseModel):
+    id: str
+    status: str
+    session_id: str | None
+    notebook: str
+
+
+class SearchOut(BaseModel):
+    episodes: list[EpisodeHit]
+    notes: list[NoteHit]
+
+
+class ContextOut(BaseModel):
+    block: str = Field(description="the `## Memory Context` block for the prompt; empty when nothing fits")
+    hints: list[EpisodeHit]
+    skipped: str | None = Field(description="why no search was made (a trivial message), else null")
+    top_score: float | None
+
+
+class EpisodeOut(BaseModel):
+    id: str
+    session_id: str
+    title: str
+    start: str
+    end: str
+    abstract: str
+    summary: str
+    status: str
+
+
+class ExpandOut(BaseModel):
+    kind: Literal["episode", "session", "note"]
+    episode: EpisodeOut | None = None
+    turns: list[NoteOut] = Field(default=[], description="a session's raw turns, in order")
+    note: NoteOut | None = None
+
+
+class RelationOut(BaseModel):
+    subject: str
+    predicate: str
+    object: str
+    current: bool
+    valid_from: str
+    invalid_from: str | None
+    episode: str | None
+
+
+class EntityNode(BaseModel):
+    name: str
+    type: str
+    aliases: list[str]
+    relations: list[RelationOut]
+    connected: list[EntityNode] = []
+
+
+class EntityRow(BaseModel):
+    name: str
+    type: str
+    same_as: str | None = None
+    episodes: int
+
+
+class GraphOut(BaseModel):
+    entity: EntityNode | None = Field(default=None, description="the entity asked for, with its relations")
+    at: str | None = None
+    entities: list[EntityRow] = Field(default=[], description="every entity, when no name was given")
+
+
+class VersionOut(BaseModel):
+    version: int
+    at: str
+    cause: str | None
+    reason: str
+    changes: dict[str, Any]
+
+
+class ShowOut(NoteOut):
+    version: int
+    history: list[VersionOut]
+    error: str | None = None
+
+
+class LinkedNote(BaseModel):
+    id: str
+    content: str
+    at: str
+
+
+class LinksOut(BaseModel):
+    id: str
+    links: list[LinkedNote]
+    backlinks: list[LinkedNote]
+
+
+class AskOut(BaseModel):
+    answer: str
+    cited: list[str] = Field(description="ids of the notes the answer cites")
+    notes: list[NoteHit] = Field(description="the notes the model was given")
+
+
+# -- the server ---------------------------------------------------------------------------------------
+class ZkTools:
+    """The tool implementations over one notebook, without any MCP types (easy to test and reuse)."""
+
+    def __init__(self, home: str | Path | None, notebook: str, spawn_worker: Callable[[Path], None] | None):
+        self.memory = Memory(home, notebook=notebook)
+        self.tiers = Tiers(self.memory)
+        self.notebook = notebook
+        self._spawn = spawn_worker
+        self._lock = threading.Lock()
+
+    def call(self, fn: Callable[[], T]) -> T:
+        """Run one tool body under the lock; expected failures become one-line tool errors."""
+        from mcp.server.mcpserver.exceptions import ToolError
+
+        with self._lock:
+            try:
+                return fn()
+            except (ZkError, LLMError) as exc:
+                raise ToolError(" ".join(str(exc).split())) from None
+
+    def _hits(self, hits: list[Hit]) -> list[NoteHit]:
+        back = self.memory.store.backlinks_many([h.note.id for h in hits])
+        return [NoteHit(**NoteOut.of(h.note, back.get(h.note.id, [])).model_dump(),
+                        score=None if h.via else round(h.score, 4), via=h.via) for h in hits]
+
+    @staticmethod
+    def _episode_hits(hints: list[Hint]) -> list[EpisodeHit]:
+        return [EpisodeHit(id=h.episode.id, abstract=h.episode.abstract, start=h.episode.start,
+                           session_id=h.episode.session_id, score=round(h.score, 4)) for h in hints]
+
+    def add_note(self, text: str, at: str | None, notebook: str | None) -> AddNoteOut:
+        if notebook not in (None, "", self.notebook):
+            raise ZkError(f"this server is bound to notebook '{self.notebook}'; start `zk -n {notebook} mcp` "
+                          "for another notebook")
+        note = self.memory.add(text, at)  # durable and searchable before any LLM work
+        if self._spawn is not None and self.memory.settings.auto_worker:
+            self._spawn(self.memory.home)
+        return AddNoteOut(id=note.id, status=note.status, session_id=note.session_id, notebook=self.notebook)
+
+    def search(self, query: str, limit: int, follow_links: bool) -> SearchOut:
+        episodes = self.tiers.search_episodes(query, k=3, min_score=self.memory.settings.context_min_score)
+        hits = self.memory.search(query, limit, follow_links=follow_links,
+                                  budget_tokens=self.memory.settings.context_budget_tokens)
+        return SearchOut(episodes=self._episode_hits(episodes), notes=self._hits(hits))
+
+    def context(self, message: str, recent: list[str]) -> ContextOut:
+        result = self.tiers.context(message, recent)
+        return ContextOut(block=result.block(), hints=self._episode_hits(result.hints),
+                          skipped=result.skipped or None, top_score=result.top_score)
+
+    def expand(self, item_id: str) -> ExpandOut:
+        kind, item = self.tiers.expand(item_id)
+        if kind == "note":
+            return ExpandOut(kind="note", note=NoteOut.of(item, self.memory.backlinks(item.id)))
+        episode, turns = item
+        out = EpisodeOut(**{k: v for k, v in episode.to_json().items() if k in EpisodeOut.model_fields}) \
+            if episode else None
+        return ExpandOut(kind=kind, episode=out, turns=[NoteOut.of(t) for t in turns] if kind == "session" else [])
+
+    def graph(self, entity: str | None, at: str | None, depth: int) -> GraphOut:
+        if not entity:
+            rows = self.tiers.entities()
+            return GraphOut(entities=[EntityRow(name=r["name"], type=r["type"], episodes=len(r["episodes"] or []),
+                                                same_as=r["canonical"] if r["merged_into"] else None)
+                                      for r in rows])
+        view = self.tiers.graph(entity, depth, at)
+        return GraphOut(entity=_node(view["entity"]), at=view["at"])
+
+    def show(self, note_id: str) -> ShowOut:
+        note = self.memory.resolve(note_id)
+        return ShowOut(**NoteOut.of(note, self.memory.backlinks(note.id)).model_dump(), version=note.version,
+                       history=[VersionOut(**{k: v for k, v in version.to_dict().items()
+                                              if k in VersionOut.model_fields}) for version in note.history],
+                       error=note.error or None)
+
+    def links(self, note_id: str) -> LinksOut:
+        note = self.memory.resolve(note_id)
+        back = self.memory.backlinks(note.id)
+        found = self.memory.store.get_many([*note.links, *back])
+
+        def brief(ids: list[str]) -> list[LinkedNote]:
+            return [LinkedNote(id=i, content=found[i].content, at=found[i].at) for i in ids if i in found]
+
+        return LinksOut(id=note.id, links=brief(note.links), backlinks=brief(back))
+
+    def ask(self, question: str) -> AskOut:
+        block, _, _ = self.tiers.memory_block(question)
+        answer = self.memory.ask(question, memory_block=block)
+        for _ in answer.pieces:
+            pass
+        cited = answer.cited()
+        return AskOut(answer=answer.text.strip(), cited=cited, notes=self._hits(answer.notes))
+
+    def read_note(self, note_id: str) -> str:
+        note = self.memory.resolve(note_id)
+        return json.dumps(note.to_json(self.memory.backlinks(note.id)), ensure_ascii=False)
+
+
+def _node(data: dict) -> EntityNode:
+    return EntityNode(name=data["name"], type=data["type"], aliases=data.get("aliases", []),
+                      relations=[RelationOut(subject=r["subject"], predicate=r["predicate"], object=r["object"],
+                                             current=r["current"], valid_from=r["valid_from"],
+                                             invalid_from=r["invalid_from"], episode=r["episode"])
+                                 for r in data["relations"]],
+                      connected=[_node(c) for c in data.get("connected", [])])
+
+
+def build_server(home: str | Path | None, notebook: str, spawn_worker: Callable[[Path], None] | None = None):
+    """An `MCPServer` with zk's tools and note resources, bound to `notebook`."""
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ResourceNotFoundError
+
+    zk = ZkTools(home, notebook, spawn_worker)
+    server = MCPServer(name="zk", title=f"zk memory (notebook {notebook})", instructions=INSTRUCTIONS,
+                       log_level="WARNING")
+
+    @server.tool(description="Remember something: store a note (durable at once; keywords, links and "
+                             "evolution follow in the background). `at` is when it happened, e.g. "
+                             "2026-03-29T09:15 (default: now). `notebook` may only name this server's notebook.")
+    def add_note(text: str, at: str | None = None, notebook: str | None = None) -> AddNoteOut:
+        return zk.call(lambda: zk.add_note(text, at, notebook))
+
+    @server.tool(description="L1 retrieval, no LLM: matching episodes (ids + abstracts) and notes (hybrid "
+                             "keyword + vector search, plus linked notes), within the same token budget "
+                             "`ask` uses.")
+    def search(query: str, limit: int = Field(default=8, ge=1, le=50), follow_links: bool = True) -> SearchOut:
+        return zk.call(lambda: zk.search(query, limit, follow_links))
+
+    @server.tool(description="L0: a short `## Memory Context` block of past episodes relevant to the "
+                             "user's new message (plus up to two earlier user turns in `recent`, oldest "
+                             "first). Empty for trivial messages or when nothing is relevant.")
+    def context(message: str, recent: list[str] | None = None) -> ContextOut:
+        return zk.call(lambda: zk.context(message, recent or []))
+
+    @server.tool(description="L1: read in full an episode (id e…: its summary), a session (s…: its turns) "
+                             "or a note (hex id or unique prefix).")
+    def expand(id: str) -> ExpandOut:  # noqa: A002 - the tool's argument name
+        return zk.call(lambda: zk.expand(id))
+
+    @server.tool(description="L2: what the entity graph knows about a person, project, place…: relations "
+                             "with their validity times and source episodes, and connected entities. `at` "
+                             "(a date) shows the relations valid then. Without `entity`: every entity.")
+    def graph(entity: str | None = None, at: str | None = None,
+              depth: int = Field(default=1, ge=1, le=3)) -> GraphOut:
+        return zk.call(lambda: zk.graph(entity, at, depth))
+
+    @server.tool(description="Every field of a note (id or unique prefix), its links both ways and its "
+                             "version history (what evolution changed, caused by which note).")
+    def show(id: str) -> ShowOut:  # noqa: A002
+        return zk.call(lambda: zk.show(id))
+
+    @server.tool(description="What a note links to and what links to it.")
+    def links(id: str) -> LinksOut:  # noqa: A002
+        return zk.call(lambda: zk.links(id))
+
+    @server.tool(description="Answer a question from the notes with the local (or configured) LLM, citing "
+                             "note ids. Slower than `search`; prefer `search`/`context` when you can read "
+                             "the notes yourself.")
+    def ask(question: str) -> AskOut:
+        return zk.call(lambda: zk.ask(question))
+
+    @server.resource("zk://note/{id}", name="note", mime_type="application/json",
+                     description="One note of this notebook as JSON (id or unique prefix).")
+    def note_resource(id: str) -> str:  # noqa: A002
+        with zk._lock:
+            try:
+                return zk.read_note(id)
+            except ZkError as exc:
+                raise ResourceNotFoundError(str(exc)) from None
+
+    return server
+
+
+def serve(home: str | Path | None, notebook: str, http_port: int | None = None,
+          spawn_worker: Callable[[Path], None] | None = None) -> None:
+    """Run until the client disconnects (stdio) or the process is stopped (HTTP on 127.0.0.1)."""
+    server = build_server(home, notebook, spawn_worker)
+    if http_port is None:
+        server.run("stdio")
+    else:
+        server.run("streamable-http", host="127.0.0.1", port=http_port)

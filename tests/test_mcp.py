@@ -1,0 +1,190 @@
+"""`zk mcp` end to end with the official MCP client over stdio: spawn the real `zk -n work mcp`,
+list its tools, add notes (the background worker enriches them), search, context, expand, graph,
+show, links, ask, read a note resource, and the error cases (unknown id, empty note, another
+notebook). The model is the scripted fake; the store, embedder, worker and transport are real."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+CHAT = """[2026-03-02 10:00] Ana: Onbiseo uses SQLite for the prototype database.
+[2026-03-02 10:01] Ben: The Onbiseo search endpoint is slow on large notebooks.
+[2026-03-02 10:02] Ana: Onbiseo uses PostgreSQL after the database migration next week.
+[2026-03-02 10:03] Ben: Good, I will write the migration script.
+"""
+
+
+def zk(home: Path, *args: str, env: dict[str, str]) -> str:
+    done = subprocess.run([sys.executable, "-m", "zettel_amem", "--home", str(home), *args], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@pytest.fixture
+def prepared(tmp_path):
+    """A home whose notebook `work` has an imported chat, its episode and graph; `main` has a private note."""
+    home = tmp_path / "home"
+    env = {**os.environ, "ZK_LLM_MODEL": "python:tests.fake_llm:FakeLLM", "ZK_NO_WORKER": "1",
+           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    home.mkdir()
+    (home / "config.toml").write_text("[memory]\nlink_min_similarity = 0.0\n", encoding="utf-8")
+    chat = tmp_path / "chat.txt"
+    chat.write_text(CHAT, encoding="utf-8")
+    zk(home, "-n", "work", "import", str(chat), "--wait", "--quiet", env=env)
+    zk(home, "add", "Private: the salary negotiation with Onbiseo HR is on Friday.", env=env)
+    env.pop("ZK_NO_WORKER")  # the MCP server's writes start the background worker, as `zk add` does
+    return home, env
+
+
+async def _session_run(home: Path, env: dict[str, str], body) -> None:
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(command=sys.executable, cwd=str(ROOT), env=env,
+                                   args=["-m", "zettel_amem", "--home", str(home), "-n", "work", "mcp"])
+    with open(home / "mcp-stderr.log", "w") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            await body(session)
+
+
+async def call(session, tool: str, **arguments) -> dict:
+    result = await session.call_tool(tool, arguments)
+    assert not result.is_error, result.content
+    return result.structured_content
+
+
+async def fails(session, tool: str, **arguments) -> str:
+    result = await session.call_tool(tool, arguments)
+    assert result.is_error
+    [content] = result.content
+    assert "Traceback" not in content.text and len(content.text.splitlines()) == 1
+    return content.text
+
+
+def test_mcp_over_stdio_with_the_official_client(prepared):
+    home, env = prepared
+
+    async def body(session) -> None:
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+        assert set(tools) == {"add_note", "search", "context", "expand", "graph", "show", "links", "ask"}
+        assert tools["add_note"].input_schema["required"] == ["text"] and tools["search"].output_schema
+        templates = (await session.list_resource_templates()).resource_templates
+        assert [t.uri_template for t in templates] == ["zk://note/{id}"]
+
+        # Writes: durable at once, then the background worker enriches them.
+        first = await call(session, "add_note", text="Knee hurts after the 10 km run at Yeouido.",
+                           at="2026-03-29T09:15")
+        second = await call(session, "add_note", text="Doctor says no running for two weeks, knee rest.",
+                            at="2026-04-01T18:00")
+        assert first["status"] == "pending" and first["notebook"] == "work"
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            shown = await call(session, "show", id=second["id"][:8])
+            if shown["status"] == "ready":
+                break
+            await anyio.sleep(0.5)
+        assert shown["status"] == "ready" and shown["keywords"], shown
+        assert shown["links"] == [first["id"]]  # the fake model links to its first candidate
+        linked = await call(session, "links", id=first["id"])
+        assert [b["id"] for b in linked["backlinks"]] == [second["id"]]
+
+        # L1 search: notes of this notebook only (the private note of `main` never shows).
+        found = await call(session, "search", query="Onbiseo database PostgreSQL", limit=3)
+        contents = [n["content"] for n in found["notes"]]
+        assert any("PostgreSQL" in c for c in contents)
+        assert not any("salary" in c for c in contents)
+        assert found["episodes"] and found["episodes"][0]["id"].startswith("e")
+        assert not any("salary" in n["content"] for n in
+                       (await call(session, "search", query="salary negotiation Friday"))["notes"])
+
+        # L0 context: hints for a related message, nothing for a trivial one.
+        hint = await call(session, "context", message="How is the Onbiseo database migration going?")
+        assert hint["block"].startswith("## Memory Context") and hint["hints"]
+        episode_id = hint["hints"][0]["id"]
+        trivial = await call(session, "context", message="ok")
+        assert trivial["block"] == "" and trivial["hints"] == [] and trivial["skipped"]
+
+        # L1 expand: the episode's summary, the session's turns, a note.
+        episode = await call(session, "expand", id=episode_id)
+        assert episode["kind"] == "episode" and episode["episode"]["summary"]
+        session_view = await call(session, "expand", id=episode["episode"]["session_id"])
+        assert [t["speaker"] for t in session_view["turns"]] == ["Ana", "Ben", "Ana", "Ben"]
+        note_view = await call(session, "expand", id=first["id"][:8])
+        assert note_view["kind"] == "note" and note_view["note"]["id"] == first["id"]
+
+        # L2 graph: relations with validity, and the entity list.
+        graph = await call(session, "graph", entity="Onbiseo")
+        objects = {r["object"] for r in graph["entity"]["relations"] if r["predicate"] == "uses"}
+        assert "PostgreSQL" in objects
+        assert "Onbiseo" in {e["name"] for e in (await call(session, "graph"))["entities"]}
+
+        # ask: the (fake) model's answer and the notes it was given.
+        answer = await call(session, "ask", question="What happened with my knee?")
+        assert answer["answer"].startswith("The knee notes say so.")
+        assert {first["id"], second["id"]} & {n["id"] for n in answer["notes"]}
+
+        # A note as a resource.
+        resource = await session.read_resource(f"zk://note/{first['id'][:8]}")
+        assert json.loads(resource.contents[0].text)["content"] == "Knee hurts after the 10 km run at Yeouido."
+
+        # Errors are MCP errors with one line, never a traceback; nothing reaches another notebook.
+        assert "not a note id" in await fails(session, "show", id="zzzz")
+        assert "no note with id ffff0000" in await fails(session, "links", id="ffff0000")
+        assert "the note is empty" in await fails(session, "add_note", text="   ")
+        assert "bound to notebook 'work'" in await fails(session, "add_note", text="leak", notebook="main")
+        assert "cannot read the date" in await fails(session, "add_note", text="x", at="yesterday-ish")
+        assert "no entity named" in await fails(session, "graph", entity="Nobody Atall")
+        from mcp import MCPError
+
+        with pytest.raises(MCPError, match="no note with id"):
+            await session.read_resource("zk://note/ffffffff")
+
+    anyio.run(_session_run, home, env, body)
+    notes = json.loads(zk(home, "list", "--json", env=env))  # main is untouched
+    assert [n["content"] for n in notes] == ["Private: the salary negotiation with Onbiseo HR is on Friday."]
+    work = json.loads(zk(home, "-n", "work", "list", "--json", env=env))
+    assert len(work) == 6 and not any(n["content"] == "leak" for n in work)
+
+
+def test_mcp_over_streamable_http_on_localhost(prepared):
+    from tests.llm_server import free_port
+
+    home, env = prepared
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "zettel_amem", "--home", str(home), "-n", "work", "mcp",
+                             "--http", str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    async def body() -> None:
+        from mcp import Client
+
+        deadline = time.time() + 60
+        while True:  # until the server listens
+            try:
+                async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+                    tools = await client.list_tools()
+                    result = await client.call_tool("search", {"query": "PostgreSQL migration", "limit": 2})
+                break
+            except Exception:  # noqa: BLE001 - not up yet
+                if time.time() > deadline or proc.poll() is not None:
+                    raise
+                await anyio.sleep(0.5)
+        assert "context" in {t.name for t in tools.tools}
+        assert not result.is_error and any("PostgreSQL" in n["content"] for n in result.structured_content["notes"])
+
+    try:
+        anyio.run(body)
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    assert f"127.0.0.1:{port}/mcp" in proc.stderr.read().decode()
