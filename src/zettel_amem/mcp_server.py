@@ -168,6 +168,8 @@ class LinksOut(BaseModel):
 class AskOut(BaseModel):
     answer: str
     cited: list[str] = Field(description="ids of the notes the answer cites")
+    mode: str = Field(description='"model", "extractive" (the model failed: the best sentence of the best note) '
+                      'or "declined" (the notes do not support an answer)')
     notes: list[NoteHit] = Field(description="the notes the model was given")
 
 
@@ -263,7 +265,7 @@ class ZkTools:
         for _ in answer.pieces:
             pass
         cited = answer.cited()
-        return AskOut(answer=answer.text.strip(), cited=cited, notes=self._hits(answer.notes))
+        return AskOut(answer=answer.text.strip(), cited=cited, mode=answer.mode, notes=self._hits(answer.notes))
 
     def read_note(self, note_id: str) -> str:
         note = self.memory.resolve(note_id)
