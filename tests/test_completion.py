@@ -62,7 +62,8 @@ def test_completion_scripts_for_each_shell():
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 def test_install_completion_for_bash(tmp_path):
-    done = subprocess.run(["bash", "-c", f"{sys.executable} -m zettel_amem --install-completion"],
+    # "; exit $?" keeps bash as the parent process (a lone command is exec'd), so the shell is detectable.
+    done = subprocess.run(["bash", "-c", f"{sys.executable} -m zettel_amem --install-completion; exit $?"],
                           capture_output=True, text=True, timeout=120,
                           env={**os.environ, "HOME": str(tmp_path), "SHELL": "/bin/bash"})
     assert done.returncode == 0, done.stderr
