@@ -5,7 +5,6 @@ ones happen (no lock is held during a model call)."""
 from __future__ import annotations
 
 import threading
-import time
 
 from tests.fake_llm import EvolvingFakeLLM
 from zettel_amem.memory import Memory
@@ -18,6 +17,7 @@ def test_a_note_evolved_during_its_own_link_call_keeps_that_evolution(zk_home, e
     memory = Memory(zk_home, llm=llm, embedder=embedder)
     memory.settings.link_min_similarity = 0.0
     memory.settings.evolve_max_neighbours = 2
+    memory.settings.evolve_on_topic = False  # the scripted contexts are not about anything: no topic guard
     first = memory.add("Ran 10 km at the river on Saturday.", "2026-03-01")
     memory.process(first.id)
     a = memory.add("Knee hurts after the run.", "2026-03-02")
@@ -86,12 +86,9 @@ def test_drain_with_four_jobs_overlaps_calls_and_finishes_every_note_once(zk_hom
     memory.settings.episodes = False
     ids = [memory.add(f"Run {i}: {5 + i} km along the river, knee fine.", f"2026-03-{i + 1:02d}").id
            for i in range(12)]
-    start = time.perf_counter()
     results = drain(memory, wait=True, jobs=4)
-    elapsed = time.perf_counter() - start
     assert sorted(r.id for r in results) == sorted(ids) and not any(r.error for r in results)
     assert peak[0] == 4  # four notes' model calls in flight at once
-    assert elapsed < 24 * 0.3  # 23 calls of 0.3 s one after another would take longer
     notes = {n.id: n for n in memory.store.notes()}
     assert all(n.status == READY for n in notes.values())
     for note in notes.values():  # each evolution recorded once, by a finished note that links here

@@ -120,3 +120,12 @@ def test_filler_is_not_a_vector_hit(memory):
     ids = [h.note.id for h in memory.search("무릎", follow_links=False)]
     assert ids == [knee.id]
     assert filler.id in [h.note.id for h in memory.search("ok", follow_links=False)]  # found by its word
+
+
+def test_session_turns_follow_their_hit_and_links_come_after_all_hits():
+    a, b, link = make("a", "first"), make("b", "second"), make("c", "linked")
+    before, after = make("d", "turn before a"), make("e", "turn after a")
+    out = expand([Hit(a, 1.0), Hit(b, 0.5)], lambda n: [link] if n.id == a.id else [], None,
+                 session_of=lambda n: [before, after] if n.id == a.id else [])
+    assert [h.note.id for h in out] == [a.id, before.id, after.id, b.id, link.id]
+    assert [h.via for h in out] == [None, a.id, a.id, None, a.id]

@@ -83,7 +83,7 @@ def decide(question: str, hits: list[Hit], settings: Settings, pool: Callable[[]
     direct = [h for h in hits if h.via is None]
     if not direct:
         return Decision("declined", "no note matches the question")
-    named = speakers_named(question, direct)
+    named = speakers_named(question, hits)  # session turns name the speakers too
     if len(named) == 1 and settings.answer_attribution_hits > 0:
         person = next(iter(named))
         evidence = pool() if pool is not None else direct

@@ -380,7 +380,7 @@ class Memory:
         neighbour's own words as to the words of the note that caused the rewrite (cosine, raw
         embeddings). Tags-only updates pass."""
         with_context = [u for u in updates if u.context]
-        if not with_context:
+        if not with_context or not self.settings.evolve_on_topic:
             return updates, []
         import numpy as np
 
@@ -558,9 +558,9 @@ class Memory:
                budget_tokens: int | None = None, use_vector: bool = True, use_keywords: bool = True,
                use_enrichment: bool = True, session_smoothing: bool = True, session_turns: int | None = None,
                tag: str | None = None) -> list[Hit]:
-        """k direct hits (fused signals, session-smoothed), then, within the budget, their session turns
-        and linked notes. `follow_links=False` gives the direct hits only. `tag`: only notes with that
-        #tag of the user's, hits and neighbours alike."""
+        """k direct hits (fused signals), each followed by its session turns (`session_turns`, default
+        `search_session_turns`; 0: none), then their linked notes (`follow_links`), within the budget.
+        `tag`: only notes with that #tag of the user's, hits and neighbours alike."""
         if not query.strip():
             raise ZkError("the query is empty")
         k = k or self.settings.search_k
@@ -575,19 +575,23 @@ class Memory:
         if session_smoothing and any(weights) and tag is None:
             hits = smooth_by_session(hits, self.session_windows([h.note for h in hits], len(weights)), weights)
         hits = hits[:k]
-        if not follow_links:
-            return hits if budget_tokens is None else expand(hits, lambda n: [], budget_tokens, False)
         radius = self.settings.search_session_turns if session_turns is None else session_turns
         windows = self.session_windows([h.note for h in hits], radius)
+        if not follow_links and not windows:
+            return hits if budget_tokens is None else expand(hits, lambda n: [], budget_tokens, False)
         # One scan for every hit's backlinks and one read for all neighbours, not two queries per hit.
-        back = self.store.backlinks_many([h.note.id for h in hits])
-        found = self.store.get_many([i for h in hits for i in (*h.note.links, *back[h.note.id])])
+        back = self.store.backlinks_many([h.note.id for h in hits]) if follow_links else {}
+        found = self.store.get_many([i for h in hits for i in (*h.note.links, *back.get(h.note.id, []))]
+                                    ) if follow_links else {}
 
-        def neighbours(note: Note) -> list[Note]:
-            linked = [found[i] for i in dict.fromkeys([*note.links, *back.get(note.id, [])]) if i in found]
-            return [n for n in [*windows.get(note.id, []), *linked] if tag is None or has_tag(n, tag)]
+        def linked(note: Note) -> list[Note]:
+            ids = dict.fromkeys([*note.links, *back.get(note.id, [])])
+            return [found[i] for i in ids if i in found and (tag is None or has_tag(found[i], tag))]
 
-        return expand(hits, neighbours, budget_tokens, follow_links)
+        def session(note: Note) -> list[Note]:
+            return [n for n in windows.get(note.id, []) if tag is None or has_tag(n, tag)]
+
+        return expand(hits, linked, budget_tokens, follow_links, session_of=session)
 
     def ask(self, question: str, k: int | None = None, budget_tokens: int | None = None, *,
             today: str | None = None, hits: list[Hit] | None = None, memory_block: str = "",
@@ -616,7 +620,7 @@ class Memory:
 
     def attribution_pool(self, question: str) -> list[Hit]:
         """The wider list of direct hits `answer.decide` reads to tell who said what is asked about."""
-        return self.search(question, self.settings.answer_attribution_pool, follow_links=False)
+        return self.search(question, self.settings.answer_attribution_pool, follow_links=False, session_turns=0)
 
     def _answer(self, question: str, hits: list[Hit], memory_block: str, today: str | None,
                 answer: Answer) -> None:

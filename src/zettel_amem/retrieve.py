@@ -9,8 +9,9 @@
   raw self.
 - Session smoothing: a chat turn also scores a share of its best neighbour turns' scores (an answer
   sits next to the question that names the topic).
-- Expansion (A-MEM §3.4): after the k direct hits, each hit's session turns (±2) and linked notes
-  (both directions), each note once, until the budget is spent. Expansion never displaces a hit.
+- Expansion: each hit is followed by its session turns (±2), the best expansion measured on LoCoMo;
+  after all k direct hits come their linked notes (A-MEM §3.4, both directions), which never displace a
+  hit. Each note once, until the budget is spent.
 """
 
 from __future__ import annotations
@@ -276,30 +277,35 @@ def render_for_context(note: Note) -> str:
 
 
 def expand(hits: list[Hit], neighbours_of: Callable[[Note], list[Note]], budget_tokens: int | None,
-           follow_links: bool = True) -> list[Hit]:
-    """The hits in rank order, then each hit's neighbours (session turns, linked notes) in the order of
-    their hits; every note once; stop at the budget. Expansion never displaces a direct hit: neighbours
-    only fill the budget the hits left. A neighbour that is itself a hit keeps its own place and score."""
+           follow_links: bool = True, session_of: Callable[[Note], list[Note]] | None = None) -> list[Hit]:
+    """Each hit in rank order, followed at once by its session turns (`session_of`: the ±2 turns of a chat,
+    the best expansion measured on LoCoMo); after all the hits, each hit's linked notes (`neighbours_of`),
+    which never displace a direct hit. Every note once; stop at the budget. A neighbour that is itself a
+    hit keeps its own place and score."""
     out: list[Hit] = []
     seen: set[str] = set()
     used = 0
 
-    def take(hit: Hit) -> None:
+    def take(hit: Hit) -> bool:
         nonlocal used
         if hit.note.id in seen:
-            return
+            return True
         cost = estimate_tokens(render_for_context(hit.note))
         if budget_tokens is not None and out and used + cost > budget_tokens:
-            return  # a long note may not fit while a shorter later one does
+            return False  # a long note may not fit while a shorter later one does
         seen.add(hit.note.id)
         used += cost
         out.append(hit)
+        return True
 
+    direct = []
     for hit in hits:
-        take(hit)
+        if take(hit):
+            direct.append(hit)
+            for turn in session_of(hit.note) if session_of else []:
+                take(Hit(turn, 0.0, via=hit.note.id))
     if follow_links:
-        direct = {h.note.id for h in out}
-        for hit in [h for h in hits if h.note.id in direct]:
+        for hit in direct:
             for neighbour in neighbours_of(hit.note):
                 take(Hit(neighbour, 0.0, via=hit.note.id))
     return out
