@@ -317,9 +317,10 @@ class Store:
         turns = [n for n in centres if n.session_id and n.kind == "turn"]
         if not turns or radius < 1:
             return {}
-        ranges = " OR ".join(f"(session_id = {sql_str(n.session_id)} AND seq >= {n.seq - radius} "
-                             f"AND seq <= {n.seq + radius})" for n in turns)
-        where = f"kind = 'turn' AND ({ranges})"
+        # Two IN lists (a superset, narrowed below) read several times faster than an OR of ranges.
+        sessions = ", ".join(sql_str(s) for s in sorted({n.session_id for n in turns}))
+        seqs = ", ".join(str(q) for q in sorted({n.seq + d for n in turns for d in range(-radius, radius + 1)}))
+        where = f"kind = 'turn' AND session_id IN ({sessions}) AND seq IN ({seqs})"
         rows = [row_to_note(r) for r in self._query(f"({scope}) AND {where}" if scope else where, TEXT_COLUMNS)]
         out: dict[str, list[Note]] = {}
         for centre in turns:
