@@ -130,6 +130,7 @@ def ingest_conversation(sample: dict, ingest: str, model: str | None, cache: Pat
                 log(f"  {sample['sample_id']} [episodes/{model}] {index}/{total} sessions")
 
             tiers.process_pending(episode_progress)
+    memory.store.compact()  # one fragment, not one per processed turn: queries read it once (zk's worker compacts too)
     (folder / "done").write_text(json.dumps({"import_seconds": import_seconds}), encoding="utf-8")
     return memory, folder
 
