@@ -238,3 +238,19 @@ def test_forgetting_a_deleted_cause_keeps_everything_else_in_history():
     assert [v.reason for v in note.history][:2] == ["a note without changes", "evolution"]
     assert "ZEBRA" not in str([v.to_dict() for v in note.history])
     assert not forget_changes_by(note, "z" * 32)
+
+
+def test_an_off_topic_rewrite_is_refused_and_counted(memory, fake_llm):
+    knee = add_ready(memory, "My left knee hurts after Saturday's 10km run.", "2026-03-29T09:15")
+    meeting = "Onbiseo meeting: we moved the database from SQLite to PostgreSQL."
+    fake_llm.link = lambda user, ids: {"links": ids[:1], "updates": [
+        {"id": ids[0], "context": meeting, "tags": ["work"]}]}  # the new note's story copied into the knee note
+    result = memory.process(memory.add(meeting, "2026-04-02T10:00").id)
+    assert result.refused == [knee.id] and result.evolved == []
+    stored = memory.store.get(knee.id)
+    assert stored.version == knee.version and "Onbiseo" not in stored.context and "work" not in stored.tags
+    fake_llm.link = lambda user, ids: {"links": ids[:1], "updates": [
+        {"id": ids[0], "context": "Left knee pain after the Saturday 10km run, now resting it.", "tags": []}]}
+    later = memory.add("Knee still sore, skipping this week's runs.", "2026-04-05T08:00")
+    result = memory.process(later.id)
+    assert result.evolved == [knee.id] and result.refused == []  # a rewrite about the note itself passes
