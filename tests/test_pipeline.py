@@ -84,6 +84,7 @@ def test_ids_outside_the_candidates_are_ignored(memory, fake_llm):
 
 def test_caps_hold_when_the_model_returns_too_much(memory, fake_llm):
     s = memory.settings
+    s.evolve_on_topic = False  # the caps must hold for whatever the model writes, on topic or not
     fake_llm.annotate = lambda user: {"keywords": [f"kw{i}" for i in range(20)] + ["kw1", "KW1", "  "],
                                       "tags": [f"tag{i}" for i in range(20)], "context": "가" * 1000}
     notes = [add_ready(memory, f"Run number {i} along the river.", f"2026-03-0{i + 1}T08:00") for i in range(6)]

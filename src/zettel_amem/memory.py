@@ -39,7 +39,16 @@ from .note import (
     session_id_for,
 )
 from .prompts import Prompts
-from .retrieve import Hit, KeywordIndex, Signal, expand, fuse_signals, render_for_context, smooth_by_session
+from .retrieve import (
+    CoverageIndex,
+    Hit,
+    KeywordIndex,
+    Signal,
+    expand,
+    fuse_signals,
+    render_for_context,
+    smooth_by_session,
+)
 from .store import Store, sql_str
 from .text import has_control_chars, has_lone_surrogate, hashtags, is_trivial, nfc, one_line, tag_key
 
@@ -376,9 +385,10 @@ class Memory:
         """Updates whose new context stays about its own note, and the ids of those refused.
 
         A small model sometimes writes the *new* note's story into a neighbour's context (a knee note
-        rewritten into a meeting). The guard: the proposed context must be at least as close to the
-        neighbour's own words as to the words of the note that caused the rewrite (cosine, raw
-        embeddings). Tags-only updates pass."""
+        rewritten into a meeting). The guard refuses a proposed context that shares no word with the
+        neighbour's own text *and* is closer (cosine, raw embeddings) to the words of the note that caused
+        the rewrite. A real evolution ("race plan uncertain because of a knee injury" for "signed up for
+        the race") keeps a word of its note. Tags-only updates pass."""
         with_context = [u for u in updates if u.context]
         if not with_context or not self.settings.evolve_on_topic:
             return updates, []
@@ -390,7 +400,9 @@ class Memory:
         for update, vector in zip(with_context, proposed):
             own = np.asarray(neighbours[update.note_id].raw_vector or neighbours[update.note_id].vector,
                              dtype=np.float32)
-            if float(vector @ own) < float(vector @ cause_vector):  # unit vectors: dot = cosine
+            neighbour = neighbours[update.note_id]
+            shares_words = CoverageIndex.terms(update.context) & CoverageIndex.terms(neighbour.content)
+            if float(vector @ own) < float(vector @ cause_vector) and not shares_words:  # unit vectors: dot = cos
                 refused.append(update.note_id)
         return [u for u in updates if u.note_id not in refused], refused
 
