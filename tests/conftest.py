@@ -11,7 +11,12 @@ from zettel_amem.memory import Memory
 @pytest.fixture(autouse=True)
 def _no_user_config(tmp_path_factory, monkeypatch):
     """Tests never read the developer's own config dir (config.toml, prompt overrides)."""
-    monkeypatch.setenv("ZK_CONFIG_DIR", str(tmp_path_factory.mktemp("zk-config")))
+    config = tmp_path_factory.mktemp("zk-config")
+    # The scripted models' rewrites ("Updated by 7c01aa3e.") are about nothing, so the evolution topic
+    # guard would refuse them all; tests of the pipeline's mechanics run without it (in-process and in
+    # subprocesses alike). The guard has its own test, which switches it on (test_pipeline.py).
+    (config / "config.toml").write_text("[memory]\nevolve_on_topic = false\n", encoding="utf-8")
+    monkeypatch.setenv("ZK_CONFIG_DIR", str(config))
 
 
 @pytest.fixture

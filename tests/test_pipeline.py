@@ -242,6 +242,7 @@ def test_forgetting_a_deleted_cause_keeps_everything_else_in_history():
 
 
 def test_an_off_topic_rewrite_is_refused_and_counted(memory, fake_llm):
+    memory.settings.evolve_on_topic = True  # on by default for users; the test config turns it off
     knee = add_ready(memory, "My left knee hurts after Saturday's 10km run.", "2026-03-29T09:15")
     meeting = "Onbiseo meeting: we moved the database from SQLite to PostgreSQL."
     fake_llm.link = lambda user, ids: {"links": ids[:1], "updates": [
