@@ -58,6 +58,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-in-process", action="store_true", help="skip the in-process llama.cpp row")
     parser.add_argument("--out", type=Path, default=Path("results"))
     args = parser.parse_args(argv)
+    import signal
+
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # `timeout` too: stop the started server
     from bench import shipped_defaults_only
 
     shipped_defaults_only()

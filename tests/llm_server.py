@@ -37,7 +37,8 @@ def start(port: int, log: Path | None = None, threads: int = 2) -> subprocess.Po
             # concurrent requests queue instead of cutting off a streaming answer
             "--interrupt_requests", "False"]
     out = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115 - closed with the process
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+           "ZK_SERVER_PARENT": str(os.getpid())}
     return subprocess.Popen(args, stdout=out, stderr=out, stdin=subprocess.DEVNULL, env=env,
                             start_new_session=True, cwd=ROOT)
 
@@ -68,8 +69,25 @@ def stop(proc: subprocess.Popen) -> None:
             proc.wait(20)
 
 
+def _exit_with_parent() -> None:
+    """A test run or benchmark killed without its teardown must not leave a 2-thread server behind."""
+    import threading
+
+    parent = int(os.environ.get("ZK_SERVER_PARENT", "0"))
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(2)
+        os._exit(0)
+
+    if parent:
+        threading.Thread(target=watch, daemon=True).start()
+
+
 def _serve() -> None:
     import llama_cpp.llama_cpp as low
+
+    _exit_with_parent()
 
     original = low.llama_model_default_params
 
