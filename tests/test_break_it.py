@@ -50,7 +50,7 @@ def one_line(err: str) -> bool:
 
 def shell(command: str, home: Path, timeout: float = 300) -> subprocess.CompletedProcess:
     env = {**os.environ, "ZK_HOME": str(home), "ZK_NO_WORKER": "1",
-           "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT), os.environ.get("PYTHONPATH", "")])}
+           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     zk_cmd = f"{sys.executable} -m zettel_amem"
     return subprocess.run(["bash", "-c", command.replace("zk ", zk_cmd + " ")], env=env, capture_output=True,
                           text=True, timeout=timeout)
@@ -320,7 +320,7 @@ def test_8_edge_dates_and_bad_config_are_one_line(zk, zk_home):
 # -- 9: Ctrl-C --------------------------------------------------------------------------------------
 def _interrupt_add(home: Path, model_env: dict, text: str, after_stored: float) -> tuple[int, float, str]:
     env = {**os.environ, "ZK_HOME": str(home), "ZK_NO_WORKER": "1", **model_env,
-           "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT), os.environ.get("PYTHONPATH", "")])}
+           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.Popen([sys.executable, "-m", "zettel_amem", "add", "--wait", text], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     start = time.monotonic()

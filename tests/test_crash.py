@@ -33,7 +33,7 @@ def zk_env(home: Path, worker: bool = False) -> dict[str, str]:
            "ZK_FAKE_DELAY": "0.05",
            # this tree's code, not whatever the editable install points at (a worktree is not the install);
            # the repo root for `tests.*`
-           "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
+           "PYTHONPATH": str(ROOT)}
     env.pop("ZK_NO_WORKER", None)
     if not worker:
         env["ZK_NO_WORKER"] = "1"

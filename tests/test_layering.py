@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1] / "src" / "zettel_amem"
+PACKAGE = Path(__file__).resolve().parents[1] / "zettel_amem"
 
 ALLOWED = {
     "config": set(),

@@ -27,7 +27,7 @@ def _source_copy(tmp_path: Path) -> Path:
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, src / name)
     ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
-    shutil.copytree(ROOT / "src", src / "src", ignore=ignore)
+    shutil.copytree(ROOT / "zettel_amem", src / "zettel_amem", ignore=ignore)
     shutil.copytree(ROOT / "templates", src / "templates", ignore=ignore)
     return src
 
@@ -63,6 +63,18 @@ def test_built_wheel_carries_every_template_and_finds_them(tmp_path):
     assert out[0] == str(site / "zettel_amem" / "templates")
     assert out[1] == (ROOT / "templates" / "answer_system.txt").read_text(encoding="utf-8")[:20]
     assert out[2] == "# 2026-03-28 (토요일)"
+    # Installed into a fresh venv (the dependencies come from this Python's site-packages), the wheel's
+    # own `zk` runs and imports the wheel's package, not this checkout.
+    venv = tmp_path / "wheel-venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q",
+                    "--no-deps", str(wheel)], check=True, capture_output=True)
+    helped = subprocess.run([str(venv / "bin" / "zk"), "--help"], capture_output=True, text=True, cwd=tmp_path,
+                            env={"PATH": "/usr/bin:/bin"})
+    assert helped.returncode == 0 and "Usage: zk" in helped.stdout, helped.stderr
+    where = subprocess.run([str(venv / "bin" / "python"), "-c", "import zettel_amem; print(zettel_amem.__file__)"],
+                           capture_output=True, text=True, check=True, cwd=tmp_path).stdout.strip()
+    assert where.startswith(str(venv))
 
 
 @needs_backend

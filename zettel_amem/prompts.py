@@ -22,12 +22,12 @@ _KO_WEEKDAYS = "월화수목금토일"
 
 
 def shipped_dir() -> Path:
-    """The shipped templates folder. In a source checkout (`src/zettel_amem` next to `templates/`) it is
-    the checkout's own folder, so running from a tree with PYTHONPATH=src never reads another install's
-    templates; otherwise the installed package `zettel_amem.templates` (wheel or editable install)."""
+    """The shipped templates folder. In a source checkout (`zettel_amem/` next to `templates/`) it is
+    the checkout's own folder, so running a tree from its root never reads another install's templates;
+    otherwise the installed package `zettel_amem.templates` (wheel or editable install)."""
     here = Path(__file__).resolve().parent
-    checkout = here.parents[1] / "templates"
-    if here.parent.name == "src" and (here.parents[1] / "pyproject.toml").exists() and checkout.is_dir():
+    checkout = here.parent / "templates"
+    if (here.parent / "pyproject.toml").exists() and checkout.is_dir():
         return checkout
     from importlib import resources
 
