@@ -97,7 +97,7 @@ def ingest_conversation(sample: dict, ingest: str, model: str | None, cache: Pat
     if (folder / "done").exists():  # cached: no model needed to search it
         return memory, folder
     if ingest != "raw":
-        memory._llm = load_model(model)
+        memory.use_llm(load_model(model))
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False, encoding="utf-8") as tmp:
         json.dump([sample], tmp)  # the one conversation, in a temp file outside the repo
     start = time.perf_counter()
@@ -122,14 +122,15 @@ def ingest_conversation(sample: dict, ingest: str, model: str | None, cache: Pat
             from zettel_amem.tiers import Tiers
 
             tiers = Tiers(memory)
-            tiers.close_sessions(report.session_ids or [n.session_id for n in memory.store.notes() if n.session_id])
+            every = [n.session_id for n in memory.store.notes() if n.session_id]
+            tiers.sessions.close_many(report.session_ids or every)
 
             def episode_progress(result, index, total):
                 out.write(json.dumps({"kind": "episode", **asdict(result)}) + "\n")
                 out.flush()
                 log(f"  {sample['sample_id']} [episodes/{model}] {index}/{total} sessions")
 
-            tiers.process_pending(episode_progress)
+            tiers.promotion.process_pending(episode_progress)
     memory.store.compact()  # one fragment, not one per processed turn: queries read it once (zk's worker compacts too)
     (folder / "done").write_text(json.dumps({"import_seconds": import_seconds}), encoding="utf-8")
     return memory, folder
@@ -181,17 +182,12 @@ def register_sessions(sample: dict, notebook: str = "main") -> None:
 
 
 def tier_context(memory, variant: str, question: str):
-    """(L0 hints, memory block for the prompt, graph facts) the way `zk ask` builds them."""
+    """(L0 hints, memory block for the prompt, graph facts): the library's `Context.memory_block`, the one
+    `zk ask` uses; +episodes leaves the graph out, +graph-static gives facts without dates."""
     from zettel_amem.tiers import Tiers
 
-    tiers = Tiers(memory)
-    hints = tiers.context(question, log=False).hints
-    facts = tiers.facts_for(question, with_time=variant != "+graph-static") if variant != "+episodes" else []
-    block = ""
-    if hints:
-        block += "Past episodes:\n" + "\n".join(f"- {h.episode.start[:10]}: {h.episode.abstract}" for h in hints) + "\n"
-    if facts:
-        block += "Known facts:\n" + "\n".join(facts) + "\n"
+    block, hints, facts = Tiers(memory).context.memory_block(
+        question, facts=variant != "+episodes", with_time=variant != "+graph-static")
     return hints, block, facts
 
 
@@ -374,7 +370,7 @@ def evaluate(sample: dict, variant: str, memory, args, answer_llm) -> list[dict]
             record["declined_by_evidence"] = decide(qa["question"], hits, memory.settings,
                                                     lambda q=qa["question"]: memory.attribution_pool(q)) is not None
         if answer_llm is not None:
-            memory._llm = answer_llm
+            memory.use_llm(answer_llm)
             start = time.perf_counter()
             answer = memory.ask(qa["question"], hits=hits, today=today, memory_block=block)
             for _ in answer.pieces:

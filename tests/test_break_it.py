@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from zettel_amem import cli
+from zettel_amem.database import manifest_versions
 from zettel_amem.memory import Memory
-from zettel_amem.store import manifest_versions
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -379,7 +379,7 @@ def test_10_reading_commands_work_on_a_read_only_store(zk, zk_home, tmp_path):
 
 # -- 11: rm with a damaged episodes table -----------------------------------------------------------
 def test_11_rm_refuses_before_deleting_when_another_table_is_damaged(zk, zk_home, embedder):
-    from zettel_amem.note import Episode
+    from zettel_amem.models import Episode
     from zettel_amem.tier_store import TierStore
 
     [note_id] = _notes(zk, 1)

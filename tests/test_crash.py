@@ -21,7 +21,7 @@ import pytest
 
 from tests.kill_hooks import POINTS
 from zettel_amem.memory import Memory
-from zettel_amem.note import READY
+from zettel_amem.models import READY
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]

@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from zettel_amem.config import ZkError
-from zettel_amem.ingest.importer import ImportReport, import_source, list_sessions, session_turns
+from zettel_amem.ingest.importer import ImportReport, import_source
 from zettel_amem.memory import Memory
+from zettel_amem.tiers import Tiers
 
 KOREAN = "민수: 내일 오후 3시에 강남역에서 만나요 🙂"
 
@@ -31,6 +32,12 @@ def embedder(tmp_path_factory):
 def memory(tmp_path, monkeypatch, embedder) -> Memory:
     monkeypatch.setenv("ZK_NO_WORKER", "1")
     return Memory(tmp_path / "home", embedder=embedder)
+
+
+def _session_turns(memory, prefix: str):
+    """The turns of the one session an id prefix names, as `zk show s…` finds them."""
+    sessions = Tiers(memory).sessions
+    return sessions.turns(sessions.resolve(prefix))
 
 
 def contents(memory: Memory) -> list[str]:
@@ -58,7 +65,7 @@ def test_text_korean_bom_crlf_and_bad_lines(memory: Memory, tmp_path: Path) -> N
     assert report.format == "text"
     assert report.added == 3
     assert sorted(f["line"] for f in report.failed) == [3, 5]
-    turns = session_turns(memory, report.session_ids[0])
+    turns = _session_turns(memory, report.session_ids[0])
     assert [(t.speaker, t.seq) for t in turns] == [("민수", 0), ("Alice", 1), ("Alice", 3)]
     korean = turns[0]
     assert korean.content.encode("utf-8") == KOREAN.split(": ", 1)[1].encode("utf-8")
@@ -81,7 +88,7 @@ def test_jsonl_malformed_line_reported_rest_imported(memory: Memory, tmp_path: P
     assert report.added == 5
     assert [f["line"] for f in report.failed] == [3]
     assert "JSON" in report.failed[0]["message"]
-    sessions = {s["session_id"]: s for s in list_sessions(memory)}
+    sessions = {s["session_id"]: s for s in Tiers(memory).sessions.list()}
     assert set(sessions) == set(report.session_ids)
     assert sorted(s["turns"] for s in sessions.values()) == [2, 3]
     b = next(s for s in sessions.values() if s["turns"] == 3)
@@ -115,9 +122,9 @@ def test_chatgpt_export(memory: Memory, tmp_path: Path) -> None:
     assert report.format == "chatgpt"
     assert (report.added, report.failed) == (3, [])
     assert progress[-1] == (3, 3)
-    [session] = list_sessions(memory)
+    [session] = Tiers(memory).sessions.list()
     assert session["title"] == "Busan trip" and session["turns"] == 3
-    turns = session_turns(memory, session["session_id"][:6])
+    turns = _session_turns(memory, session["session_id"][:6])
     assert [t.speaker for t in turns] == ["user", "assistant", "user"]
     assert turns[-1].content == "부산 맛집도 알려줘"
 
@@ -140,11 +147,11 @@ def test_locomo_sessions(memory: Memory, tmp_path: Path) -> None:
     report = import_source(memory, path)
     assert report.format == "locomo"
     assert report.added == 3 + 4 and len(report.session_ids) == 2
-    listed = list_sessions(memory)
+    listed = Tiers(memory).sessions.list()
     assert [s["turns"] for s in listed] == [4, 3]  # newest (session 2, 2 May) first
     assert listed[0]["title"] == "Caroline & Melanie, session 2"
     assert listed[0]["first_at"] == listed[0]["last_at"] == "2023-05-02T13:56:00"
-    assert [t.seq for t in session_turns(memory, listed[1]["session_id"])] == [0, 1, 2]
+    assert [t.seq for t in _session_turns(memory, listed[1]["session_id"])] == [0, 1, 2]
 
 
 def test_markdown_folder(memory: Memory, tmp_path: Path) -> None:
@@ -159,7 +166,7 @@ def test_markdown_folder(memory: Memory, tmp_path: Path) -> None:
     report = import_source(memory, vault)
     assert report.format == "markdown"
     assert report.added == 3 and len(report.session_ids) == 2
-    titles = {s["title"]: s["turns"] for s in list_sessions(memory)}
+    titles = {s["title"]: s["turns"] for s in Tiers(memory).sessions.list()}
     assert titles == {"Busan trip": 2, "idea": 1}
     assert "해운대 일출이 멋졌다." in contents(memory)
     # editing a file without a front-matter date changes its mtime, not the identity of its paragraphs
@@ -205,7 +212,7 @@ def test_overlapping_newer_export_adds_only_new_turns(memory: Memory, tmp_path: 
     assert (old.added, newer.added, newer.skipped_duplicates) == (6, 4, 3)
     assert contents(memory) == sorted(f"message {i}" for i in range(10))
     assert newer.session_ids == old.session_ids  # the newer export continues the same session
-    assert [t.seq for t in session_turns(memory, old.session_ids[0])] == list(range(10))
+    assert [t.seq for t in _session_turns(memory, old.session_ids[0])] == list(range(10))
 
     other = Memory(memory.home, embedder=memory.embedder, notebook="untimed")
     chat = ["Ann: hello", "Ben: ok", "Ann: ok", "Ben: bye"]
@@ -213,9 +220,9 @@ def test_overlapping_newer_export_adds_only_new_turns(memory: Memory, tmp_path: 
     grown = import_source(other, write_lines(tmp_path / "u2.txt", chat + ["Ann: ok", "Ben: see you"]))
     assert (first.added, grown.added, grown.skipped_duplicates) == (3, 3, 3)
     assert grown.session_ids == first.session_ids
-    assert [t.content for t in session_turns(other, first.session_ids[0])] == \
+    assert [t.content for t in _session_turns(other, first.session_ids[0])] == \
         ["hello", "ok", "ok", "bye", "ok", "see you"]
-    assert len(list_sessions(memory)) == 1  # notebooks stay apart
+    assert len(Tiers(memory).sessions.list()) == 1  # notebooks stay apart
 
 
 def test_untimed_chats_sharing_an_opening_stay_apart(memory: Memory, tmp_path: Path) -> None:
@@ -223,7 +230,7 @@ def test_untimed_chats_sharing_an_opening_stay_apart(memory: Memory, tmp_path: P
     tuesday = import_source(memory, write_lines(tmp_path / "tue.txt", ["A: hi", "C: a different chat", "A: ok"]))
     assert (monday.added, tuesday.added, tuesday.skipped_duplicates) == (2, 3, 0)
     assert tuesday.session_ids != monday.session_ids
-    assert [(t.seq, t.content) for t in session_turns(memory, tuesday.session_ids[0])] == \
+    assert [(t.seq, t.content) for t in _session_turns(memory, tuesday.session_ids[0])] == \
         [(0, "hi"), (1, "a different chat"), (2, "ok")]
     again = import_source(memory, write_lines(tmp_path / "tue-again.txt", ["A: hi", "C: a different chat",
                                                                          "A: ok", "C: bye"]))
@@ -232,7 +239,7 @@ def test_untimed_chats_sharing_an_opening_stay_apart(memory: Memory, tmp_path: P
     window = import_source(memory, write_lines(tmp_path / "window.txt", ["C: a different chat", "A: ok",
                                                                          "C: bye", "A: ok"]))
     assert (window.added, window.skipped_duplicates, window.session_ids) == (1, 3, tuesday.session_ids)
-    assert [t.content for t in session_turns(memory, tuesday.session_ids[0])] == \
+    assert [t.content for t in _session_turns(memory, tuesday.session_ids[0])] == \
         ["hi", "a different chat", "ok", "bye", "ok"]
     assert memory.store.count() == 7
     # two lines of overlap are too few to tell a continuation from another chat: a new session
@@ -283,15 +290,15 @@ def test_session_prefix_errors(memory: Memory, tmp_path: Path) -> None:
     assert len(report.session_ids) == 40
     shared = Counter(s[:2] for s in report.session_ids).most_common(1)[0][0]  # 40 ids, 16 first digits
     with pytest.raises(ZkError, match="ambiguous"):
-        session_turns(memory, shared)
+        _session_turns(memory, shared)
     with pytest.raises(ZkError, match="not a session id"):
-        session_turns(memory, "zz'; --")
+        _session_turns(memory, "zz'; --")
     unknown = next(f"s{c}" for c in "0123456789abcdef" if not any(s.startswith(f"s{c}")
                                                                    for s in report.session_ids))
     with pytest.raises(ZkError, match="no session"):
-        session_turns(memory, unknown)
+        _session_turns(memory, unknown)
     one = report.session_ids[7]
-    assert [t.content for t in session_turns(memory, one[1:])] == ["turn 7"]
+    assert [t.content for t in _session_turns(memory, one[1:])] == ["turn 7"]
 
 
 # --------------------------------------------------------------------------- resume after kill -9

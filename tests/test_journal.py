@@ -15,6 +15,7 @@ from tests.test_cli import run_zk
 from zettel_amem.config import ZkError
 from zettel_amem.dates import parse, resolve
 from zettel_amem.memory import Memory
+from zettel_amem.store import note_to_row
 
 EDITOR = '''\
 import json, os, pathlib, sys
@@ -371,7 +372,8 @@ def test_schema_1_store_gains_user_tags_from_its_notes(zk_home, embedder, tmp_pa
     old_home = tmp_path / "v1"
     db = lancedb.connect(str(old_home / "lancedb"))
     table = db.create_table("notes", schema=pa.schema([f for f in memory.store.table.schema if f.name != "user_tags"]))
-    table.add([{k: v for k, v in r.items() if k != "user_tags"} for r in memory.store._query(None, None)])
+    rows = map(note_to_row, memory.store.notes(with_vector=True))
+    table.add([{k: v for k, v in r.items() if k != "user_tags"} for r in rows])
     (old_home / "meta.json").write_text(json.dumps({"schema_version": 1, "embedder": memory.store.embedder_name,
                                                     "dim": memory.store.dim}))
     migrated = Memory(old_home, embedder=embedder)

@@ -1,9 +1,11 @@
 """Module boundaries, enforced: each layer imports only the layers below it.
 
-cli -> tiers (episodes, graph, tier_store) -> memory/render/worker -> pipeline (construct, link, evolve,
-retrieve) -> store/embed/llm/prompts
--> note/text/config. Storage never knows about the LLM; the LLM never knows about storage; only the
-CLI prints.
+cli/mcp_server -> tiers (sessions, promotion, context, graph_queries) -> memory (pipeline, search,
+answer) -> the LLM steps (construct, link, evolve, episodes, extraction) and retrieve -> storage
+(database, store, tier_store), embed, llm, prompts -> models/errors/text/config.
+
+Also enforced: only storage builds a filter string; no module reaches another module's private
+members; only the CLI prints. Storage never knows about the LLM; the LLM never knows about storage.
 """
 
 from __future__ import annotations
@@ -14,45 +16,75 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "zettel_amem"
 
 ALLOWED = {
-    "config": set(),
+    # the bottom: types, errors, text helpers, settings
+    "errors": set(),
+    "models": set(),
     "text": set(),
     "relative_dates": set(),
-    "note": set(),
-    "prompts": {"config", "text"},
-    "store": {"config", "note", "text"},
-    "embed": {"config"},
-    "llm": {"config", "llm"},
-    "construct": {"config", "llm", "note", "prompts", "relative_dates", "text"},
-    "link": {"config", "construct", "llm", "note", "prompts", "text"},
-    "evolve": {"config", "link", "note", "text"},
-    "retrieve": {"note", "relative_dates", "text"},
-    "answer": {"config", "prompts", "retrieve"},
-    "dates": {"config"},
-    "editor": {"config"},
-    "memory": {"answer", "config", "construct", "dates", "evolve", "link", "llm", "note", "prompts", "retrieve",
-               "store", "text", "embed"},
-    "ingest": {"config", "ingest", "memory", "note", "store", "text"},
-    "tier_store": {"note", "store"},
-    "episodes": {"config", "construct", "llm", "note", "prompts", "text"},
-    "graph": {"llm", "note", "prompts", "text"},
-    "tiers": {"config", "embed", "episodes", "graph", "llm", "memory", "note", "prompts", "retrieve", "store", "text",
-              "tier_store", "worker"},
-    "worker": {"note"},
-    "render": {"note", "retrieve", "text"},
-    "health": {"config", "store"},  # storage health below the CLI: diagnose and read what is left
-    "doctor": {"config", "embed", "health", "ingest", "llm", "memory", "note", "store", "worker"},
-    "graphpage": {"note", "text"},
-    "mcp_server": {"config", "llm", "memory", "note", "retrieve", "tiers"},
-    "cli": {"config", "dates", "doctor", "editor", "graphpage", "health", "mcp_server", "memory", "render", "worker",
-            "ingest", "note", "prompts", "tiers"},
+    "config": {"errors"},
+    "dates": {"errors"},
+    "editor": {"errors"},
+    "prompts": {"errors", "text"},
+    # storage (the only modules that build a filter), embeddings, model backends
+    "database": {"errors"},
+    "store": {"database", "errors", "models", "text"},
+    "tier_store": {"database", "models"},
+    "health": {"database", "errors", "store"},  # storage health below the CLI: diagnose and read what is left
+    "embed": {"config", "errors"},
+    "llm": {"config", "errors", "llm", "models"},
+    # the LLM steps, each a pure function of a model and prompts
+    "construct": {"config", "llm", "models", "prompts", "relative_dates", "text"},
+    "link": {"config", "construct", "llm", "models", "prompts", "text"},
+    "evolve": {"config", "link", "models", "text"},
+    "episodes": {"config", "construct", "llm", "models", "prompts", "text"},
+    "extraction": {"llm", "models", "prompts", "text"},
+    "retrieve": {"models", "relative_dates", "text"},
+    # services over a Memory (they reach it only through TYPE_CHECKING imports)
+    "pipeline": {"construct", "embed", "errors", "evolve", "link", "llm", "models", "retrieve", "text"},
+    "search": {"errors", "models", "retrieve", "text"},
+    "answer": {"config", "errors", "llm", "models", "prompts", "retrieve"},
+    "memory": {"answer", "config", "dates", "embed", "errors", "evolve", "llm", "models", "pipeline", "prompts",
+               "retrieve", "search", "store", "text"},
+    "worker": {"models"},
+    "ingest": {"database", "errors", "ingest", "memory", "models", "store", "text"},
+    "sessions": {"errors", "models", "tier_store"},
+    "promotion": {"dates", "embed", "episodes", "errors", "extraction", "llm", "models", "sessions", "text",
+                  "tier_store", "worker"},
+    "context": {"embed", "errors", "models", "retrieve", "sessions", "text", "tier_store"},
+    "graph_queries": {"dates", "embed", "errors", "models", "text", "tier_store"},
+    "tiers": {"context", "graph_queries", "memory", "promotion", "sessions", "tier_store"},
+    # the front ends
+    "render": {"models", "retrieve", "text"},
+    "graphpage": {"models", "text"},
+    "doctor": {"config", "database", "embed", "errors", "health", "ingest", "llm", "memory", "models", "store",
+               "worker"},
+    "mcp_server": {"errors", "llm", "memory", "models", "retrieve", "tiers"},
+    "cli": {"config", "dates", "doctor", "editor", "errors", "graphpage", "health", "ingest", "mcp_server", "memory",
+            "models", "prompts", "render", "tiers", "worker"},
 }
+STORAGE = {"database", "store", "tier_store", "health"}  # the only layers that may build a filter string
+# Text that only a LanceDB filter contains.
+FILTER_MARKS = (" LIKE ", " IS NULL", " IS NOT NULL", "array_length(", "array_has", " IN (", "notebook = ")
+
+
+def _type_checking_only(tree: ast.AST) -> set[int]:
+    """ids of import nodes inside `if TYPE_CHECKING:` (annotations only, never run)."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING":
+            out.update(id(n) for n in ast.walk(node))
+    return out
 
 
 def internal_imports(path: Path) -> set[str]:
     """Top-level layers (first component under zettel_amem) that a module imports."""
     package = ["zettel_amem", *path.relative_to(PACKAGE).parts[:-1]]
     found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    annotations_only = _type_checking_only(tree)
+    for node in ast.walk(tree):
+        if id(node) in annotations_only:
+            continue
         if isinstance(node, ast.ImportFrom) and node.level > 0:
             base = package[: len(package) - (node.level - 1)]
             targets = [base + node.module.split(".")] if node.module else [base + [a.name] for a in node.names]
@@ -87,3 +119,62 @@ def test_only_the_cli_and_render_print():
         tree = ast.parse(path.read_text(encoding="utf-8"))
         calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "print"]
         assert not calls, f"{path.name} prints; return data and let the CLI render it"
+
+
+def _modules():
+    for root in (PACKAGE, PACKAGE.parent / "bench"):
+        for path in sorted(root.rglob("*.py")):
+            if "vendor" not in path.parts:
+                yield path
+
+
+def test_only_storage_builds_filters():
+    """Queries are methods that take arguments (`store.notes(notebook, since=...)`); a filter string
+    written above storage is a query that storage cannot change, index or check."""
+    problems = []
+    for path in _modules():
+        if path.parent == PACKAGE and path.stem in STORAGE:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and any(a.name == "sql_str" for a in node.names):
+                problems.append(f"{path.name}:{node.lineno} imports sql_str")
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                    and any(mark in node.value for mark in FILTER_MARKS):
+                problems.append(f"{path.name}:{node.lineno} writes a filter: {node.value[:50]!r}")
+    assert not problems, "\n".join(problems)
+
+
+def _private_names_defined(tree: ast.AST) -> set[str]:
+    """Private names a module defines itself: functions, classes, attributes set on self/cls, assignments."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            names.add(node.attr)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+    return {n for n in names if n.startswith("_") and not n.startswith("__")}
+
+
+def test_no_module_reaches_another_modules_private_members():
+    """`x._name` is fine on self/cls and on objects of the module's own classes; reaching into another
+    module's internals (`memory._scope`, `store._query`) couples the two where no test can see it."""
+    allowed = {"_exit"}  # os._exit: documented, the only way out of a thread that holds the GIL in C
+    problems = []
+    for path in _modules():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        own = _private_names_defined(tree) | allowed
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+                if isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
+                    continue
+                if node.attr not in own:
+                    problems.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno} reaches {ast.unparse(node)}")
+            if isinstance(node, ast.ImportFrom) and node.module and "zettel_amem" in (node.module or "") \
+                    or isinstance(node, ast.ImportFrom) and node.level > 0:
+                problems += [f"{path.relative_to(PACKAGE.parent)}:{node.lineno} imports private {a.name}"
+                             for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
+    assert not problems, "\n".join(problems)
+

@@ -8,7 +8,7 @@ import threading
 
 from tests.fake_llm import EvolvingFakeLLM
 from zettel_amem.memory import Memory
-from zettel_amem.note import CONSTRUCTED, READY
+from zettel_amem.models import CONSTRUCTED, READY
 from zettel_amem.worker import drain
 
 
@@ -103,6 +103,6 @@ def _scratch(note_id: str):
     from contextlib import nullcontext
 
     from zettel_amem.llm import Usage
-    from zettel_amem.note import ProcessResult
+    from zettel_amem.models import ProcessResult
 
     return Usage(), ProcessResult(id=note_id, status="pending"), nullcontext

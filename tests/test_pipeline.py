@@ -7,7 +7,7 @@ import pytest
 
 from zettel_amem.config import ZkError
 from zettel_amem.memory import Memory
-from zettel_amem.note import CONSTRUCTED, PENDING, READY
+from zettel_amem.models import CONSTRUCTED, PENDING, READY
 
 
 def add_ready(memory, text, at):
@@ -226,7 +226,7 @@ def test_a_failed_call_still_counts_what_it_spent(memory, fake_llm, monkeypatch)
 
 def test_forgetting_a_deleted_cause_keeps_everything_else_in_history():
     from zettel_amem.evolve import forget_changes_by, record
-    from zettel_amem.note import Note
+    from zettel_amem.models import Note
 
     note = Note(id="n" * 32, content="Knee hurts.", at="2026-03-29T09:15", context="knee pain", tags=["health"])
     record(note, {"context": {"old": "knee pain", "new": "knee pain; ZEBRA"}}, "x" * 32, "evolution")

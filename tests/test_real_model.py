@@ -11,7 +11,7 @@ import pytest
 
 from zettel_amem import cli
 from zettel_amem.memory import Memory
-from zettel_amem.note import READY
+from zettel_amem.models import READY
 
 pytestmark = pytest.mark.slow
 
@@ -172,7 +172,7 @@ JOURNAL = [
 
 def test_promotion_chain_on_the_real_model(zk_home, qwen, embedder):
     """Journal days -> episodes (summary, extractive abstract) -> graph; then L0 hints from them."""
-    from zettel_amem.note import EPISODE_READY
+    from zettel_amem.models import EPISODE_READY
     from zettel_amem.text import name_key
     from zettel_amem.tiers import Tiers
 
@@ -182,8 +182,8 @@ def test_promotion_chain_on_the_real_model(zk_home, qwen, embedder):
         memory.add(text, at)
     memory.process_pending()
     tiers = Tiers(memory)
-    assert len(tiers.close_due(today="2026-11-29")) == 2
-    results = tiers.process_pending()
+    assert len(tiers.sessions.close_due(today="2026-11-29")) == 2
+    results = tiers.promotion.process_pending()
     assert [r.status for r in results] == [EPISODE_READY, EPISODE_READY], results
     # summarise + extract, plus one tiny call per unsure name and at most one conflict check
     assert all(2 <= r.llm_calls <= 3 + r.entities for r in results)
@@ -193,13 +193,13 @@ def test_promotion_chain_on_the_real_model(zk_home, qwen, embedder):
         assert episode.abstract.rstrip("…") in " ".join(episode.summary.split())  # extractive, not written
         assert any("\uac00" <= ch <= "\ud7a3" for ch in episode.summary)  # the Korean turns stay Korean
         assert not any("\u4e00" <= ch <= "\u9fff" or "\u3040" <= ch <= "\u30ff" for ch in episode.summary)
-    entities = tiers.entities()
+    entities = tiers.graph.entities()
     assert entities, "no entity extracted"
     summaries = name_key(" ".join(e.summary for e in episodes))
     assert all(name_key(e["name"]) in summaries for e in entities)  # grounded in what the episodes say
-    migration = tiers.context("그거 어떻게 됐어?", recent=["온비서 PostgreSQL 마이그레이션 말이야"])
+    migration = tiers.context.hints("그거 어떻게 됐어?", recent=["온비서 PostgreSQL 마이그레이션 말이야"])
     assert migration.hints and migration.hints[0].episode.start.startswith("2026-05-04")
-    assert tiers.context("What's the weather like in Lisbon tomorrow?").hints == []
+    assert tiers.context.hints("What's the weather like in Lisbon tomorrow?").hints == []
 
 
 def test_parallel_jobs_against_the_real_server_survive_kill_9(tmp_path, llm_server, embedder):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from zettel_amem.note import Note
+from zettel_amem.models import Note
 from zettel_amem.relative_dates import dated_phrases, resolve_relative_dates
 from zettel_amem.retrieve import render_for_context
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from zettel_amem.note import Note
+from zettel_amem.models import Note
 from zettel_amem.retrieve import (
     Hit,
     KeywordIndex,

@@ -13,7 +13,7 @@ from zettel_amem import cli
 from zettel_amem.config import ZkError
 from zettel_amem.episodes import abstract_of
 from zettel_amem.memory import Memory
-from zettel_amem.note import EPISODE_PENDING, EPISODE_READY, READY
+from zettel_amem.models import EPISODE_PENDING, EPISODE_READY, READY
 from zettel_amem.tiers import Tiers
 
 
@@ -23,8 +23,8 @@ def journal(memory: Memory, entries: list[tuple[str, str]]) -> Tiers:
         memory.add(text, at)
     memory.process_pending()
     tiers = Tiers(memory)
-    tiers.close_due(today="2026-12-01")
-    results = tiers.process_pending()
+    tiers.sessions.close_due(today="2026-12-01")
+    results = tiers.promotion.process_pending()
     assert all(r.status == EPISODE_READY and not r.error for r in results), results
     return tiers
 
@@ -61,9 +61,9 @@ def test_promotion_chain_turns_sessions_into_episodes_and_facts(memory):
     assert all(n.status == READY for n in memory.store.notes())
     assert len(memory.store.notes()) == len(PROJECT)
     # Idempotent: closing again changes nothing and queues nothing.
-    assert tiers.close_due(today="2026-12-01") == []
-    assert tiers.close_session(first.session_id).status == EPISODE_READY
-    assert tiers.pending_episodes() == []
+    assert tiers.sessions.close_due(today="2026-12-01") == []
+    assert tiers.sessions.close(first.session_id).status == EPISODE_READY
+    assert tiers.promotion.pending() == []
 
 
 def test_add_and_ask_never_run_the_chain(memory):
@@ -78,8 +78,8 @@ def test_a_journal_week_is_closed_once_it_is_over(memory):
     memory.add("Monday entry.", "2026-11-23T09:00")
     memory.add("Sunday entry.", "2026-11-29T21:00")
     tiers = Tiers(memory)
-    assert tiers.close_due(today="2026-11-29") == []  # the week of Nov 23-29 is not over yet
-    [episode] = tiers.close_due(today="2026-11-30")
+    assert tiers.sessions.close_due(today="2026-11-29") == []  # the week of Nov 23-29 is not over yet
+    [episode] = tiers.sessions.close_due(today="2026-11-30")
     assert episode.turns == 2 and episode.title == "journal 2026-W48 (11-23 – 11-29)"
 
 
@@ -88,15 +88,15 @@ def test_journal_days_as_sessions(memory):
     memory.add("Monday entry.", "2026-11-23T09:00")
     memory.add("Tuesday entry.", "2026-11-24T09:00")
     tiers = Tiers(memory)
-    assert [e.title for e in tiers.close_due(today="2026-11-24")] == ["journal 2026-11-23"]
+    assert [e.title for e in tiers.sessions.close_due(today="2026-11-24")] == ["journal 2026-11-23"]
 
 
 def test_a_grown_session_is_summarised_again_from_raw_turns(memory):
     tiers = journal(memory, PROJECT[:1])
     memory.add("Onbiseo got a logo today.", "2026-03-02T21:00")
-    episode = tiers.close_session(tiers.store.episodes("main")[0].session_id)
+    episode = tiers.sessions.close(tiers.store.episodes("main")[0].session_id)
     assert episode.status == EPISODE_PENDING
-    tiers.process_pending()
+    tiers.promotion.process_pending()
     episode = tiers.store.episode(episode.id)
     assert episode.turns == 2 and "Onbiseo got a logo today." in episode.summary
     summarise_calls = [c for c in memory.llm.calls if c["user"].startswith("Task SUMMARISE")]
@@ -112,49 +112,49 @@ def test_a_session_changed_during_its_summary_is_not_overwritten(memory, fake_ll
         memory.add(text, at)
     memory.process_pending()
     tiers = Tiers(memory)
-    [episode] = tiers.close_due(today="2026-12-01")
+    [episode] = tiers.sessions.close_due(today="2026-12-01")
     summarise = fake_llm.summarise
 
     def summarise_while_growing(user):
         if not memory.store.notes("content = 'Onbiseo got a logo today.'"):
             memory.add("Onbiseo got a logo today.", "2026-03-02T21:00")
-            tiers.close_session(episode.session_id)
+            tiers.sessions.close(episode.session_id)
         return summarise(user)
 
     fake_llm.summarise = summarise_while_growing
-    first = tiers.process_episode(episode.id)
+    first = tiers.promotion.process_episode(episode.id)
     assert first.status == EPISODE_PENDING and tiers.store.episode(episode.id).summary == ""
     assert tiers.store.relations("main") == []  # nothing extracted from the stale summary
-    tiers.process_pending()
+    tiers.promotion.process_pending()
     done = tiers.store.episode(episode.id)
     assert done.status == EPISODE_READY and done.turns == 3 and "logo" in done.summary
 
 
 def test_rm_keeps_a_pruned_episode_pruned(memory):
     tiers = journal(memory, PROJECT)
-    assert len(tiers.prune("180d", now="2026-11-29")) == 2
+    assert len(tiers.promotion.prune("180d", now="2026-11-29")) == 2
     march = memory.store.notes("content = 'Mina joined the Onbiseo team as PM.'")[0]
     memory.remove(march.id)
-    tiers.forget_note(march)
-    assert tiers.pending_episodes() == []  # not summarised again from the remaining turns
+    tiers.promotion.forget_note(march)
+    assert tiers.promotion.pending() == []  # not summarised again from the remaining turns
 
 def test_failed_summary_stays_pending_and_finishes_later(memory, fake_llm):
     for at, text in PROJECT[:2]:
         memory.add(text, at)
     tiers = Tiers(memory)
-    tiers.close_due(today="2026-12-01")
+    tiers.sessions.close_due(today="2026-12-01")
     fake_llm.fail = True
-    result = tiers.process_pending()[0]
+    result = tiers.promotion.process_pending()[0]
     assert result.error and tiers.store.episode(result.id).status == EPISODE_PENDING
     fake_llm.fail = False
-    assert tiers.process_pending()[0].status == EPISODE_READY
+    assert tiers.promotion.process_pending()[0].status == EPISODE_READY
 
 
 def test_resummarize_replaces_the_episodes_facts(memory, fake_llm):
     tiers = journal(memory, PROJECT)
     before = len(tiers.store.relations("main"))
     episode = sorted(tiers.store.episodes("main"), key=lambda e: e.start)[1]
-    result = tiers.resummarize(episode.id[:6])
+    result = tiers.promotion.resummarize(episode.id[:6])
     assert result.status == EPISODE_READY
     assert len(tiers.store.relations("main")) == before  # replaced, not duplicated
 
@@ -164,7 +164,7 @@ def test_trivial_messages_are_skipped_without_searching(memory, monkeypatch):
     tiers = journal(memory, PROJECT)
     monkeypatch.setattr(tiers, "search_episodes", lambda *a, **k: pytest.fail("searched a trivial message"))
     for message in ["ok", "고마워", "thanks!", "👍👍", "ㅋㅋㅋ"]:
-        result = tiers.context(message, recent=["What database does Onbiseo use?"])
+        result = tiers.context.hints(message, recent=["What database does Onbiseo use?"])
         assert result.skipped == "trivial message" and result.block() == ""
 
 
@@ -177,9 +177,9 @@ KOREAN = [
 
 def test_recent_turns_make_a_vague_message_find_its_topic(memory):
     tiers = journal(memory, KOREAN)
-    alone = tiers.context("그거 어떻게 됐어?")
+    alone = tiers.context.hints("그거 어떻게 됐어?")
     assert alone.hints == []  # nothing in the message itself: no hint beats a wrong hint
-    found = tiers.context("그거 어떻게 됐어?", recent=["점심 뭐 먹지", "온비서 데이터베이스 마이그레이션 말이야"])
+    found = tiers.context.hints("그거 어떻게 됐어?", recent=["점심 뭐 먹지", "온비서 데이터베이스 마이그레이션 말이야"])
     assert [h.episode.start[:10] for h in found.hints] == ["2026-04-01"]
     assert found.block().startswith("## Memory Context\n- [e")
 
@@ -187,7 +187,8 @@ def test_recent_turns_make_a_vague_message_find_its_topic(memory):
 def test_query_keeps_the_newest_300_characters(zk_home):
     tiers = Tiers(Memory(zk_home, llm=FakeLLM(), embedder=None))
     long_old = "옛날 이야기 " * 100
-    query = tiers.build_query("그거 어떻게 됐어?", recent=["dropped: older than the last two", long_old, "온비서 DB"])
+    recent = ["dropped: older than the last two", long_old, "온비서 DB"]
+    query = tiers.context.build_query("그거 어떻게 됐어?", recent=recent)
     assert len(query) <= 300
     assert query.endswith("온비서 DB 그거 어떻게 됐어?")
     assert "dropped" not in query
@@ -196,7 +197,7 @@ def test_query_keeps_the_newest_300_characters(zk_home):
 
 def test_nothing_relevant_prints_nothing(memory, monkeypatch, capsys):
     journal(memory, PROJECT)
-    result = Tiers(memory).context("What is the capital of Australia?")
+    result = Tiers(memory).context.hints("What is the capital of Australia?")
     assert result.hints == [] and result.block() == ""
     assert result.top_score is not None and result.top_score < memory.settings.context_min_score
     assert zk(["context", "What is the capital of Australia?"], monkeypatch, capsys) == ""
@@ -204,9 +205,9 @@ def test_nothing_relevant_prints_nothing(memory, monkeypatch, capsys):
 
 def test_context_calls_are_logged_for_stats(memory, monkeypatch, capsys):
     tiers = journal(memory, PROJECT)
-    tiers.context("ok")
-    tiers.context("What database does Onbiseo use?")
-    tiers.context("What is the capital of Australia?")
+    tiers.context.hints("ok")
+    tiers.context.hints("What database does Onbiseo use?")
+    tiers.context.hints("What is the capital of Australia?")
     stats = json.loads(zk(["stats", "--json"], monkeypatch, capsys))
     ctx = stats["context"]
     assert ctx["calls"] == 3 and ctx["skipped_trivial"] == 1 and ctx["no_hint"] == 1
@@ -227,20 +228,20 @@ def test_names_are_deduplicated_and_merges_can_be_undone(memory, fake_llm):
         ("2026-03-09T10:00", "온 비서 uses SQLite still."),
         ("2026-03-16T10:00", "Onbiseo uses SQLite for tests."),
     ])
-    entities = tiers.entities()
+    entities = tiers.graph.entities()
     onbiseo = [e for e in entities if e["canonical"] in ("온비서", "Onbiseo")]
     assert len({e["canonical"] for e in onbiseo}) == 1  # one node
     merged = [e for e in onbiseo if e["merged_into"]]
     assert merged and all(e["merge_reason"] for e in merged)
-    view = tiers.graph("온 비서")
+    view = tiers.graph.view("온 비서")
     assert view["entity"]["name"] in ("온비서", "Onbiseo") and len(view["entity"]["relations"]) == 3
     alias = merged[0]["name"]
-    tiers.unmerge(alias)
-    assert tiers.find_entity(alias).name == alias  # stands alone again ...
-    assert len(tiers.graph(alias)["entity"]["relations"]) == 1  # ... with only its own facts
+    tiers.graph.unmerge(alias)
+    assert tiers.graph.find_entity(alias).name == alias  # stands alone again ...
+    assert len(tiers.graph.view(alias)["entity"]["relations"]) == 1  # ... with only its own facts
     assert alias == "Onbiseo" and merged[0]["merge_reason"] == "romanisation"
-    tiers.merge(alias, "온비서")
-    assert len(tiers.graph(alias)["entity"]["relations"]) == 3
+    tiers.graph.merge(alias, "온비서")
+    assert len(tiers.graph.view(alias)["entity"]["relations"]) == 3
 
 
 def test_unsure_names_ask_the_model_once(memory, fake_llm):
@@ -251,22 +252,22 @@ def test_unsure_names_ask_the_model_once(memory, fake_llm):
     tiers = journal(memory, [("2026-03-02T10:00", "Lunch with Kim Minsu."), ("2026-03-09T10:00", "김민수랑 저녁.")])
     same_calls = [c for c in fake_llm.calls if c["user"].startswith("Task SAME")]
     assert len(same_calls) == 1
-    rows = tiers.entities()
+    rows = tiers.graph.entities()
     assert {r["canonical"] for r in rows} == {"Kim Minsu"}
     assert "model judged same" in [r for r in rows if r["name"] == "김민수"][0]["merge_reason"]
 
 
 def test_contradicted_relations_are_invalidated_not_deleted(memory, monkeypatch, capsys):
     tiers = journal(memory, PROJECT)
-    now = tiers.graph("Onbiseo")["entity"]["relations"]
+    now = tiers.graph.view("Onbiseo")["entity"]["relations"]
     current = {r["object"] for r in now if r["current"] and r["predicate"] == "uses"}
     past = [r for r in now if not r["current"]]
     assert current == {"PostgreSQL"}
     assert [(r["object"], r["valid_from"][:10], r["invalid_from"][:10]) for r in past] == \
         [("SQLite", "2026-03-02", "2026-05-04")]
-    in_march = tiers.graph("Onbiseo", at="2026-03-20")["entity"]["relations"]
+    in_march = tiers.graph.view("Onbiseo", at="2026-03-20")["entity"]["relations"]
     assert {r["object"] for r in in_march if r["predicate"] == "uses"} == {"SQLite"}
-    facts = tiers.facts_for("What does Onbiseo use now?")
+    facts = tiers.context.facts_for("What does Onbiseo use now?")
     assert facts[0].startswith("- Onbiseo uses PostgreSQL") and "no longer true" in facts[-1]
     data = json.loads(zk(["graph", "onbiseo", "--at", "2026-03-20", "--json"], monkeypatch, capsys))
     assert {r["object"] for r in data["entity"]["relations"] if r["predicate"] == "uses"} == {"SQLite"}
@@ -275,7 +276,7 @@ def test_contradicted_relations_are_invalidated_not_deleted(memory, monkeypatch,
 def test_a_backfilled_older_fact_arrives_already_superseded(memory):
     tiers = journal(memory, [("2026-05-04T09:00", "Onbiseo uses PostgreSQL now.")])
     journal(memory, [("2026-03-02T10:00", "Onbiseo uses SQLite.")])
-    relations = tiers.graph("Onbiseo")["entity"]["relations"]
+    relations = tiers.graph.view("Onbiseo")["entity"]["relations"]
     by_object = {r["object"]: r for r in relations}
     assert by_object["PostgreSQL"]["current"] and not by_object["SQLite"]["current"]
     assert by_object["SQLite"]["invalid_from"][:10] == "2026-05-04"
@@ -288,12 +289,12 @@ def test_a_private_notebook_never_leaks_into_another(zk_home, fake_llm, embedder
     main = Memory(zk_home, llm=fake_llm, embedder=embedder)
     journal(main, PROJECT)
     tiers = Tiers(main)
-    assert tiers.context("What does Secretproject use? the diagnosis notes in Vault").hints == []
-    assert all("Secretproject" not in h.episode.summary for h in tiers.search_episodes("Secretproject Vault"))
+    assert tiers.context.hints("What does Secretproject use? the diagnosis notes in Vault").hints == []
+    assert all("Secretproject" not in h.episode.summary for h in tiers.context.search_episodes("Secretproject Vault"))
     with pytest.raises(ZkError):
-        tiers.find_entity("Secretproject")
-    assert tiers.facts_for("Secretproject?") == []
-    assert Tiers(private).context("What does Secretproject use? Vault").hints  # but it is there
+        tiers.graph.find_entity("Secretproject")
+    assert tiers.context.facts_for("Secretproject?") == []
+    assert Tiers(private).context.hints("What does Secretproject use? Vault").hints  # but it is there
     out = zk(["search", "Secretproject Vault diagnosis", "--json"], monkeypatch, capsys)
     assert "Secretproject" not in out
     out = zk(["search", "Secretproject Vault diagnosis", "--episodes", "--json"], monkeypatch, capsys)
@@ -306,17 +307,17 @@ def test_prune_removes_old_summaries_and_keeps_raw_notes_and_facts(memory):
     tiers = journal(memory, PROJECT)
     relations = len(tiers.store.relations("main"))
     old_summary = sorted(tiers.store.episodes("main"), key=lambda e: e.start)[0].summary
-    pruned = tiers.prune("180d", now="2026-11-29")
+    pruned = tiers.promotion.prune("180d", now="2026-11-29")
     assert len(pruned) == 2  # March and May ended more than 180 days before Nov 29; June did not
     assert len(memory.store.notes()) == len(PROJECT)
     assert len(tiers.store.relations("main")) == relations
-    assert tiers.close_due(today="2026-12-01") == []  # a tombstone: not summarised again
-    assert all(old_summary not in h.episode.summary for h in tiers.search_episodes("Onbiseo SQLite prototype"))
+    assert tiers.sessions.close_due(today="2026-12-01") == []  # a tombstone: not summarised again
+    assert all(old_summary not in h.episode.summary for h in tiers.context.search_episodes("Onbiseo SQLite prototype"))
     leftovers = [p for p in (memory.home / "lancedb" / "episodes.lance").rglob("*")
                  if p.is_file() and b"first prototype" in p.read_bytes()]
     assert leftovers == []
     with pytest.raises(ZkError):
-        tiers.prune("soon")
+        tiers.promotion.prune("soon")
 
 
 # -- the CLI ----------------------------------------------------------------------------------------
@@ -379,8 +380,8 @@ def test_rewriting_an_entity_keeps_its_vector(memory, fake_llm):
     tiers = journal(memory, [("2026-03-02T10:00", "Onbiseo uses SQLite."), ("2026-03-09T10:00", "Onbiseo again.")])
     [onbiseo] = tiers.store.entities("main", "key = 'onbiseo'", with_vector=True)
     assert len(onbiseo.episodes) == 2 and onbiseo.vector is not None  # mentioned twice, embedding kept
-    tiers.merge("Onbiseo", "SQLite")
-    tiers.unmerge("Onbiseo")
+    tiers.graph.merge("Onbiseo", "SQLite")
+    tiers.graph.unmerge("Onbiseo")
     [again] = tiers.store.entities("main", "key = 'onbiseo'", with_vector=True)
     assert again.vector == onbiseo.vector
 
@@ -388,10 +389,10 @@ def test_rewriting_an_entity_keeps_its_vector(memory, fake_llm):
 def test_prune_leaves_unfinished_episodes_alone(memory, fake_llm):
     memory.add("Onbiseo uses SQLite.", "2026-01-05T10:00")
     tiers = Tiers(memory)
-    tiers.close_due(today="2026-12-01")
-    assert tiers.prune("30d", now="2026-12-01") == []  # pending: its facts are not in the graph yet
-    tiers.process_pending()
-    assert len(tiers.prune("30d", now="2026-12-01")) == 1
+    tiers.sessions.close_due(today="2026-12-01")
+    assert tiers.promotion.prune("30d", now="2026-12-01") == []  # pending: its facts are not in the graph yet
+    tiers.promotion.process_pending()
+    assert len(tiers.promotion.prune("30d", now="2026-12-01")) == 1
 
 
 def test_rm_clears_the_summary_that_holds_the_note(memory):
@@ -400,13 +401,13 @@ def test_rm_clears_the_summary_that_holds_the_note(memory):
     secret = next(n for n in memory.store.notes() if "Zebracorn" in n.content)
     assert "Zebracorn" in tiers.store.episodes("main")[0].summary
     memory.remove(secret.id)
-    tiers.forget_note(secret)
+    tiers.promotion.forget_note(secret)
     episode = tiers.store.episodes("main")[0]
     assert episode.status == EPISODE_PENDING and "Zebracorn" not in episode.summary
-    assert all("Zebracorn" not in e["name"] for e in tiers.entities())
+    assert all("Zebracorn" not in e["name"] for e in tiers.graph.entities())
     files = [p for p in (memory.home / "lancedb").rglob("*") if p.is_file() and b"Zebracorn" in p.read_bytes()]
     assert files == []
-    tiers.process_pending()
+    tiers.promotion.process_pending()
     assert "Zebracorn" not in tiers.store.episodes("main")[0].summary
 
 
@@ -416,7 +417,7 @@ def test_a_note_id_starting_with_e_expands_to_the_note(memory, monkeypatch):
     ids = iter(["e" + "0" * 31])
     monkeypatch.setattr(uuid, "uuid4", lambda: type("U", (), {"hex": next(ids)})())
     note = memory.add("An e-note.", "2026-03-02T10:00")
-    kind, found = Tiers(memory).expand(note.id[:8])
+    kind, found = Tiers(memory).context.expand(note.id[:8])
     assert kind == "note" and found.id == note.id
 
 
@@ -425,13 +426,13 @@ def test_facts_name_entities_on_word_boundaries(memory, fake_llm):
                                                   {"name": "Onbiseo", "type": "project"}],
                                      "relations": [{"subject": "Onbiseo", "predicate": "uses", "object": "AI"}]}
     tiers = journal(memory, [("2026-03-02T10:00", "Onbiseo uses AI.")])
-    assert tiers.facts_for("What did she say about the aim?") == []
-    assert tiers.facts_for("What does the AI do?") == ["- Onbiseo uses AI (since 2026-03-02)"]
-    assert tiers.facts_for("온비서는 뭘 써?") == ["- Onbiseo uses AI (since 2026-03-02)"]
+    assert tiers.context.facts_for("What did she say about the aim?") == []
+    assert tiers.context.facts_for("What does the AI do?") == ["- Onbiseo uses AI (since 2026-03-02)"]
+    assert tiers.context.facts_for("온비서는 뭘 써?") == ["- Onbiseo uses AI (since 2026-03-02)"]
 
 
 def test_pronouns_and_measurements_are_not_entities():
-    from zettel_amem.graph import Extraction, grounded, is_entity_name
+    from zettel_amem.extraction import Extraction, grounded, is_entity_name
 
     assert [n for n in ["3km", "61분", "3월 4일", "He", "오늘", "Web3", "Seoul 10 km race", "온비서"]
             if is_entity_name(n)] == ["Web3", "Seoul 10 km race", "온비서"]

@@ -16,13 +16,20 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import date
+from typing import TYPE_CHECKING, Any
 
 from .config import Settings
+from .errors import InvalidInput
+from .llm import LLMError
+from .models import Usage
 from .prompts import language_of
-from .retrieve import CoverageIndex, Hit
+from .retrieve import CoverageIndex, Hit, render_for_context
+
+if TYPE_CHECKING:  # answering reads a Memory's parts; it never imports Memory at run time
+    from .memory import Memory
 
 DECLINED = "No information available."
 ANSWER_MAX_CHARS = 160  # a short answer: a name, a place, a date, a phrase, one short sentence
@@ -113,3 +120,83 @@ def extractive(question: str, hits: list[Hit]) -> tuple[str, list[str]]:
     best = max(range(len(candidates)), key=lambda i: (scores[i], -i))
     hit, sentence = candidates[best]
     return sentence, [hit.note.id]
+
+
+@dataclass
+class Answer:
+    """`ask()` result: iterate `pieces` for the answer text (the CLI renders it as it comes); then
+    `text`, `cited` (full ids of the notes it came from, all among `notes`), `mode` ("model",
+    "extractive" when the model failed, "declined" when the evidence does not support an answer) and
+    `reason` are set. `notes` is the context the model was given."""
+
+    pieces: Iterator[str]
+    notes: list[Hit]
+    text: str = ""
+    usage: Usage = field(default_factory=Usage)
+    cited_ids: list[str] = field(default_factory=list)
+    mode: str = "model"
+    reason: str = ""
+
+    def cited(self) -> list[str]:
+        return list(self.cited_ids)
+
+
+class Answerer:
+    """`Memory.ask`: retrieve, decide from the evidence whether to answer, then one grammar-bound call
+    (or the extractive fallback)."""
+
+    def __init__(self, memory: Memory):
+        self.memory = memory
+
+    def ask(self, question: str, k: int | None = None, budget_tokens: int | None = None, *,
+            today: str | None = None, hits: list[Hit] | None = None, memory_block: str = "",
+            **search_options) -> Answer:
+        """Retrieve (or take `hits`), then answer briefly with the ids it came from (see answer.py).
+        `search_options` go to `search()`; `memory_block` is what the upper tiers add (episode hints,
+        graph facts), placed before the notes."""
+        if not question.strip():
+            raise InvalidInput("the question is empty")
+        if hits is None:
+            budget = budget_tokens or self.memory.settings.context_budget_tokens
+            hits = self.memory.search(question, k, budget_tokens=budget, **search_options)
+        declined = decide(question, hits, self.memory.settings, lambda: self.attribution_pool(question)) \
+            if not memory_block.strip() or hits else None
+        if declined is not None:  # decided from the evidence, without spending a model call
+            return Answer(pieces=iter([DECLINED]), notes=hits, text=DECLINED, mode=declined.mode,
+                          reason=declined.reason)
+        answer = Answer(pieces=iter(()), notes=hits)
+
+        def pieces() -> Iterator[str]:
+            self._answer(question, hits, memory_block, today, answer)
+            yield answer.text
+
+        answer.pieces = pieces()
+        return answer
+
+    def attribution_pool(self, question: str) -> list[Hit]:
+        """The wider list of direct hits `answer.decide` reads to tell who said what is asked about."""
+        pool = self.memory.settings.answer_attribution_pool
+        return self.memory.search(question, pool, follow_links=False, session_turns=0)
+
+    def _answer(self, question: str, hits: list[Hit], memory_block: str, today: str | None,
+                answer: Answer) -> None:
+        notes_block = "\n".join(render_for_context(h.note) for h in hits)
+        today = today or date.today().isoformat()
+        user = self.memory.prompts.render("answer", notes=notes_block, question=question.strip(), today=today,
+                                   memory=memory_block.strip() + "\n" if memory_block.strip() else "")
+        system = self.memory.prompts.raw("answer_system").strip()
+        if self.memory.settings.answer_decline:
+            system += " " + self.memory.prompts.raw("answer_decline").strip()
+        schema = answer_schema([h.note.short_id for h in hits], question)
+        frame = [f"Today is {today}", f"Question: {question.strip()}"]
+        try:
+            limit = self.memory.settings.answer_max_tokens
+            data, answer.usage = self.memory.llm.complete_json(system, user, schema, limit)
+            answer.text, answer.cited_ids = read_answer(data, hits)
+            if not answer.text or echoes_prompt(answer.text, frame):
+                raise LLMError("the model's answer was empty or repeated the question")
+        except LLMError as exc:  # the user still gets their own words, with the id, marked as such
+            if exc.usage is not None:
+                answer.usage = exc.usage
+            answer.text, answer.cited_ids = extractive(question, hits)
+            answer.mode, answer.reason = "extractive", str(exc)

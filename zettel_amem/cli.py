@@ -10,7 +10,7 @@ import sys
 
 import typer
 
-from .config import ZkError
+from .errors import ZkError
 
 # add_completion: `zk --install-completion` / `--show-completion` (Typer's, for the shell it detects);
 # `zk completion SHELL` prints the script for a named shell. Note ids complete from the store.
@@ -237,11 +237,9 @@ def edit(note_id: str = _id_arg(),
         render.err_console.print(f"no change: note {note.short_id} stays at version {note.version}")
         return
     if updated.session_id:  # its session's summary was made from the old text: summarise it again
-        from .tiers import Tiers, episode_id_for
+        from .tiers import Tiers
 
-        tiers = Tiers(memory)
-        if tiers.store.episode(episode_id_for(updated.session_id)) is not None:
-            tiers.close_session(updated.session_id, force=True)
+        Tiers(memory).sessions.requeue(updated.session_id)
     result = _after_write(memory, updated, wait)
     if as_json:
         render.print_json({**_result_json(updated, result), "changed": True, "version": updated.version})
@@ -263,7 +261,7 @@ def ask(question: str = typer.Argument(..., help="Your question."),
     from .tiers import Tiers
 
     memory = _memory()
-    block, hints, facts = Tiers(memory).memory_block(question)  # L0 hints + L2 facts before the notes
+    block, hints, facts = Tiers(memory).context.memory_block(question)  # L0 hints + L2 facts before the notes
     answer = memory.ask(question, k, memory_block=block)
     if as_json:
         for _ in answer.pieces:
@@ -301,7 +299,7 @@ def search(query: str = typer.Argument(..., help="What to look for."),
 
     memory = _memory()
     episodes = [] if tag is not None and not episodes_only else \
-        Tiers(memory).search_episodes(query, k=3, min_score=memory.settings.context_min_score)
+        Tiers(memory).context.search_episodes(query, k=3, min_score=memory.settings.context_min_score)
     if episodes_only:
         if as_json:
             render.print_json([{"kind": "episode", **h.to_json()} for h in episodes])
@@ -374,9 +372,10 @@ def show(note_id: str = _id_arg("Note id, session id (s...) or a unique prefix."
 
     memory = _memory()
     if note_id.strip().lower().startswith("s"):  # session ids start with "s", note ids are hex
-        from .ingest.importer import session_turns
+        from .tiers import Tiers
 
-        turns = session_turns(memory, note_id)
+        sessions = Tiers(memory).sessions
+        turns = sessions.turns(sessions.resolve(note_id))
         if as_json:
             render.print_json({"session_id": turns[0].session_id, "title": turns[0].source,
                                "turns": _notes_json(memory, turns)})
@@ -436,15 +435,14 @@ def _promote(memory, quiet: bool, done: list) -> None:
     from .tiers import Tiers
 
     tiers = Tiers(memory)
-    if memory.settings.episodes:
-        tiers.close_due()
-    total = len(tiers.pending_episodes())
+    tiers.close_due_periods()
+    total = len(tiers.promotion.pending())
     if quiet or total == 0:
-        done.extend(tiers.process_pending())
+        done.extend(tiers.promotion.process_pending())
         return
     with render.progress() as bar:
         task = bar.add_task("summarising sessions", total=total)
-        done.extend(tiers.process_pending(lambda r, i, n: bar.update(task, completed=i, total=n)))
+        done.extend(tiers.promotion.process_pending(lambda r, i, n: bar.update(task, completed=i, total=n)))
 
 
 JOBS_OPT = typer.Option(None, "--jobs", "-j", min=1, help="Notes enriched at once (N requests in flight; "
@@ -495,23 +493,13 @@ def process(limit: int | None = typer.Option(None, "--limit", help="Process at m
             as_json: bool = JSON_OPT) -> None:
     """Finish pending work now: notes (construction, links, evolution), then sessions into episodes."""
     from . import render
-    from .worker import drain
 
     memory = _memory()
     jobs = _jobs(memory, jobs)
     if background:
         from .tiers import Tiers
 
-        # Episodes that failed stay pending for `zk process`; do not loop on them here.
-        tried: set[str] = set()
-
-        def promote() -> None:
-            done: list = []
-            _promote(memory, True, done)
-            tried.update(r.id for r in done)
-
-        drain(memory, then=promote, jobs=jobs,
-              more_work=lambda: any(e.id not in tried for e in Tiers(memory).pending_episodes()))
+        Tiers(memory).work_in_background(jobs)
         return
     episodes: list = []
     if limit is not None and limit < 1:
@@ -538,55 +526,46 @@ def import_(source: str = typer.Argument(..., help="File, Markdown folder, or - 
             jobs: int | None = JOBS_OPT,
             as_json: bool = JSON_OPT) -> None:
     """Import a chat log or notes: each turn becomes a note in its session; re-imports add nothing."""
-    from pathlib import Path
 
     from . import render
-    from .ingest.importer import import_source, open_source, read_head
+    from .ingest.importer import backup_kind, import_source, open_source
 
     memory = _memory()
     stream = open_source(source, sys.stdin.buffer)  # a pipe (`<(...)`, /dev/stdin) is read exactly once
     name = "stdin" if source == "-" else source
-    if isinstance(stream, Path) and stream.is_dir() and fmt in ("auto", "markdown"):
-        from .ingest.vault import is_vault, restore_vault
+    kind, stream = backup_kind(stream, fmt)
+    if kind == "vault":  # the same notes back, same ids
+        from .ingest.vault import restore_vault
 
-        if is_vault(stream):  # a folder `zk export --format markdown` wrote: the same notes back, same ids
-            report = restore_vault(memory, stream)
-            _queue_after_import(memory, report["session_ids"], spawn_worker=bool(report["added"]))
-            render.print_json(report) if as_json else render.console.print(
-                f"restored [green]{report['added']}[/] note(s) from the zk vault, "
-                f"{report['skipped_duplicates']} already present" +
-                (f", {len(report['failed'])} page(s) skipped" if report["failed"] else ""))
-            if report["failed"]:
-                for problem in report["failed"]:
-                    render.err_console.print(f"[yellow]skipped[/] {render.escape(problem['message'])}")
-                raise typer.Exit(3)
-            return
-    if not (isinstance(stream, Path) and stream.is_dir()):
-        # A backup is restored (same ids, links, versions), never imported as chat turns, whatever
-        # the format option says and wherever it comes from (`zk export | zk --home new import -`).
-        from .ingest.export import is_export, restore
-        from .ingest.parsers import peek_head
+        report = restore_vault(memory, stream)
+        _queue_after_import(memory, report["session_ids"], spawn_worker=bool(report["added"]))
+        render.print_json(report) if as_json else render.console.print(
+            f"restored [green]{report['added']}[/] note(s) from the zk vault, "
+            f"{report['skipped_duplicates']} already present" +
+            (f", {len(report['failed'])} page(s) skipped" if report["failed"] else ""))
+        if report["failed"]:
+            for problem in report["failed"]:
+                render.err_console.print(f"[yellow]skipped[/] {render.escape(problem['message'])}")
+            raise typer.Exit(3)
+        return
+    if kind == "export":
+        from .ingest.export import restore
 
-        if isinstance(stream, Path):
-            head = read_head(stream)
+        report = restore(memory, stream, notebook=memory.notebook if State.notebook_given else None)
+        # Episodes are rebuilt from the restored chats; restored pending notes are finished.
+        _queue_after_import(memory, report["session_ids"], spawn_worker=bool(report["added"]))
+        if as_json:
+            render.print_json(report)
         else:
-            head, stream = peek_head(stream)
-        if fmt == "zk-export" or is_export(head):
-            report = restore(memory, stream, notebook=memory.notebook if State.notebook_given else None)
-            # Episodes are rebuilt from the restored chats; restored pending notes are finished.
-            _queue_after_import(memory, report["session_ids"], spawn_worker=bool(report["added"]))
-            if as_json:
-                render.print_json(report)
-            else:
-                render.console.print(f"restored [green]{report['added']}[/] note(s)"
-                                     + (f" into notebook '{render.escape(report['notebook'])}'"
-                                        if report["notebook"] else "")
-                                     + f", {report['skipped_duplicates']} already present, "
-                                     f"{len(report['failed'])} not restored as they were")
-                render.problems(report["failed"])
-            if report["failed"]:
-                raise typer.Exit(3)
-            return
+            render.console.print(f"restored [green]{report['added']}[/] note(s)"
+                                 + (f" into notebook '{render.escape(report['notebook'])}'"
+                                    if report["notebook"] else "")
+                                 + f", {report['skipped_duplicates']} already present, "
+                                 f"{len(report['failed'])} not restored as they were")
+            render.problems(report["failed"])
+        if report["failed"]:
+            raise typer.Exit(3)
+        return
     if quiet or as_json:
         report = import_source(memory, stream, fmt, source_name=name)
     else:
@@ -615,7 +594,7 @@ def _queue_after_import(memory, session_ids: list[str], spawn_worker: bool, jobs
     if session_ids and memory.settings.episodes:
         from .tiers import Tiers
 
-        Tiers(memory).close_sessions(session_ids)
+        Tiers(memory).sessions.close_many(session_ids)
     if spawn_worker and memory.settings.auto_worker:
         from .worker import spawn
 
@@ -627,16 +606,9 @@ def sessions(limit: int | None = typer.Option(None, "--limit", min=1, help="At m
              as_json: bool = JSON_OPT) -> None:
     """Sessions, newest first: imported conversations and journal weeks (`zk add` entries; or days)."""
     from . import render
-    from .ingest.importer import list_sessions
-    from .tiers import Tiers, episode_id_for
+    from .tiers import Tiers
 
-    memory = _memory()
-    found = list_sessions(memory)[:limit] if limit else list_sessions(memory)
-    episodes = {e.id: e for e in Tiers(memory).store.episodes(memory.notebook)}
-    for session in found:
-        episode = episodes.get(episode_id_for(session["session_id"]))
-        session["episode"] = {"id": episode.id, "status": episode.status, "abstract": episode.abstract} \
-            if episode else None
+    found = Tiers(_memory()).sessions.list(limit)
     if as_json:
         render.print_json(found)
     else:
@@ -691,7 +663,7 @@ def rm(note_id: str = _id_arg(),
         memory.store.check_writable()  # every table, episodes included: refuse before deleting anything
         removal = memory.remove(note.id)
         try:
-            Tiers(memory).forget_note(note)  # its words must not live on in its session's summary
+            Tiers(memory).promotion.forget_note(note)  # its words must not live on in its session's summary
         except ZkError as exc:
             raise ZkError(f"deleted note {note.short_id}, but its session's summary could not be updated "
                           f"({exc}); `zk doctor` checks the store") from None
@@ -775,12 +747,7 @@ def status(as_json: bool = JSON_OPT) -> None:
     """Where the data lives, how many notes, how many still pending, which models."""
     from . import render
 
-    memory = _memory()
-    store = memory.store
-    data = {"home": str(memory.home), "notebook": memory.notebook, "notes": store.count(memory._scope()),
-            "pending": len(memory.pending_ids()),  # this notebook's; "queue" is the worker's, all notebooks
-            "queue": len(memory.pending_ids(all_notebooks=True)), "all_notes": store.count(),
-            "embedder": store.embedder_name, "llm": memory.settings.llm_model}
+    data = _memory().status()
     if as_json:
         render.print_json(data)
     else:
@@ -882,8 +849,8 @@ def context(message: str = typer.Argument(..., help="The user's new message, or 
     from . import render
 
     tiers = _tiers()
-    result = tiers.context(_read_stdin() if message == "-" else message, recent, limit, min_score)
-    instructions = tiers.instructions() if with_instructions else ""
+    result = tiers.context.hints(_read_stdin() if message == "-" else message, recent, limit, min_score)
+    instructions = tiers.context.instructions() if with_instructions else ""
     if as_json:
         render.print_json({"query": result.query, "skipped": result.skipped or None, "top_score": result.top_score,
                            "hints": [h.to_json() for h in result.hints], "block": result.block(instructions)})
@@ -898,7 +865,7 @@ def expand(item_id: str = _id_arg("Episode id (e…), session id (s…) or note 
     from . import render
 
     tiers = _tiers()
-    kind, item = tiers.expand(item_id)
+    kind, item = tiers.context.expand(item_id)
     if kind == "note":
         _show_note(tiers.memory, item, as_json)
         return
@@ -943,18 +910,18 @@ def graph(entity: str | None = typer.Argument(None, help="A person, project, pla
     if entity is None:
         if merge_into or unmerge:
             raise ZkError("--merge-into and --unmerge need an ENTITY")
-        rows = tiers.entities()
+        rows = tiers.graph.entities()
         render.print_json(rows) if as_json else render.entities_table(rows)
         return
     if merge_into or unmerge:
-        changed = tiers.unmerge(entity) if unmerge else tiers.merge(entity, merge_into)
+        changed = tiers.graph.unmerge(entity) if unmerge else tiers.graph.merge(entity, merge_into)
         if as_json:
             render.print_json(changed.to_json())
         else:
             render.console.print(f"'{render.escape(changed.name)}' " + (
                 "stands alone again" if unmerge else f"is now the same entity as '{render.escape(merge_into)}'"))
         return
-    view = tiers.graph(entity, depth, _when(at))
+    view = tiers.graph.view(entity, depth, _when(at))
     render.print_json(view) if as_json else render.console.print(render.graph_tree(view))
 
 
@@ -965,7 +932,7 @@ def _graph_page(tiers, path: str, all_notebooks: bool, as_json: bool) -> None:
     from .graphpage import graph_data, render_page
 
     memory = tiers.memory
-    notes = memory.store.notes(None if all_notebooks else memory._scope())
+    notes = memory.store.notes(None if all_notebooks else memory.notebook)
     notebooks = sorted({n.notebook for n in notes} | {memory.notebook}) if all_notebooks else [memory.notebook]
     entities = [e for nb in notebooks for e in tiers.store.entities(nb)]
     relations = [r for nb in notebooks for r in tiers.store.relations(nb)]
@@ -996,18 +963,18 @@ def session_close(ids: list[str] = typer.Argument(None, metavar="[ID]...", help=
                   as_json: bool = JSON_OPT) -> None:
     """Mark sessions complete: they are summarised into episodes (by the background worker, or now)."""
     from . import render
-    from .note import journal_period, now_iso, session_id_for
+    from .models import journal_period, now_iso, session_id_for
     from .worker import worker_lock
 
     tiers = _tiers()
     memory = tiers.memory
-    targets = [tiers.resolve_session(i) for i in ids] if ids else [
+    targets = [tiers.sessions.resolve(i) for i in ids] if ids else [
         session_id_for(memory.notebook, journal_period(now_iso(), memory.settings.journal_session).key)]
-    episodes = tiers.close_sessions(targets)
+    episodes = tiers.sessions.close_many(targets)
     results = []
     if wait:
         with worker_lock(memory.home, wait=True):  # never alongside the background worker
-            results = [tiers.process_episode(e.id) for e in episodes]
+            results = [tiers.promotion.process_episode(e.id) for e in episodes]
     elif memory.settings.auto_worker:
         from .worker import spawn
 
@@ -1032,7 +999,7 @@ def session_resummarize(item_id: str = typer.Argument(..., metavar="ID", help="S
 
     tiers = _tiers()
     with worker_lock(tiers.memory.home, wait=True):
-        result = tiers.resummarize(item_id)
+        result = tiers.promotion.resummarize(item_id)
     episode = tiers.store.episode(result.id)
     if as_json:
         render.print_json({**episode.to_json(), "result": result.__dict__})
@@ -1048,7 +1015,7 @@ def prune(older_than: str = typer.Option(..., "--older-than", help="Age, e.g. 18
     """Remove episode summaries that ended before the given age. Raw notes and graph facts stay."""
     from . import render
 
-    removed = _tiers().prune(older_than)
+    removed = _tiers().promotion.prune(older_than)
     if as_json:
         render.print_json({"pruned": removed})
     else:
@@ -1114,7 +1081,7 @@ def _install_warning_line() -> None:
     """`ZkWarning`s (unknown config keys, a store that can only be read) are one line each on stderr."""
     import warnings
 
-    from .config import ZkWarning
+    from .errors import ZkWarning
 
     warnings.simplefilter("always", ZkWarning)
     if getattr(warnings.showwarning, "__name__", "") == "_zk_showwarning":
@@ -1130,6 +1097,18 @@ def _install_warning_line() -> None:
     warnings.showwarning = _zk_showwarning
 
 
+def advice_for(exc: Exception) -> str:
+    """What to run next, for the kinds of failure where a command helps (the library's messages say only
+    what happened: the same errors reach MCP clients and scripts)."""
+    from .errors import NoteTooLong, StoreDamaged
+
+    if isinstance(exc, StoreDamaged):
+        return "; run `zk doctor`, then `zk repair`" if exc.refused_write else "; `zk doctor` checks the store"
+    if isinstance(exc, NoteTooLong):
+        return "; split it into smaller notes (`zk import FILE` stores each line of a text file as its own note)"
+    return ""
+
+
 def main() -> None:
     """Entry point: one clear line on stderr and a non-zero exit for every expected failure."""
     _install_warning_line()
@@ -1138,7 +1117,7 @@ def main() -> None:
         if isinstance(code, int) and code:  # click returns (not raises) Exit codes in this mode
             sys.exit(code)
     except ZkError as exc:
-        sys.stderr.write(f"zk: error: {_one_line(str(exc))}\n")
+        sys.stderr.write(f"zk: error: {_one_line(str(exc) + advice_for(exc))}\n")
         sys.exit(1)
     except (KeyboardInterrupt, EOFError):
         _interrupted()

@@ -12,16 +12,9 @@ import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from .errors import ZkError, ZkWarning
+
 APP_NAME = "zettel-amem"
-
-
-class ZkError(Exception):
-    """An expected failure with a message fit for one line on stderr."""
-
-
-class ZkWarning(UserWarning):
-    """Something the user should know that does not stop the command (an unknown config key, a store
-    that can be read but not written). The CLI shows each as one `zk: warning:` line on stderr."""
 
 
 def home_dir(explicit: str | os.PathLike[str] | None = None) -> Path:

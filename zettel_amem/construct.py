@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .config import Settings
-from .llm import LLM, Usage
-from .note import Note
+from .llm import LLM
+from .models import Note, Usage
 from .prompts import Prompts, language_of
 from .relative_dates import dated_phrases
 from .text import clip, one_line

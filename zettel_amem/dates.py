@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 
-from .config import ZkError
+from .errors import ZkError
 
 _KO_WEEKDAY = {ch: i for i, ch in enumerate("월화수목금토일")}
 _KO_WEEK = {"지난": -1, "저번": -1, "이번": 0, "다음": 1}
@@ -180,3 +180,10 @@ def day_range(value: str, now: datetime | None = None) -> tuple[date, str, str, 
     start, note = resolve(value, "day", now)
     day = datetime.fromisoformat(start).date()
     return day, day.isoformat() + "T00:00:00", (day + timedelta(days=1)).isoformat() + "T00:00:00", note
+
+
+def parse_when(value: str | None, role: str = "at") -> str:
+    """Normalise --at / --since / --until values to ISO wall-clock time (seconds precision): ISO as
+    given, or a natural phrase in English or Korean ("yesterday 9am", "어제", "3일 전").
+    `role` "since"/"until" takes the start of the day for a phrase that names no time."""
+    return resolve(value, role)[0]

@@ -20,10 +20,12 @@ from datetime import datetime
 from pathlib import Path
 
 from . import health
-from .config import Settings, ZkError, ZkWarning, home_dir
+from .config import Settings, home_dir
+from .database import SCHEMA_VERSION
+from .errors import ZkError, ZkWarning
 from .health import Finding, Recovery
-from .note import READY, now_iso
-from .store import NOTES, SCHEMA_VERSION, Store, note_to_row, row_to_note
+from .models import now_iso
+from .store import NOTES, Store, note_to_row, row_to_note
 from .worker import worker_state
 
 STUCK_AFTER_S = 600  # a pending note older than this with no worker running is stuck
@@ -62,7 +64,7 @@ def _work_checks(home: Path, settings: Settings) -> list[Finding]:
     meta = Store.read_meta(home)
     try:
         store = Store(home, meta["embedder"], int(meta["dim"]))
-        unfinished = store.notes(f"status != '{READY}'")
+        unfinished = store.notes(unfinished=True)
         total = store.count()
     except ZkError as exc:
         return [Finding("notes", False, str(exc))]

@@ -14,7 +14,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from .config import ZkError
+from .errors import ZkError
 
 _FALLBACKS = ("sensible-editor", "nano", "vi")
 

@@ -19,7 +19,8 @@ from typing import Protocol
 
 import numpy as np
 
-from .config import ZkError, cache_dir, package_dir
+from .config import cache_dir, package_dir
+from .errors import ZkError
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -143,3 +144,13 @@ QUERY_SIMILARITY_BANDS = {"e5-small": (0.75, 0.9), "minilm": (0.1, 0.7)}
 # Entity names: (ask the model above, merge without asking above). On e5 "PostgreSQL"/"Postgres" is 0.97,
 # "Yeouido Hangang Park"/"Hangang Park" 0.96, "SQLite"/"PostgreSQL" 0.93, "Mina"/"미나" 0.89, "Hana"/"Mina" 0.86.
 ENTITY_THRESHOLDS = {"e5-small": (0.88, 0.96), "minilm": (0.6, 0.9)}
+
+
+def entity_thresholds(embedder: str) -> tuple[float, float]:
+    """(ask the model above, merge without asking above) for name-embedding cosine similarity."""
+    return ENTITY_THRESHOLDS.get(embedder, (0.8, 0.95))
+
+
+def query_band(embedder: str) -> tuple[float, float]:
+    """The query-to-passage similarity range rescaled to 0..1 for episode hints."""
+    return QUERY_SIMILARITY_BANDS.get(embedder, (0.0, 1.0))

@@ -15,8 +15,8 @@ from typing import Any
 
 from .config import Settings
 from .construct import text_schema
-from .llm import LLM, Usage
-from .note import Note
+from .llm import LLM
+from .models import Note, Usage
 from .prompts import Prompts, language_of
 from .text import clip, estimate_tokens, one_line
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .config import Settings
 from .link import Update
-from .note import Note, Version, now_iso
+from .models import Note, Version, now_iso
 from .text import clip
 
 

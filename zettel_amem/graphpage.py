@@ -13,7 +13,7 @@ import json
 from html import escape
 from pathlib import Path
 
-from .note import Entity, Note, Relation
+from .models import Entity, Note, Relation
 from .text import clip, nfc, one_line
 
 VENDOR = Path(__file__).resolve().parent / "vendor" / "vis-network.min.js"

@@ -21,16 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .config import ZkError
-from .store import (
-    NOTES,
-    SCHEMA_VERSION,
-    TEXT_COLUMNS,
-    data_file_problems,
-    lance_message,
-    manifest_versions,
-    meta_problem,
-)
+from .database import SCHEMA_VERSION, data_file_problems, lance_message, manifest_versions, meta_problem
+from .errors import ZkError
+from .store import NOTES, TEXT_COLUMNS
 
 _CHUNK = 1024  # rows per read while salvaging
 

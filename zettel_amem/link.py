@@ -14,8 +14,8 @@ from typing import Any
 
 from .config import Settings
 from .construct import MAX_TAG_CHARS, clean_context, clean_terms, text_schema
-from .llm import LLM, Usage
-from .note import SHORT_ID, Note
+from .llm import LLM
+from .models import SHORT_ID, Note, Usage
 from .prompts import Prompts, language_of
 from .text import clip, one_line
 

@@ -20,12 +20,12 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field
 
-from .config import ZkError
+from .errors import ZkError
 from .llm import LLMError
 from .memory import Memory
-from .note import Note
+from .models import Hint, Note
 from .retrieve import Hit
-from .tiers import Hint, Tiers
+from .tiers import Tiers
 
 T = TypeVar("T")
 
@@ -214,18 +214,18 @@ class ZkTools:
         return AddNoteOut(id=note.id, status=note.status, session_id=note.session_id, notebook=self.notebook)
 
     def search(self, query: str, limit: int, follow_links: bool) -> SearchOut:
-        episodes = self.tiers.search_episodes(query, k=3, min_score=self.memory.settings.context_min_score)
+        episodes = self.tiers.context.search_episodes(query, k=3, min_score=self.memory.settings.context_min_score)
         hits = self.memory.search(query, limit, follow_links=follow_links,
                                   budget_tokens=self.memory.settings.context_budget_tokens)
         return SearchOut(episodes=self._episode_hits(episodes), notes=self._hits(hits))
 
     def context(self, message: str, recent: list[str]) -> ContextOut:
-        result = self.tiers.context(message, recent)
+        result = self.tiers.context.hints(message, recent)
         return ContextOut(block=result.block(), hints=self._episode_hits(result.hints),
                           skipped=result.skipped or None, top_score=result.top_score)
 
     def expand(self, item_id: str) -> ExpandOut:
-        kind, item = self.tiers.expand(item_id)
+        kind, item = self.tiers.context.expand(item_id)
         if kind == "note":
             return ExpandOut(kind="note", note=NoteOut.of(item, self.memory.backlinks(item.id)))
         episode, turns = item
@@ -235,11 +235,11 @@ class ZkTools:
 
     def graph(self, entity: str | None, at: str | None, depth: int) -> GraphOut:
         if not entity:
-            rows = self.tiers.entities()
+            rows = self.tiers.graph.entities()
             return GraphOut(entities=[EntityRow(name=r["name"], type=r["type"], episodes=len(r["episodes"] or []),
                                                 same_as=r["canonical"] if r["merged_into"] else None)
                                       for r in rows])
-        view = self.tiers.graph(entity, depth, at)
+        view = self.tiers.graph.view(entity, depth, at)
         return GraphOut(entity=_node(view["entity"]), at=view["at"])
 
     def show(self, note_id: str) -> ShowOut:
@@ -260,7 +260,7 @@ class ZkTools:
         return LinksOut(id=note.id, links=brief(note.links), backlinks=brief(back))
 
     def ask(self, question: str) -> AskOut:
-        block, _, _ = self.tiers.memory_block(question)
+        block, _, _ = self.tiers.context.memory_block(question)
         answer = self.memory.ask(question, memory_block=block)
         for _ in answer.pieces:
             pass

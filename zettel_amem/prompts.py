@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from string import Template
 
-from .config import ZkError
+from .errors import ZkError
 from .text import is_cjk
 
 _KO_WEEKDAYS = "월화수목금토일"

@@ -13,7 +13,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.tree import Tree
 
-from .note import Note, ProcessResult
+from .models import Note, ProcessResult
 from .retrieve import Hit
 from .text import one_line, visible
 

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 
-from .note import Note
+from .models import Note
 from .relative_dates import dated_phrases, day_text
 from .text import estimate_tokens, nfc, one_line, romanise
 

@@ -11,11 +11,11 @@ stored vector, so a rewrite never silently drops an embedding. `keep_vectors=Fal
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from .note import Entity, Episode, Relation
-from .store import Store, sql_str
+from .database import Database, all_of, in_list, sql_str
+from .models import Entity, Episode, Relation
 
 EPISODES, ENTITIES, RELATIONS = "episodes", "entities", "relations"
 
@@ -64,9 +64,16 @@ def _from_row(table: str, row: dict[str, Any]):
 class TierStore:
     """Episodes and the entity graph of one Store (shares its database, lock and error handling)."""
 
-    def __init__(self, store: Store):
-        self.store = store
+    def __init__(self, store: Database | Callable[[], Database]):
+        # A callable opens the database on first use: `Tiers(memory)` costs nothing until a tier is read.
+        self._source = store
         self._tables: dict[str, Any] = {}
+
+    @property
+    def store(self) -> Database:
+        if callable(self._source):
+            self._source = self._source()
+        return self._source
 
     def _table(self, name: str, create: bool = False):
         if name not in self._tables:
@@ -94,7 +101,7 @@ class TierStore:
                 query = query.select([n for n in table.schema.names if n != "vector"])
             return query.limit(max(table.count_rows(), 1)).to_list()
 
-        return [_from_row(name, r) for r in self.store._read(read)]
+        return [_from_row(name, r) for r in self.store.guarded_read(read)]
 
     def _upsert(self, name: str, records: Iterable, keep_vectors: bool = True) -> None:
         rows = [_to_row(r) for r in records]
@@ -104,14 +111,14 @@ class TierStore:
         with self.store.write_lock():
             missing = [r["id"] for r in rows if "vector" in r and r["vector"] is None]
             if keep_vectors and missing:
-                where = "id IN (" + ", ".join(sql_str(i) for i in missing) + ") AND vector IS NOT NULL"
-                stored = self.store._read(lambda: table.search().where(where).select(["id", "vector"])
+                where = f"{in_list('id', missing)} AND vector IS NOT NULL"
+                stored = self.store.guarded_read(lambda: table.search().where(where).select(["id", "vector"])
                                           .limit(len(missing)).to_list())
                 vectors = {r["id"]: [float(x) for x in r["vector"]] for r in stored}
                 for row in rows:
                     if row.get("vector") is None and row["id"] in vectors:
                         row["vector"] = vectors[row["id"]]
-            self.store._write(lambda: table.merge_insert("id").when_matched_update_all()
+            self.store.guarded_write(lambda: table.merge_insert("id").when_matched_update_all()
                               .when_not_matched_insert_all().execute(rows))
             self.store.record(name, table)
 
@@ -119,26 +126,28 @@ class TierStore:
         table = self._table(name)
         if table is not None:
             with self.store.write_lock():
-                self.store._write(lambda: table.delete(where))
+                self.store.guarded_write(lambda: table.delete(where))
                 self.store.record(name, table)
 
-    def _nearest(self, name: str, vector, k: int, where: str) -> list[tuple[Any, float]]:
+    def _nearest(self, name: str, vector, k: int, where: str | None) -> list[tuple[Any, float]]:
         table = self._table(name)
         if table is None or table.count_rows() == 0:
             return []
         columns = [n for n in table.schema.names if n != "vector"] + ["_distance"]
-        query = table.search(list(vector)).distance_type("cosine").select(columns).where(where, prefilter=True)
-        rows = self.store._read(lambda: query.limit(k).to_list())
+        query = table.search(list(vector)).distance_type("cosine").select(columns)
+        if where:
+            query = query.where(where, prefilter=True)
+        rows = self.store.guarded_read(lambda: query.limit(k).to_list())
         return [(_from_row(name, r), 1.0 - float(r["_distance"])) for r in rows]
 
-    @staticmethod
-    def _scope(notebook: str, extra: str | None = None) -> str:
-        where = f"notebook = {sql_str(notebook)}"
-        return f"{where} AND ({extra})" if extra else where
-
     # -- episodes ---------------------------------------------------------------------------------
-    def episodes(self, notebook: str, where: str | None = None, with_vector: bool = False) -> list[Episode]:
-        return self._rows(EPISODES, self._scope(notebook, where), with_vector)
+    def episodes(self, notebook: str | None, status: Iterable[str] = (), not_status: str | None = None,
+                 with_vector: bool = False) -> list[Episode]:
+        """Episodes of a notebook (None: every notebook, for the worker's queue), optionally only those in
+        one of `status`, or not in `not_status`."""
+        status = list(status)
+        return self._rows(EPISODES, all_of(notebook, status and in_list("status", status),
+                                                not_status and f"status != {sql_str(not_status)}"), with_vector)
 
     def episode(self, episode_id: str, with_vector: bool = False) -> Episode | None:
         found = self._rows(EPISODES, f"id = {sql_str(episode_id)}", with_vector)
@@ -148,42 +157,45 @@ class TierStore:
         self._upsert(EPISODES, episodes, keep_vectors)
 
     def nearest_episodes(self, vector, k: int, notebook: str) -> list[tuple[Episode, float]]:
-        return self._nearest(EPISODES, vector, k, self._scope(notebook, "vector IS NOT NULL"))
+        return self._nearest(EPISODES, vector, k, all_of(notebook, "vector IS NOT NULL"))
 
     # -- entities ---------------------------------------------------------------------------------
-    def entities(self, notebook: str, where: str | None = None, with_vector: bool = False) -> list[Entity]:
-        return self._rows(ENTITIES, self._scope(notebook, where), with_vector)
+    def entities(self, notebook: str, key: str | None = None, canonical_only: bool = False,
+                 with_vector: bool = False) -> list[Entity]:
+        """A notebook's entities; `key`: only those with that name key; `canonical_only`: not merged away."""
+        return self._rows(ENTITIES, all_of(notebook, key is not None and f"key = {sql_str(key)}",
+                                                "merged_into IS NULL" if canonical_only else None), with_vector)
 
     def put_entities(self, entities: Iterable[Entity]) -> None:
         self._upsert(ENTITIES, entities)
 
     def delete_entities(self, ids: list[str]) -> None:
         if ids:
-            self._delete(ENTITIES, "id IN (" + ", ".join(sql_str(i) for i in ids) + ")")
+            self._delete(ENTITIES, in_list("id", ids))
 
     def nearest_entities(self, vector, k: int, notebook: str) -> list[tuple[Entity, float]]:
-        return self._nearest(ENTITIES, vector, k, self._scope(notebook))
+        return self._nearest(ENTITIES, vector, k, all_of(notebook))
 
     # -- relations --------------------------------------------------------------------------------
-    def relations(self, notebook: str, where: str | None = None) -> list[Relation]:
-        return self._rows(RELATIONS, self._scope(notebook, where))
+    def relations(self, notebook: str, current_only: bool = False) -> list[Relation]:
+        """A notebook's relations; `current_only`: those not invalidated."""
+        return self._rows(RELATIONS, all_of(notebook, "invalid_from IS NULL" if current_only else None))
+
+    def relations_of_episode(self, episode_id: str) -> list[Relation]:
+        return self._rows(RELATIONS, f"episode_id = {sql_str(episode_id)}")
+
+    def relations_invalidated_by(self, relation_ids: list[str]) -> list[Relation]:
+        return self._rows(RELATIONS, in_list("invalidated_by", relation_ids)) if relation_ids else []
 
     def put_relations(self, relations: Iterable[Relation]) -> None:
         self._upsert(RELATIONS, relations)
 
     def delete_relations(self, ids: list[str]) -> None:
         if ids:
-            self._delete(RELATIONS, "id IN (" + ", ".join(sql_str(i) for i in ids) + ")")
+            self._delete(RELATIONS, in_list("id", ids))
 
     def compact(self) -> None:
-        import warnings
-        from datetime import timedelta
-
         for name in (EPISODES, ENTITIES, RELATIONS):
             table = self._table(name)
             if table is not None:
-                with self.store.write_lock(), warnings.catch_warnings():
-                    warnings.simplefilter("ignore", UserWarning)
-                    self.store._write(lambda t=table: t.optimize(cleanup_older_than=timedelta(0),
-                                                                 delete_unverified=True))
-                    self.store.record(name, table)
+                self.store.optimize(name, table)

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from .note import ProcessResult
+from .models import ProcessResult
 
 
 @contextmanager

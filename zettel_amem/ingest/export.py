@@ -17,10 +17,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, BinaryIO
 
-from ..config import ZkError
+from ..database import SCHEMA_VERSION
+from ..errors import ZkError
 from ..memory import Memory, validate_content
-from ..note import CONSTRUCTED, PENDING, READY, Note, journal_period, session_id_for
-from ..store import SCHEMA_VERSION, note_to_row, row_to_note
+from ..models import CONSTRUCTED, PENDING, READY, Note, journal_period, session_id_for
+from ..store import note_to_row, row_to_note
 from ..text import has_control_chars, hashtags
 
 EXPORT_TYPE = "zk-export"
@@ -37,7 +38,7 @@ def is_export(head: bytes) -> bool:
 def export_jsonl(memory: Memory, out: IO[str], all_notebooks: bool = True) -> int:
     """Write a header line, then one line per note (oldest first): every notebook, or only the memory's
     own with `all_notebooks=False` (what `zk export` does unless `--all`). Returns the number of notes."""
-    notes = memory.store.notes(None if all_notebooks else memory._scope())
+    notes = memory.store.notes(None if all_notebooks else memory.notebook)
     notes.sort(key=lambda n: (n.created, n.at, n.seq, n.id))
     header = {"type": EXPORT_TYPE, "schema_version": SCHEMA_VERSION, "embedder": memory.store.embedder_name,
               "notes": len(notes), "notebooks": sorted({n.notebook for n in notes})}

@@ -42,23 +42,20 @@ the hashes inside its write lock (`Store.add(skip_existing=True)`).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from ..config import ZkError
+from ..errors import ZkError
 from ..memory import Memory, content_hash
-from ..note import Note, now_iso, session_id_for
-from ..store import sql_str
+from ..models import Note, now_iso, session_id_for
 from . import parsers
 from .parsers import ParseProblem, Turn
 
 DEFAULT_SESSION = "log"  # session key of turns whose log names no session
 HEAD_TURNS = 3  # first turns of a session-less log that must line up to continue a stored session
 _MARKDOWN_DATE_KEYS = ("date", "created", "created_at")  # front matter the markdown parser reads
-_SESSION_PREFIX = re.compile(r"^s?[0-9a-f]{1,15}$")
 
 Progress = Callable[[int, "int | None"], None]
 
@@ -88,6 +85,24 @@ def open_source(source: str, stdin: BinaryIO) -> Path | BinaryIO:
         except OSError as exc:
             raise ZkError(f"cannot read {source}: {exc.strerror or exc}") from None
     return path
+
+
+def backup_kind(stream: Path | BinaryIO, fmt: str) -> tuple[str | None, Path | BinaryIO]:
+    """What `zk import` was given: "vault" (a folder `zk export --format markdown` wrote), "export" (a
+    JSONL backup: restored with the same ids, links and versions whatever the format option says and
+    wherever it comes from, `zk export | zk --home new import -`) or None (notes and chats to import).
+    Returns the stream to read on (a pipe's head, once peeked, is kept in front of it)."""
+    from .export import is_export
+    from .parsers import peek_head
+    from .vault import is_vault
+
+    if isinstance(stream, Path) and stream.is_dir():
+        return ("vault" if fmt in ("auto", "markdown") and is_vault(stream) else None), stream
+    if isinstance(stream, Path):
+        head = read_head(stream)
+    else:
+        head, stream = peek_head(stream)
+    return ("export" if fmt == "zk-export" or is_export(head) else None), stream
 
 
 def read_head(path: Path) -> bytes:
@@ -166,7 +181,7 @@ class _Importer:
         return content_hash(note.content, turn.speaker, self._log_time(turn), self._scope(turn, note))
 
     def _session_turns(self, session_id: str) -> dict[int, Note]:
-        return {n.seq: n for n in self.memory.store.notes(f"session_id = {sql_str(session_id)}")}
+        return {n.seq: n for n in self.memory.store.session_turns(session_id)}
 
     def _lines_up(self, head: list[tuple[Turn, Note]], stored: dict[int, Note], first_seq: int) -> bool:
         """Whether the log's first turns continue the stored session from `first_seq`: every stored
@@ -191,15 +206,12 @@ class _Importer:
         first turns."""
         turn, note = head[0]
         if self._log_time(turn):  # a timed first turn is found by its identity, which has its time
-            stored = self.memory.store.notes(f"content_hash = {sql_str(self._base_hash(turn, note))}")
+            stored = self.memory.store.notes_with_hash(self._base_hash(turn, note))
             if stored and stored[0].session_id:
                 session_id = stored[0].session_id
                 return session_id, stored[0].seq - turn.index, self._session_turns(session_id)
         else:  # an untimed one: a stored chat whose turns line up with the log's first turns
-            speaker = "speaker IS NULL" if note.speaker is None else f"speaker = {sql_str(note.speaker)}"
-            candidates = self.memory.store.notes(
-                f"notebook = {sql_str(self.notebook)} AND kind = 'turn' AND session_id IS NOT NULL"
-                f" AND content = {sql_str(note.content)} AND {speaker}")
+            candidates = self.memory.store.turns_saying(self.notebook, note.content, note.speaker)
             for candidate in sorted(candidates, key=lambda c: (c.created, c.seq)):
                 stored_turns = self._session_turns(candidate.session_id or "")
                 if self._lines_up(head, stored_turns, candidate.seq):
@@ -349,47 +361,4 @@ def import_source(memory: Memory, source: Path | BinaryIO, fmt: str = "auto", *,
         raise ZkError(f"cannot read {name}: {exc.strerror or exc}") from None
 
 
-# -- sessions ---------------------------------------------------------------------------------------
-def _session_notes(memory: Memory, extra: str) -> list[Note]:
-    return memory.store.notes(f"notebook = {sql_str(memory.notebook)} AND {extra}")
-
-
-def _order(note: Note) -> tuple:
-    return (note.seq, note.at, note.created)
-
-
-def list_sessions(memory: Memory) -> list[dict]:
-    """Sessions of the notebook, newest (by last turn) first."""
-    groups: dict[str, list[Note]] = {}
-    for note in _session_notes(memory, "session_id IS NOT NULL"):
-        groups.setdefault(note.session_id or "", []).append(note)
-    sessions = []
-    for session_id, notes in groups.items():
-        notes.sort(key=_order)
-        times = sorted(n.at for n in notes)
-        speakers = list(dict.fromkeys(n.speaker for n in notes if n.speaker))
-        sessions.append({"session_id": session_id, "title": notes[0].source or "", "turns": len(notes),
-                         "first_at": times[0], "last_at": times[-1], "speakers": speakers})
-    sessions.sort(key=lambda s: (s["last_at"], s["first_at"], s["session_id"]), reverse=True)
-    return sessions
-
-
-def session_turns(memory: Memory, session_id_prefix: str) -> list[Note]:
-    """The turns of the one session whose id starts with the prefix ("s" optional), in order."""
-    prefix = session_id_prefix.strip().lower()
-    if not _SESSION_PREFIX.match(prefix):
-        raise ZkError(f"'{session_id_prefix}' is not a session id (expected e.g. s3f9a12bc)")
-    if not prefix.startswith("s"):
-        prefix = "s" + prefix
-    notes = _session_notes(memory, f"session_id LIKE {sql_str(prefix + '%')}")
-    ids = sorted({n.session_id for n in notes if n.session_id})
-    if not ids:
-        raise ZkError(f"no session {prefix} in notebook '{memory.notebook}'")
-    if len(ids) > 1:
-        shown = ", ".join(ids[:5]) + (", ..." if len(ids) > 5 else "")
-        raise ZkError(f"session prefix '{prefix}' is ambiguous: {shown}")
-    return sorted(notes, key=_order)
-
-
-__all__ = ["DEFAULT_SESSION", "ImportReport", "import_source", "list_sessions", "open_source", "read_head",
-           "session_id_for", "session_turns"]
+__all__ = ["DEFAULT_SESSION", "ImportReport", "import_source", "open_source", "read_head", "session_id_for"]

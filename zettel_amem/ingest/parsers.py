@@ -201,6 +201,16 @@ def _check_turn(turn: Turn) -> ParseProblem | None:
     return None
 
 
+def _record_turn(turn: Turn, record: int) -> Turn | ParseProblem:
+    """A turn of a JSON document's `record`-th record, or the problem that keeps it out (the shared
+    emitter of the whole-document formats: a caller counts `index` only for turns)."""
+    problem = _check_turn(turn)
+    if problem:
+        problem.line, problem.record = None, record
+        return problem
+    return turn
+
+
 def _iter_raw_lines(stream: BinaryIO) -> Iterator[tuple[int, bytes | None]]:
     """Yield (1-based line number, bytes without EOL); None for a line too long to keep.
 
@@ -712,14 +722,10 @@ def _parse_chatgpt(data: bytes, default_session: str) -> Iterator[Item]:
                 continue
             meta = {"role": role, "message_id": _scalar(message.get("id")) or node_id}
             at = _maybe_datetime(message.get("create_time")) or conv_time
-            turn = Turn(text, _scalar(author.get("name")) or role, at, key, title, index, None, meta)
-            problem = _check_turn(turn)
-            if problem:
-                problem.line, problem.record = None, record
-                yield problem
-                continue
-            yield turn
-            index += 1
+            item = _record_turn(Turn(text, _scalar(author.get("name")) or role, at, key, title, index, None, meta),
+                                record)
+            yield item
+            index += isinstance(item, Turn)
 
 
 # --------------------------------------------------------------------------- locomo
@@ -766,14 +772,9 @@ def _parse_locomo(data: bytes, default_session: str) -> Iterator[Item]:
                     meta["dia_id"] = dia_id
                 if at is None and isinstance(raw_time, str):
                     meta["date_time"] = raw_time
-                turn = Turn(text, _scalar(t.get("speaker")), at, key, title, index, None, meta)
-                problem = _check_turn(turn)
-                if problem:
-                    problem.line, problem.record = None, record
-                    yield problem
-                    continue
-                yield turn
-                index += 1
+                item = _record_turn(Turn(text, _scalar(t.get("speaker")), at, key, title, index, None, meta), record)
+                yield item
+                index += isinstance(item, Turn)
 
 
 # --------------------------------------------------------------------------- markdown

@@ -25,10 +25,10 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from ..config import ZkError
+from ..database import SCHEMA_VERSION
+from ..errors import ZkError
 from ..memory import Memory, content_hash
-from ..note import READY, Entity, Episode, Note, Relation
-from ..store import SCHEMA_VERSION
+from ..models import READY, Entity, Episode, Note, Relation
 from ..text import clip, hashtags, one_line
 
 MARKER = ".zk-vault.json"
@@ -100,7 +100,7 @@ def export_vault(memory: Memory, folder: Path, episodes: list[Episode], entities
             previous = list(marker.get("files", []))
         except (OSError, ValueError) as exc:
             raise ZkError(f"cannot read {folder / MARKER}: {exc}") from None
-    notes = memory.store.notes(memory._scope())
+    notes = memory.store.notes(memory.notebook)
     notes.sort(key=lambda n: (n.at, n.created, n.seq, n.id))
     vault = _Vault(notes)
     backlinks: dict[str, list[str]] = {}

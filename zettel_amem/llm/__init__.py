@@ -9,8 +9,11 @@ HTTP server (`openai_compat.py`), or any object named by `python:module:Factory`
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any, Protocol
+
+from ..models import Usage
+
+__all__ = ["LLM", "LLMError", "Usage", "load_python_backend"]
 
 
 class LLMError(Exception):
@@ -20,24 +23,6 @@ class LLMError(Exception):
     def __init__(self, message: str, usage: Usage | None = None):
         super().__init__(message)
         self.usage = usage
-
-
-@dataclass
-class Usage:
-    """Counts of one or more calls. `evaluated` excludes prompt tokens served from the prefix cache."""
-
-    calls: int = 0
-    prompt_tokens: int = 0
-    evaluated_tokens: int = 0
-    completion_tokens: int = 0
-    seconds: float = 0.0
-
-    def add(self, other: Usage) -> None:
-        self.calls += other.calls
-        self.prompt_tokens += other.prompt_tokens
-        self.evaluated_tokens += other.evaluated_tokens
-        self.completion_tokens += other.completion_tokens
-        self.seconds += other.seconds
 
 
 class LLM(Protocol):
@@ -59,7 +44,7 @@ def load_python_backend(spec: str) -> LLM:
     (an OpenAI-compatible client, a scripted model for crash tests)."""
     import importlib
 
-    from ..config import ZkError
+    from ..errors import ZkError
 
     _, _, target = spec.partition(":")
     module_name, _, attr = target.partition(":")

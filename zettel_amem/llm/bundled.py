@@ -13,7 +13,8 @@ import hashlib
 import os
 from pathlib import Path
 
-from ..config import ZkError, cache_dir, package_dir
+from ..config import cache_dir, package_dir
+from ..errors import ZkError
 
 QWEN = "qwen2.5-0.5b"
 SMOLLM = "smollm2-135m"

@@ -10,7 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from . import LLMError, Usage
+from ..models import Usage
+from . import LLMError
 
 
 def _load_llama(path: Path, n_ctx: int, threads: int, seed: int):

@@ -27,7 +27,8 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from . import LLMError, Usage
+from ..models import Usage
+from . import LLMError
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8080/v1"
 _RETRY_STATUS = {408, 429, 500, 502, 503, 504}

@@ -16,8 +16,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .llm import LLM, Usage
-from .note import Entity, Relation
+from .llm import LLM
+from .models import Entity, Relation, Usage
 from .prompts import Prompts, language_of
 from .text import clip, name_key, one_line, romanise
 

@@ -149,7 +149,42 @@ def now_iso() -> str:
 
 
 @dataclass
-class ProcessResult:
+class Usage:
+    """Counts of one or more calls. `evaluated` excludes prompt tokens served from the prefix cache."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    evaluated_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+
+    def add(self, other: Usage) -> None:
+        self.calls += other.calls
+        self.prompt_tokens += other.prompt_tokens
+        self.evaluated_tokens += other.evaluated_tokens
+        self.completion_tokens += other.completion_tokens
+        self.seconds += other.seconds
+
+
+@dataclass(kw_only=True)
+class Spent:
+    """What a unit of LLM work cost (a note processed, an episode promoted): one set of counters for
+    every result type, filled from the Usage of its calls by `charge`."""
+
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    evaluated_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+
+    def charge(self, usage: Usage, seconds: float) -> None:
+        self.llm_calls, self.prompt_tokens = usage.calls, usage.prompt_tokens
+        self.evaluated_tokens, self.completion_tokens = usage.evaluated_tokens, usage.completion_tokens
+        self.seconds = seconds
+
+
+@dataclass
+class ProcessResult(Spent):
     """What processing one note did, for `zk add --wait`, `zk process` and the benchmarks."""
 
     id: str
@@ -158,11 +193,19 @@ class ProcessResult:
     evolved: list[str] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)  # neighbours whose rewrite drifted off their topic
     skipped: str = ""  # why an LLM step was skipped ("trivial", "no similar neighbour", ...)
-    llm_calls: int = 0
-    prompt_tokens: int = 0
-    evaluated_tokens: int = 0
-    completion_tokens: int = 0
-    seconds: float = 0.0
+    error: str = ""
+
+
+@dataclass
+class EpisodeResult(Spent):
+    """What promoting one episode did (summarise -> extract -> dedup), for `zk process` and benchmarks."""
+
+    id: str
+    status: str
+    entities: int = 0
+    merged: int = 0
+    relations: int = 0
+    invalidated: int = 0
     error: str = ""
 
 
@@ -252,3 +295,55 @@ class Relation:
         if when is None:
             return self.invalid_from is None
         return self.valid_from <= when and (self.invalid_from is None or when < self.invalid_from)
+
+
+def episode_id_for(session_id: str) -> str:
+    """A session's episode id: the same hex, "e" for "s" (one episode per session)."""
+    return "e" + session_id.removeprefix("s")
+
+
+def canonical_map(rows: list[Entity]) -> dict[str, Entity]:
+    """entity id -> its canonical entity (following merges), over one notebook's entity rows."""
+    entities = {e.id: e for e in rows}
+    out = {}
+    for entity in entities.values():
+        seen, current = set(), entity
+        while current.merged_into and current.merged_into in entities and current.id not in seen:
+            seen.add(current.id)
+            current = entities[current.merged_into]
+        out[entity.id] = current
+    return out
+
+
+# -- what the context tier returns ------------------------------------------------------------------
+@dataclass
+class Hint:
+    episode: Episode
+    score: float
+    keyword: float
+    vector: float
+
+    def to_json(self) -> dict:
+        return {"id": self.episode.id, "abstract": self.episode.abstract, "start": self.episode.start,
+                "session_id": self.episode.session_id, "score": round(self.score, 4),
+                "keyword": round(self.keyword, 4), "vector": round(self.vector, 4)}
+
+
+@dataclass
+class ContextResult:
+    """What `zk context` found: the hints that passed the threshold, or why it did not search."""
+
+    query: str
+    hints: list[Hint] = field(default_factory=list)
+    skipped: str = ""  # "trivial message" when no search was made
+    top_score: float | None = None  # best score seen, passed or not (for threshold tuning)
+
+    def block(self, instructions: str = "") -> str:
+        """The `## Memory Context` block; empty when there is nothing worth saying."""
+        if not self.hints:
+            return ""
+        lines = ["## Memory Context"]
+        lines += [f"- [{h.episode.id[:9]}] {h.episode.start[:10]} {h.episode.abstract}" for h in self.hints]
+        if instructions:
+            lines += ["", instructions.strip()]
+        return "\n".join(lines) + "\n"

@@ -1,0 +1,312 @@
+"""The database under every table: the LanceDB folder, `meta.json`, the one write lock, and the guards
+that turn any IO or Lance failure into one clear line.
+
+`meta.json` records the schema version, the embedder (name, dimension) and each table's version and row
+count after the last write, so a store that lost commits or vanished is noticed instead of silently read
+as older or empty. Writers (several `zk add` processes plus the background worker) serialise on one file
+lock; readers never block and always see the latest committed version.
+
+The file checks (manifests, data files) work without LanceDB, so `zk doctor` can use them on a store
+that cannot be opened.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import struct
+import warnings
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from .errors import StoreBusy, StoreDamaged, ZkError, ZkWarning
+
+SCHEMA_VERSION = 2  # 2: raw_vector (the raw words' embedding beside the enriched one), user_tags (#tags)
+_U64 = (1 << 64) - 1  # LanceDB's v2 manifest names count down: `_versions/{2**64 - 1 - version}.manifest`
+# Data file names inside a manifest (protobuf; the names are plain strings in it).
+_DATA_FILE = re.compile(rb"(?:[01]{24}[0-9a-f]{26}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})"
+                        rb"\.lance")
+_RUST_PATH = re.compile(r",?\s*/[^\s,]*\.rs:\d+(?::\d+)?")
+
+
+def sql_str(value: str) -> str:
+    """Quote a string literal for a LanceDB filter (storage modules only: nothing above them builds one)."""
+    return "'" + value.replace("'", "''") + "'"
+
+
+def all_of(notebook: str | None, *clauses: str | None | bool) -> str | None:
+    """A filter: the notebook (None: any) and every clause given (falsy ones are left out)."""
+    parts = [f"notebook = {sql_str(notebook)}"] if notebook is not None else []
+    parts += [c for c in clauses if isinstance(c, str) and c]
+    return " AND ".join(f"({p})" for p in parts) or None
+
+
+def in_list(column: str, values: Iterable[str]) -> str:
+    return f"{column} IN (" + ", ".join(sql_str(v) for v in values) + ")"
+
+
+def lance_message(exc: BaseException) -> str:
+    """A LanceDB/Lance error as one line for a user: no Rust source paths, no crate registry paths,
+    and the two kinds of damage a user can act on named plainly."""
+    text = _RUST_PATH.sub("", " ".join(str(exc).split()))
+    text = text.replace("lance error: ", "").replace("LanceError(IO): ", "")
+    missing = re.search(r"Not found: (\S+?\.lance)\b", text)
+    if missing:
+        return f"a data file is missing ({'/'.join(missing.group(1).split('/')[-3:])})"
+    if "failed to fill whole buffer" in text or "Out of range" in text:
+        return "a data file is truncated or damaged"
+    return text[:200]
+
+
+def manifest_versions(table_dir: Path) -> list[int]:
+    """Table versions whose manifest is on disk, oldest first (both manifest naming schemes)."""
+    try:
+        names = os.listdir(table_dir / "_versions")
+    except OSError:
+        return []
+    found = []
+    for name in names:
+        stem, _, ext = name.partition(".")
+        if ext == "manifest" and stem.isdigit():
+            number = int(stem)
+            found.append(_U64 - number if number > _U64 // 2 else number)
+    return sorted(found)
+
+
+def manifest_path(table_dir: Path, version: int) -> Path | None:
+    for name in (f"{_U64 - version}.manifest", f"{version}.manifest"):
+        if (table_dir / "_versions" / name).exists():
+            return table_dir / "_versions" / name
+    return None
+
+
+def data_file_problems(table_dir: Path, version: int | None = None, verified: set | None = None) -> list[str]:
+    """Data files the table's newest manifest (or `version`'s) names that are missing or cut short.
+    A complete Lance file ends with the magic bytes `LANC`; files already verified (Lance never
+    rewrites a data file) are skipped through `verified`."""
+    if version is None:
+        versions = manifest_versions(table_dir)
+        if not versions:
+            return []
+        version = versions[-1]
+    path = manifest_path(table_dir, version)
+    if path is None:
+        return [f"manifest of version {version} is missing"]
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        return [f"{path.name} cannot be read ({exc.strerror})"]
+    # A manifest file: [inline transaction] [u32 length + manifest protobuf] ... footer [u64 position of
+    # the manifest, u16 u16 version, b"LANC"]. Only the manifest part lists the version's data files
+    # (the transaction of a compaction names the files it replaced).
+    try:
+        start = struct.unpack("<Q", raw[-16:-8])[0]
+        length = struct.unpack("<I", raw[start:start + 4])[0]
+        if raw[-4:] != b"LANC" or start + 4 + length > len(raw):
+            raise ValueError
+    except (struct.error, ValueError):
+        return [f"manifest of version {version} is damaged"]
+    names = sorted({m.decode() for m in _DATA_FILE.findall(raw[start + 4:start + 4 + length])})
+    problems = []
+    for name in names:
+        data = table_dir / "data" / name
+        try:
+            size = data.stat().st_size
+            if verified is not None and (data, size) in verified:
+                continue
+            with open(data, "rb") as fh:
+                fh.seek(max(size - 4, 0))
+                ok = size >= 8 and fh.read(4) == b"LANC"
+        except FileNotFoundError:
+            problems.append(f"data file {name} is missing")
+            continue
+        except OSError as exc:
+            problems.append(f"data file {name} cannot be read ({exc.strerror})")
+            continue
+        if not ok:
+            problems.append(f"data file {name} is truncated")
+        elif verified is not None:
+            verified.add((data, size))
+    return problems
+
+
+def meta_problem(meta: Any) -> str | None:
+    """What is wrong with meta.json's fields, or None."""
+    if not isinstance(meta, dict):
+        return "it is not a JSON object"
+    for key, kind, what in (("schema_version", int, "a number"), ("embedder", str, "a string"),
+                            ("dim", int, "a number"), ("tables", dict, "an object")):
+        value = meta.get(key)
+        if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
+            return f"{key} is {json.dumps(value)[:40]}, not {what}"
+    for name, recorded in (meta.get("tables") or {}).items():
+        counts = [recorded.get(k) for k in ("version", "rows")] if isinstance(recorded, dict) else [None]
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in counts):
+            return f"tables.{name} is not a version and a row count"
+    return None
+
+
+class Database:
+    """The LanceDB folder of one home and its meta file. Tables live in it (`Store` is the notes table,
+    `TierStore` the upper tiers); a subclass opens its own tables."""
+
+    def __init__(self, home: Path, embedder_name: str, dim: int):
+        self.home = home
+        self.db_path = home / "lancedb"
+        self.meta_path = home / "meta.json"
+        self.embedder_name = embedder_name
+        self.dim = dim
+        self.damage: str | None = None  # why this store must not be written (it can still be read)
+        self._verified: set = set()  # data files found complete; Lance never rewrites one
+        self._warned = False
+
+    def connect(self, meta: dict[str, Any]) -> None:
+        """Check meta.json against this zk and this embedder, then connect (creating the home if new)."""
+        import lancedb
+
+        if meta:
+            if meta.get("schema_version", 0) > SCHEMA_VERSION:
+                raise ZkError(
+                    f"this store uses schema version {meta['schema_version']}, newer than this zk "
+                    f"understands ({SCHEMA_VERSION}); upgrade zettel-amem")
+            if meta.get("embedder") != self.embedder_name or meta.get("dim") != self.dim:
+                raise ZkError(
+                    f"this store was embedded with '{meta.get('embedder')}' ({meta.get('dim')} dims), "
+                    f"not '{self.embedder_name}'; set ZK_EMBEDDER={meta.get('embedder')} or use another --home")
+        if not self.home.exists():
+            try:
+                self.home.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise ZkError(f"cannot create the store directory {self.home}: {exc.strerror}") from None
+        # read_consistency_interval=0: every read sees commits made by other processes.
+        self.db = lancedb.connect(str(self.db_path), read_consistency_interval=timedelta(0))
+
+    def table_dir(self, name: str) -> Path:
+        return self.db_path / f"{name}.lance"
+
+    def compare_with_meta(self, meta: dict[str, Any]) -> str | None:
+        """Why the tables on disk are older than meta.json says (their newest commits lost), or None.
+
+        meta.json is written after each commit, so a table may be newer than it (a crash in between),
+        never older: an older table lost its newest manifest(s), and a write now would silently build
+        on the old version and overwrite the lost one's number."""
+        for name, recorded in sorted((meta.get("tables") or {}).items()):
+            table_dir = self.db_path / f"{name}.lance"
+            version = int(recorded.get("version") or 0)
+            if not table_dir.is_dir():
+                return (f"the {name} table is missing, but meta.json records {recorded.get('rows', '?')} row(s) "
+                        f"at version {version}")
+            if manifest_path(table_dir, version) is not None:
+                continue
+            newest = (manifest_versions(table_dir) or [0])[-1]
+            if newest < version:
+                return (f"the {name} table is at version {newest}, but meta.json records version {version} "
+                        f"with {recorded.get('rows', '?')} row(s): its newest commit(s) are missing")
+        return None
+
+    @staticmethod
+    def read_meta(home: Path) -> dict[str, Any]:
+        """meta.json, its fields checked: a damaged file is one clear error, never a TypeError later."""
+        path = home / "meta.json"
+        if not path.exists():
+            return {}
+        try:
+            meta = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise StoreDamaged(f"cannot read {path}: {exc}") from None
+        problem = meta_problem(meta)
+        if problem:
+            raise StoreDamaged(f"{path} is damaged: {problem}")
+        return meta
+
+    def _write_meta(self, tables: dict[str, dict] | None = None) -> None:
+        """Write meta.json atomically (under the write lock), keeping what it already records."""
+        try:
+            old = json.loads(self.meta_path.read_text(encoding="utf-8")) if self.meta_path.exists() else {}
+        except (OSError, ValueError):
+            old = {}
+        merged = {**(old.get("tables") or {}), **(tables or {})} if isinstance(old, dict) else dict(tables or {})
+        data = {"schema_version": SCHEMA_VERSION, "embedder": self.embedder_name, "dim": self.dim}
+        if merged:
+            data["tables"] = merged
+        tmp = self.meta_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data), encoding="utf-8")
+        tmp.replace(self.meta_path)
+
+    def record(self, name: str, table) -> None:
+        """After a commit: the table's version and row count go into meta.json (see compare_with_meta)."""
+        try:
+            self._write_meta({name: {"version": int(table.version), "rows": int(table.count_rows())}})
+        except OSError:
+            pass  # the commit itself is durable; a missing record only weakens the next check
+
+    @contextmanager
+    def write_lock(self, timeout: float = 120, check: bool = True) -> Iterator[None]:
+        """The one writer lock. With `check`, a damaged store (lost commits, a missing or truncated data
+        file in any table) refuses the write before anything is written."""
+        from filelock import FileLock, Timeout
+
+        try:
+            with FileLock(str(self.home / ".write.lock"), timeout=timeout):
+                if check:
+                    self.check_writable()
+                yield
+        except Timeout:
+            raise StoreBusy("the store is busy (another zk is writing); try again") from None
+        except PermissionError as exc:
+            raise ZkError(f"cannot write to {self.home}: {exc.strerror}") from None
+        except OSError as exc:
+            if exc.errno in (13, 30):  # EACCES, EROFS: a read-only home or a mounted backup
+                raise ZkError(f"cannot write to {self.home}: {exc.strerror}") from None
+            raise
+
+    def check_writable(self) -> None:
+        """Raise a one-line ZkError when writing would build on a damaged store."""
+        if self.damage:
+            raise StoreDamaged(f"{self.damage}; nothing was written", written=True)
+        damage = self.compare_with_meta(self.read_meta(self.home))
+        if damage:
+            self.damage = damage
+            raise StoreDamaged(f"{damage}; nothing was written", written=True)
+        for table_dir in sorted(self.db_path.glob("*.lance")):
+            problems = data_file_problems(table_dir, verified=self._verified)
+            if problems:
+                raise StoreDamaged(f"the {table_dir.stem} table is damaged ({problems[0]}"
+                              f"{f' and {len(problems) - 1} more' if len(problems) > 1 else ''}); nothing was written",
+                              written=True)
+
+    def guarded_write(self, action) -> None:
+        """Run one commit; any IO or Lance failure becomes one clear line (nothing half-done)."""
+        try:
+            action()
+        except OSError as exc:
+            raise ZkError(f"cannot write to the store at {self.db_path}: {lance_message(exc)}") from None
+        except ZkError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a Lance error during a commit: one line, nothing half-done
+            raise StoreDamaged(f"cannot write to the store at {self.db_path}: {lance_message(exc)}") from None
+
+    def guarded_read(self, action):
+        """Run one read; a damaged file becomes one clear line, and a store older than its record is
+        said once."""
+        if self.damage and not self._warned:  # readable, but older than it should be: say so once
+            self._warned = True
+            warnings.warn(ZkWarning(f"{self.damage}; showing what is left, writes are refused until `zk repair`"),
+                          stacklevel=2)
+        try:
+            return action()
+        except ZkError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a damaged file surfaces here as any Lance error
+            raise StoreDamaged(f"cannot read the store at {self.db_path}: {lance_message(exc)}") from None
+
+    def optimize(self, name: str, table) -> None:
+        """Merge small fragments and drop old versions of one table (deleted text must not survive on disk)."""
+        with self.write_lock(), warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # "removes every version": that is the point here
+            self.guarded_write(lambda: table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True))
+            self.record(name, table)

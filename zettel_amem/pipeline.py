@@ -1,0 +1,198 @@
+"""The A-MEM pipeline for one note, after it is stored: construct -> link -> evolve.
+
+Each stage is committed atomically and is resumable: a note's `status` says which stage it reached
+(pending -> constructed -> ready), so a crash at any point leaves it where `process` picks it up again.
+The model is never called while the store's guard is held (see `process`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from typing import TYPE_CHECKING
+
+from .construct import annotate
+from .errors import NotFound
+from .evolve import apply_update, record
+from .link import decide_links
+from .llm import LLMError
+from .models import CONSTRUCTED, EVOLVABLE, PENDING, READY, Note, ProcessResult, Usage
+from .retrieve import CoverageIndex
+from .text import is_trivial
+
+if TYPE_CHECKING:  # the pipeline works on a Memory's parts; it never imports Memory at run time
+    from .memory import Memory
+
+
+def edited(note: Note) -> bool:
+    """Whether the user has edited the note's text: its later annotation and links are then versions."""
+    return any(v.reason == "edit" for v in note.history)
+
+
+class Pipeline:
+    """Processing of stored notes (the background worker and `zk process` call it through Memory)."""
+
+    def __init__(self, memory: Memory):
+        self.memory = memory
+
+    def pending_ids(self, all_notebooks: bool = False) -> list[str]:
+        """Notes with LLM work left, oldest first (the background worker serves every notebook)."""
+        rows = self.memory.store.notes(None if all_notebooks else self.memory.notebook, unfinished=True)
+        return [n.id for n in sorted(rows, key=lambda n: (n.created, n.at, n.seq))]
+
+    def process(self, note_id: str, guard: Callable[[], AbstractContextManager] = nullcontext) -> ProcessResult:
+        """Construct, link and evolve one note. Safe to call again after a crash at any point.
+
+        `guard` is held around every read-modify-write of the store and every embedding, never
+        around a model call: `zk process --jobs N` runs N notes in threads with one shared guard, so
+        their LLM calls overlap while their commits stay one at a time. Each commit re-reads what it
+        changes, so a note evolved by another thread meanwhile keeps that change, and a note or
+        neighbour deleted meanwhile stays deleted."""
+        start = time.perf_counter()
+        usage = Usage()
+        with guard():
+            note = self.memory.store.get(note_id, with_vector=True)
+        if note is None:
+            raise NotFound(f"no note with id {note_id}")
+        result = ProcessResult(id=note.id, status=note.status)
+        if note.status == READY:  # e.g. the background worker got there first (`zk add --wait`)
+            result.links, result.skipped = list(note.links), "already processed"
+        try:
+            if note.status == PENDING:
+                note = self._construct(note, usage, result, guard)
+            if note is not None and note.status == CONSTRUCTED:
+                note = self._link_and_evolve(note, usage, result, guard)
+        except LLMError as exc:  # the note stays at its last committed stage, with the reason
+            if exc.usage is not None:  # a failed call still cost its tokens: count them
+                usage.add(exc.usage)
+            with guard():
+                stored = self.memory.store.get(note.id, with_vector=True)
+                if stored is not None:
+                    stored.error = result.error = str(exc)
+                    self.memory.store.update([stored])
+            note = stored
+        result.status = note.status if note is not None else "deleted"
+        result.charge(usage, time.perf_counter() - start)
+        return result
+
+    def _fresh(self, note: Note, expected: str) -> Note | None:
+        """The stored note if it is still at the stage this step started from (None: deleted, or
+        another process finished the step meanwhile)."""
+        stored = self.memory.store.get(note.id, with_vector=True)
+        return stored if stored is not None and stored.status == expected else None
+
+    def _construct(self, note: Note, usage: Usage, result: ProcessResult, guard) -> Note | None:
+        if is_trivial(note.content) or not self.memory.settings.construct:
+            with guard():
+                if (note := self._fresh(note, PENDING)) is None:
+                    return self.memory.store.get(result.id, with_vector=True)
+                note.status, note.error = READY, ""
+                result.skipped = "trivial note" if self.memory.settings.construct else "construction disabled"
+                self.memory.store.update([note])
+            return note
+        annotation, spent = annotate(self.memory.llm, self.memory.prompts, note, self.memory.settings)
+        usage.add(spent)
+        with guard():
+            if (note := self._fresh(note, PENDING)) is None:
+                return self.memory.store.get(result.id, with_vector=True)
+            before = {name: getattr(note, name) for name in EVOLVABLE}
+            note.keywords, note.tags, note.context = annotation.keywords, annotation.tags, annotation.context
+            if edited(note):  # re-annotation after `zk edit` is a version too, so a revert restores it whole
+                changes = {n: {"old": old, "new": getattr(note, n)} for n, old in before.items()
+                           if old != getattr(note, n)}
+                if changes:
+                    record(note, changes, None, "annotated again after edit")
+            note.vector = self.memory.embedder.embed_passages([note.embedding_text()])[0].tolist()
+            note.status, note.error = CONSTRUCTED, ""
+            self.memory.store.update([note])
+        return note
+
+    def link_threshold(self) -> float:
+        if self.memory.settings.link_min_similarity is not None:
+            return self.memory.settings.link_min_similarity
+        from .embed import DEFAULT_LINK_THRESHOLD, LINK_THRESHOLDS
+
+        return LINK_THRESHOLDS.get(self.memory.embedder.name, DEFAULT_LINK_THRESHOLD)
+
+    def link_candidates(self, note: Note) -> list[tuple[Note, float]]:
+        """Nearest already-constructed notes by the note's full embedding (never itself)."""
+        return self.memory.store.nearest(note.vector, self.memory.settings.link_candidates, note.notebook,
+                                         exclude=note.id, processed=True)
+
+    def _link_and_evolve(self, note: Note, usage: Usage, result: ProcessResult, guard) -> Note | None:
+        with guard():
+            skip = "linking disabled" if not self.memory.settings.link else ""
+            candidates = [] if skip else self.link_candidates(note)
+            if not skip and (not candidates or candidates[0][1] < self.link_threshold()):
+                skip = "no similar neighbour"
+            if skip:
+                if (note := self._fresh(note, CONSTRUCTED)) is None:
+                    return self.memory.store.get(result.id, with_vector=True)
+                note.status, note.error, result.skipped = READY, "", skip
+                self.memory.store.update([note])
+                return note
+        memory = self.memory
+        decision, spent = decide_links(memory.llm, memory.prompts, note, [c for c, _ in candidates], memory.settings)
+        usage.add(spent)
+        with guard():
+            if (note := self._fresh(note, CONSTRUCTED)) is None:
+                return self.memory.store.get(result.id, with_vector=True)
+            # Read links' and neighbours' current state now: another thread or process may have
+            # evolved or deleted them during the model call.
+            present = self.memory.store.get_many([*decision.links, *(u.note_id for u in decision.updates)],
+                                          with_vector=True)
+            chosen = [i for i in decision.links if i in present]
+            old_links = list(note.links)  # an edited note keeps its links; new ones are added after them
+            note.links = [i for i in dict.fromkeys([*note.links, *chosen]) if i != note.id]
+            note.links = note.links[: self.memory.settings.max_links]
+            if edited(note) and note.links != old_links:
+                record(note, {"links": {"old": old_links, "new": list(note.links)}}, None, "linked again after edit")
+            updates, result.refused = self._on_topic([u for u in decision.updates if u.note_id in present],
+                                                     present, note)
+            evolved = [n for u in updates if (n := present[u.note_id]) and apply_update(n, u, note.id, memory.settings)]
+            if evolved:  # re-embed at once: an evolved note must never be searched by its old vector
+                vectors = self.memory.embedder.embed_passages([n.embedding_text() for n in evolved])
+                for neighbour, vector in zip(evolved, vectors):
+                    neighbour.vector = vector.tolist()
+            note.status, note.error = READY, ""
+            self.memory.store.update([note, *evolved])  # one atomic commit: links + every evolution + versions
+        result.links = list(note.links)
+        result.evolved = [n.id for n in evolved]
+        return note
+
+    def _on_topic(self, updates: list, neighbours: dict[str, Note], cause: Note) -> tuple[list, list[str]]:
+        """Updates whose new context stays about its own note, and the ids of those refused.
+
+        A small model sometimes writes the *new* note's story into a neighbour's context (a knee note
+        rewritten into a meeting). The guard refuses a proposed context that shares no word with the
+        neighbour's own text *and* is closer (cosine, raw embeddings) to the words of the note that caused
+        the rewrite. A real evolution ("race plan uncertain because of a knee injury" for "signed up for
+        the race") keeps a word of its note. Tags-only updates pass."""
+        with_context = [u for u in updates if u.context]
+        if not with_context or not self.memory.settings.evolve_on_topic:
+            return updates, []
+        import numpy as np
+
+        proposed = self.memory.embedder.embed_passages([u.context for u in with_context])
+        cause_vector = np.asarray(cause.raw_vector or cause.vector, dtype=np.float32)
+        refused = []
+        for update, vector in zip(with_context, proposed):
+            own = np.asarray(neighbours[update.note_id].raw_vector or neighbours[update.note_id].vector,
+                             dtype=np.float32)
+            neighbour = neighbours[update.note_id]
+            shares_words = CoverageIndex.terms(update.context) & CoverageIndex.terms(neighbour.content)
+            if float(vector @ own) < float(vector @ cause_vector) and not shares_words:  # unit vectors: dot = cos
+                refused.append(update.note_id)
+        return [u for u in updates if u.note_id not in refused], refused
+
+    def process_pending(self, on_progress: Callable[[ProcessResult, int, int], None] | None = None,
+                        limit: int | None = None, all_notebooks: bool = False) -> list[ProcessResult]:
+        ids = self.pending_ids(all_notebooks)[:limit]
+        results = []
+        for index, note_id in enumerate(ids, 1):
+            result = self.process(note_id)
+            results.append(result)
+            if on_progress:
+                on_progress(result, index, len(ids))
+        return results

@@ -1,0 +1,110 @@
+"""Search over one notebook: the ranked signals (raw words by vector and keywords, and beside them the
+LLM's enrichment), fused, then each hit followed by its session turns and linked notes within a budget.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .errors import InvalidInput
+from .models import Note
+from .retrieve import Hit, KeywordIndex, Signal, expand, fuse_signals, smooth_by_session
+from .text import is_trivial, tag_key
+
+if TYPE_CHECKING:  # search reads a Memory's parts; it never imports Memory at run time
+    from .memory import Memory
+
+
+def has_tag(note: Note, tag: str) -> bool:
+    """Whether the note carries the user's #tag (case-insensitive, "#" optional)."""
+    key = tag_key(tag)
+    return any(tag_key(t) == key for t in note.user_tags)
+
+
+class Searcher:
+    """`Memory.search` and the parts the benchmark tunes (`signals`). Keeps the notebook's BM25 index
+    between searches of one process."""
+
+    def __init__(self, memory: Memory):
+        self.memory = memory
+        self._keyword_index: tuple[tuple[str, int], KeywordIndex] | None = None
+
+    def keyword_index(self) -> KeywordIndex:
+        """The notebook's BM25 index, rebuilt only when the table has a new version."""
+        key = (self.memory.notebook, self.memory.store.table.version)
+        if self._keyword_index is None or self._keyword_index[0] != key:
+            self._keyword_index = (key, KeywordIndex(self.memory.store.notes(self.memory.notebook)))
+        return self._keyword_index[1]
+
+    def _vector_ranked(self, vector, pool: int, column: str, tagged: bool = False, enriched: bool = False
+                       ) -> list[tuple[Note, float]]:
+        """Nearest notes by one embedding column, without short filler ("ok", "ㅇㅋ"): it sits close to
+        every query in embedding space. Filler is still found by its words."""
+        for size in (pool, pool * 8):  # a chat full of filler: look further for real notes
+            found = self.memory.store.nearest(vector, size, self.memory.notebook, column=column, tagged=tagged,
+                                             enriched=enriched)
+            ranked = [(n, s) for n, s in found if not is_trivial(n.content)]
+            if len(ranked) >= pool // 2 or len(found) < size:
+                break
+        return ranked[:pool]
+
+    def signals(self, query: str, pool: int, use_vector: bool = True, use_keywords: bool = True,
+                use_enrichment: bool = True, tagged: bool = False) -> list[Signal]:
+        """The ranked lists search fuses: raw words (vector, keywords) and, beside them, the enrichment.
+        `tagged`: the vector searches read only notes with #tags of the user's."""
+        weight = self.memory.settings.search_enrichment_weight if use_enrichment else 0.0
+        index = self.keyword_index() if use_keywords else None
+        vector = self.memory.embedder.embed_query(query) if use_vector else None
+        out = []
+        if vector is not None:
+            out.append(Signal("vector", self._vector_ranked(vector, pool, "raw_vector", tagged)))
+        if index is not None:
+            out.append(Signal("keywords", index.rank(query, pool)))
+        if weight > 0 and vector is not None:
+            out.append(Signal("enriched-vector", self._vector_ranked(vector, pool, "vector", tagged, True), weight))
+        if weight > 0 and index is not None:
+            out.append(Signal("enriched-keywords", index.rank_enrichment(query, pool), weight))
+        return out
+
+    def session_windows(self, notes: list[Note], radius: int) -> dict[str, list[Note]]:
+        """Each chat turn's session neighbours within `radius` turns, nearest first (one read)."""
+        return self.memory.store.session_windows(notes, radius, self.memory.notebook) if radius else {}
+
+    def search(self, query: str, k: int | None = None, *, follow_links: bool = True,
+               budget_tokens: int | None = None, use_vector: bool = True, use_keywords: bool = True,
+               use_enrichment: bool = True, session_smoothing: bool = True, session_turns: int | None = None,
+               tag: str | None = None) -> list[Hit]:
+        """k direct hits (fused signals), each followed by its session turns (`session_turns`, default
+        `search_session_turns`; 0: none), then their linked notes (`follow_links`), within the budget.
+        `tag`: only notes with that #tag of the user's, hits and neighbours alike."""
+        if not query.strip():
+            raise InvalidInput("the query is empty")
+        k = k or self.memory.settings.search_k
+        pool = max(self.memory.settings.search_pool, 2 * k)  # the same pool whatever k: k=10 is a prefix of k=25
+        signals = self.signals(query, pool if tag is None else 20 * pool, use_vector, use_keywords, use_enrichment,
+                               tag is not None)
+        if tag is not None:
+            for signal in signals:
+                signal.ranked = [(n, score) for n, score in signal.ranked if has_tag(n, tag)][:pool]
+        hits = fuse_signals(signals, pool)
+        weights = (self.memory.settings.search_session_near, self.memory.settings.search_session_far)
+        if session_smoothing and any(weights) and tag is None:
+            hits = smooth_by_session(hits, self.session_windows([h.note for h in hits], len(weights)), weights)
+        hits = hits[:k]
+        radius = self.memory.settings.search_session_turns if session_turns is None else session_turns
+        windows = self.session_windows([h.note for h in hits], radius)
+        if not follow_links and not windows:
+            return hits if budget_tokens is None else expand(hits, lambda n: [], budget_tokens, False)
+        # One scan for every hit's backlinks and one read for all neighbours, not two queries per hit.
+        back = self.memory.store.backlinks_many([h.note.id for h in hits]) if follow_links else {}
+        found = self.memory.store.get_many([i for h in hits for i in (*h.note.links, *back.get(h.note.id, []))]
+                                    ) if follow_links else {}
+
+        def linked(note: Note) -> list[Note]:
+            ids = dict.fromkeys([*note.links, *back.get(note.id, [])])
+            return [found[i] for i in ids if i in found and (tag is None or has_tag(found[i], tag))]
+
+        def session(note: Note) -> list[Note]:
+            return [n for n in windows.get(note.id, []) if tag is None or has_tag(n, tag)]
+
+        return expand(hits, linked, budget_tokens, follow_links, session_of=session)
