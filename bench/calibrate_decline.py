@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
             group = "adversarial" if int(qa["category"]) == 5 else "answerable"
             totals[group] += 1
             hits = memory.search(qa["question"], budget_tokens=memory.settings.context_budget_tokens)
-            pool = memory.attribution_pool(qa["question"])
+            pool = memory.answerer.attribution_pool(qa["question"])
             for value in values:
                 memory.settings.answer_attribution_hits = value
                 counts[value][group] += decide(qa["question"], hits, memory.settings, lambda p=pool: p) is not None

@@ -367,8 +367,9 @@ def evaluate(sample: dict, variant: str, memory, args, answer_llm) -> list[dict]
         if variant != "full-context":  # what `zk ask` decides from the evidence alone, before any model call
             from zettel_amem.answer import decide
 
+            wider = memory.answerer.attribution_pool
             record["declined_by_evidence"] = decide(qa["question"], hits, memory.settings,
-                                                    lambda q=qa["question"]: memory.attribution_pool(q)) is not None
+                                                    lambda q=qa["question"], wider=wider: wider(q)) is not None
         if answer_llm is not None:
             memory.use_llm(answer_llm)
             start = time.perf_counter()

@@ -57,8 +57,8 @@ def main(argv: list[str] | None = None) -> int:
             for weight in enrichment:
                 memory.settings.search_enrichment_weight = weight
                 size = args.pool or memory.settings.search_pool
-                pool = fuse_signals(memory.signals(qa["question"], size), size)
-                windows = memory.session_windows([h.note for h in pool], 2)
+                pool = fuse_signals(memory.searcher.signals(qa["question"], size), size)
+                windows = memory.searcher.session_windows([h.note for h in pool], 2)
                 for near, far in grid:
                     ranked = smooth_by_session(copy.deepcopy(pool), windows, (near, far))[:10]
                     hit_all, _ = evidence_recall(evidence, [mapping[h.note.id] for h in ranked], 10)

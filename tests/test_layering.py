@@ -52,7 +52,7 @@ ALLOWED = {
                   "tier_store", "worker"},
     "context": {"embed", "errors", "models", "retrieve", "sessions", "text", "tier_store"},
     "graph_queries": {"dates", "embed", "errors", "models", "text", "tier_store"},
-    "tiers": {"context", "graph_queries", "memory", "promotion", "sessions", "tier_store"},
+    "tiers": {"context", "graph_queries", "memory", "models", "promotion", "sessions", "tier_store", "worker"},
     # the front ends
     "render": {"models", "retrieve", "text"},
     "graphpage": {"models", "text"},

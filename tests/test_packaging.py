@@ -73,7 +73,8 @@ def test_built_wheel_carries_every_template_and_finds_them(tmp_path):
                             env={"PATH": "/usr/bin:/bin"})
     assert helped.returncode == 0 and "Usage: zk" in helped.stdout, helped.stderr
     where = subprocess.run([str(venv / "bin" / "python"), "-c", "import zettel_amem; print(zettel_amem.__file__)"],
-                           capture_output=True, text=True, check=True, cwd=tmp_path).stdout.strip()
+                           capture_output=True, text=True, check=True, cwd=tmp_path,
+                           env={"PATH": "/usr/bin:/bin"}).stdout.strip()
     assert where.startswith(str(venv))
 
 

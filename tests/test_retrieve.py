@@ -107,8 +107,8 @@ def test_keyword_index_is_reused_but_sees_other_writers(memory, zk_home, embedde
 
     memory.add("alpha knee note", "2026-03-01")
     assert [h.note.content for h in memory.search("knee", use_vector=False)] == ["alpha knee note"]
-    index = memory.keyword_index()
-    assert memory.keyword_index() is index  # same store version: no rebuild
+    index = memory.searcher.keyword_index()
+    assert memory.searcher.keyword_index() is index  # same store version: no rebuild
     Memory(zk_home, embedder=embedder).add("beta knee story", "2026-03-02")  # another process, in effect
     found = {h.note.content for h in memory.search("knee", use_vector=False)}
     assert found == {"alpha knee note", "beta knee story"}

@@ -116,19 +116,12 @@ def _write_in_editor(template: str | None, at: str | None) -> tuple[str | None, 
 
 def _after_write(memory, note, wait: bool):
     """Run the LLM steps now (`--wait`) or leave them to the background worker."""
-    if wait:
-        from .worker import step_lock
+    from .worker import process_or_queue
 
-        try:
-            with step_lock(memory.home):  # not at the same time as a background worker on this note
-                return memory.process(note.id)
-        except ZkError as exc:  # the model could not even load: the note itself is safe
-            raise ZkError(f"{exc} — note {note.short_id} is saved as pending; run `zk process` later") from None
-    if memory.settings.auto_worker:
-        from .worker import spawn
-
-        spawn(memory.home)
-    return None
+    try:
+        return process_or_queue(memory, note.id, wait)
+    except ZkError as exc:  # the model could not even load: the note itself is safe
+        raise ZkError(f"{exc} — note {note.short_id} is saved as pending; run `zk process` later") from None
 
 
 def _result_json(note, result) -> dict:
@@ -178,7 +171,9 @@ def add(text: str | None = typer.Argument(None, help="The note, or - to read it 
     try:
         note = memory.add(content, at)
     except ZkError as exc:
-        raise ZkError(f"{exc} (your text is in {path})" if path else str(exc)) from None
+        if not path:
+            raise
+        raise ZkError(f"{exc}{advice_for(exc)} (your text is in {path})") from None
     if path:
         from .editor import discard
 
@@ -231,7 +226,7 @@ def edit(note_id: str = _id_arg(),
         with step_lock(memory.home):  # a worker must not write back the old text it read before this
             updated = memory.edit(note.id, text, expected=note.content)
     except ZkError as exc:
-        raise ZkError(f"{exc} (your text is in {path})") from None
+        raise ZkError(f"{exc}{advice_for(exc)} (your text is in {path})") from None
     discard(path)
     if updated is None:
         render.err_console.print(f"no change: note {note.short_id} stays at version {note.version}")
@@ -589,16 +584,10 @@ def import_(source: str = typer.Argument(..., help="File, Markdown folder, or - 
 
 
 def _queue_after_import(memory, session_ids: list[str], spawn_worker: bool, jobs: int = 1) -> None:
-    """An imported (or restored) log is a finished session: queue it for its episode; then start the
-    background worker unless the caller does the work itself."""
-    if session_ids and memory.settings.episodes:
-        from .tiers import Tiers
+    """Queue the imported sessions' episodes, then start the worker unless this command does the work."""
+    from .tiers import Tiers
 
-        Tiers(memory).sessions.close_many(session_ids)
-    if spawn_worker and memory.settings.auto_worker:
-        from .worker import spawn
-
-        spawn(memory.home, jobs if jobs > 1 else None)
+    Tiers(memory).after_import(session_ids, spawn_worker, jobs)
 
 
 @app.command()

@@ -44,6 +44,16 @@ class Tiers:
         self.close_due_periods()
         return self.promotion.process_pending(on_progress)
 
+    def after_import(self, session_ids: list[str], spawn_worker: bool, jobs: int = 1) -> None:
+        """An imported (or restored) log is a finished session: queue it for its episode (when episodes
+        are on); then start the background worker unless the caller does the work itself."""
+        if session_ids and self.memory.settings.episodes:
+            self.sessions.close_many(session_ids)
+        if spawn_worker and self.memory.settings.auto_worker:
+            from .worker import spawn
+
+            spawn(self.memory.home, jobs if jobs > 1 else None)
+
     def work_in_background(self, jobs: int = 1) -> None:
         """The background worker's job: drain the note queue, then promote episodes, again while work
         arrives. An episode that failed stays pending for `zk process`: this loop does not retry it."""

@@ -167,3 +167,14 @@ def _take(queue: Iterator[str], count: int) -> list[str]:
         if len(out) >= count:
             break
     return out
+
+
+def process_or_queue(memory, note_id: str, wait: bool) -> ProcessResult | None:
+    """After a write (`zk add`, `zk edit`): run the LLM steps now (`wait`, never at the same time as a
+    background worker on the same note), or start the background worker (when `auto_worker` is on)."""
+    if wait:
+        with step_lock(memory.home):
+            return memory.process(note_id)
+    if memory.settings.auto_worker:
+        spawn(memory.home)
+    return None
