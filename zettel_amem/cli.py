@@ -534,13 +534,8 @@ def import_(source: str = typer.Argument(..., help="File, Markdown folder, or - 
 
         report = restore_vault(memory, stream)
         _queue_after_import(memory, report["session_ids"], spawn_worker=bool(report["added"]))
-        render.print_json(report) if as_json else render.console.print(
-            f"restored [green]{report['added']}[/] note(s) from the zk vault, "
-            f"{report['skipped_duplicates']} already present" +
-            (f", {len(report['failed'])} page(s) skipped" if report["failed"] else ""))
+        render.print_json(report) if as_json else render.vault_restored(report)
         if report["failed"]:
-            for problem in report["failed"]:
-                render.err_console.print(f"[yellow]skipped[/] {render.escape(problem['message'])}")
             raise typer.Exit(3)
         return
     if kind == "export":
@@ -549,15 +544,7 @@ def import_(source: str = typer.Argument(..., help="File, Markdown folder, or - 
         report = restore(memory, stream, notebook=memory.notebook if State.notebook_given else None)
         # Episodes are rebuilt from the restored chats; restored pending notes are finished.
         _queue_after_import(memory, report["session_ids"], spawn_worker=bool(report["added"]))
-        if as_json:
-            render.print_json(report)
-        else:
-            render.console.print(f"restored [green]{report['added']}[/] note(s)"
-                                 + (f" into notebook '{render.escape(report['notebook'])}'"
-                                    if report["notebook"] else "")
-                                 + f", {report['skipped_duplicates']} already present, "
-                                 f"{len(report['failed'])} not restored as they were")
-            render.problems(report["failed"])
+        render.print_json(report) if as_json else render.export_restored(report)
         if report["failed"]:
             raise typer.Exit(3)
         return

@@ -21,7 +21,7 @@ from pathlib import Path
 from .answer import Answer, Answerer
 from .config import Settings, home_dir, templates_override_dirs
 from .dates import parse_when
-from .errors import InvalidInput, NoteTooLong, ZkError
+from .errors import InvalidInput, NoteTooLong, NotFound, ZkError
 from .evolve import forget_changes_by, record
 from .llm import LLM, LLMError
 from .models import PENDING, REVERTIBLE, Note, ProcessResult, journal_period, now_iso, session_id_for
@@ -256,7 +256,7 @@ class Memory:
     def resolve(self, prefix: str) -> Note:
         note = self.store.get(self.store.resolve(prefix, self.notebook))
         if note is None or note.notebook != self.notebook:
-            raise ZkError(f"no note with id {prefix} in notebook '{self.notebook}'")
+            raise NotFound(f"no note with id {prefix} in notebook '{self.notebook}'")
         return note
 
     def status(self) -> dict:

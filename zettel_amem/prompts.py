@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from string import Template
 
-from .errors import ZkError
+from .errors import NotFound, ZkError
 from .text import is_cjk
 
 _KO_WEEKDAYS = "월화수목금토일"
@@ -76,7 +76,7 @@ class Prompts:
         path = self._find(f"{clean}.md") if clean and "/" not in clean and "\\" not in clean else None
         if path is None:
             known = ", ".join(self.note_templates()) or "none"
-            raise ZkError(f"no note template '{name}' (available: {known})")
+            raise NotFound(f"no note template '{name}' (available: {known})")
         values = {"date": when.date().isoformat(), "time": when.strftime("%H:%M"),
                   "weekday": when.strftime("%A"), "weekday_ko": _KO_WEEKDAYS[when.weekday()] + "요일",
                   "year": f"{when.year:04d}", "month": f"{when.month:02d}", "day": f"{when.day:02d}"}

@@ -351,3 +351,21 @@ def tags_table(rows: list[dict]) -> None:
 def day_header(day, count: int) -> None:
     """`zk on DATE`: which day was understood, before its notes."""
     console.print(f"[bold]{day.isoformat()} ({day:%a})[/] [dim]{count} note(s)[/]")
+
+
+def vault_restored(report: dict) -> None:
+    """`zk import VAULT`: what came back, and each page skipped (on stderr)."""
+    console.print(f"restored [green]{report['added']}[/] note(s) from the zk vault, "
+                  f"{report['skipped_duplicates']} already present" +
+                  (f", {len(report['failed'])} page(s) skipped" if report["failed"] else ""))
+    for problem in report["failed"]:
+        err_console.print(f"[yellow]skipped[/] {escape(problem['message'])}")
+
+
+def export_restored(report: dict) -> None:
+    """`zk import BACKUP.jsonl`: what was restored, and every record not restored as it was."""
+    console.print(f"restored [green]{report['added']}[/] note(s)"
+                  + (f" into notebook '{escape(report['notebook'])}'" if report["notebook"] else "")
+                  + f", {report['skipped_duplicates']} already present, "
+                  f"{len(report['failed'])} not restored as they were")
+    problems(report["failed"])

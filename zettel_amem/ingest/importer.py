@@ -47,7 +47,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from ..errors import ZkError
+from ..errors import NotFound, ZkError
 from ..memory import Memory, content_hash
 from ..models import Note, now_iso, session_id_for
 from . import parsers
@@ -113,7 +113,7 @@ def read_head(path: Path) -> bytes:
     except IsADirectoryError:
         return b""
     except FileNotFoundError:
-        raise ZkError(f"no such file or folder: {path}") from None
+        raise NotFound(f"no such file or folder: {path}") from None
     except OSError as exc:
         raise ZkError(f"cannot read {path}: {exc.strerror or exc}") from None
 
@@ -337,7 +337,7 @@ def import_source(memory: Memory, source: Path | BinaryIO, fmt: str = "auto", *,
     if isinstance(source, Path):
         source = source.expanduser()
         if not source.exists():
-            raise ZkError(f"no such file or folder: {source}")
+            raise NotFound(f"no such file or folder: {source}")
         if source.is_dir() and fmt not in ("auto", "markdown"):
             raise ZkError(f"{source} is a folder; only --format markdown imports folders")
     name = source_name or (source.name if isinstance(source, Path) else "stdin")
