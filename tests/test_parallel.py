@@ -26,7 +26,7 @@ def test_a_note_evolved_during_its_own_link_call_keeps_that_evolution(zk_home, e
     stored = memory.store.get(a.id, with_vector=True)
     stored.status, stored.links = CONSTRUCTED, []
     memory.store.update([stored])
-    memory._construct(memory.store.get(b.id, with_vector=True), *_scratch(b.id))  # B constructed too
+    memory.pipeline._construct(memory.store.get(b.id, with_vector=True), *_scratch(b.id))  # B constructed too
     link = llm.link
     raced = {}
 

@@ -116,7 +116,7 @@ def test_a_session_changed_during_its_summary_is_not_overwritten(memory, fake_ll
     summarise = fake_llm.summarise
 
     def summarise_while_growing(user):
-        if not memory.store.notes("content = 'Onbiseo got a logo today.'"):
+        if not [n for n in memory.store.notes() if n.content == "Onbiseo got a logo today."]:
             memory.add("Onbiseo got a logo today.", "2026-03-02T21:00")
             tiers.sessions.close(episode.session_id)
         return summarise(user)
@@ -133,7 +133,7 @@ def test_a_session_changed_during_its_summary_is_not_overwritten(memory, fake_ll
 def test_rm_keeps_a_pruned_episode_pruned(memory):
     tiers = journal(memory, PROJECT)
     assert len(tiers.promotion.prune("180d", now="2026-11-29")) == 2
-    march = memory.store.notes("content = 'Mina joined the Onbiseo team as PM.'")[0]
+    march = [n for n in memory.store.notes() if n.content == "Mina joined the Onbiseo team as PM."][0]
     memory.remove(march.id)
     tiers.promotion.forget_note(march)
     assert tiers.promotion.pending() == []  # not summarised again from the remaining turns
@@ -162,7 +162,7 @@ def test_resummarize_replaces_the_episodes_facts(memory, fake_llm):
 # -- L0: hints ------------------------------------------------------------------------------------
 def test_trivial_messages_are_skipped_without_searching(memory, monkeypatch):
     tiers = journal(memory, PROJECT)
-    monkeypatch.setattr(tiers, "search_episodes", lambda *a, **k: pytest.fail("searched a trivial message"))
+    monkeypatch.setattr(tiers.context, "search_episodes", lambda *a, **k: pytest.fail("searched a trivial message"))
     for message in ["ok", "고마워", "thanks!", "👍👍", "ㅋㅋㅋ"]:
         result = tiers.context.hints(message, recent=["What database does Onbiseo use?"])
         assert result.skipped == "trivial message" and result.block() == ""
@@ -378,11 +378,11 @@ def test_cli_tier_errors_are_one_line(zk_home, monkeypatch, capsys, args):
 
 def test_rewriting_an_entity_keeps_its_vector(memory, fake_llm):
     tiers = journal(memory, [("2026-03-02T10:00", "Onbiseo uses SQLite."), ("2026-03-09T10:00", "Onbiseo again.")])
-    [onbiseo] = tiers.store.entities("main", "key = 'onbiseo'", with_vector=True)
+    [onbiseo] = tiers.store.entities("main", key="onbiseo", with_vector=True)
     assert len(onbiseo.episodes) == 2 and onbiseo.vector is not None  # mentioned twice, embedding kept
     tiers.graph.merge("Onbiseo", "SQLite")
     tiers.graph.unmerge("Onbiseo")
-    [again] = tiers.store.entities("main", "key = 'onbiseo'", with_vector=True)
+    [again] = tiers.store.entities("main", key="onbiseo", with_vector=True)
     assert again.vector == onbiseo.vector
 
 
