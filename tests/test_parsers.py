@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from zettel_amem.ingest import parsers
+from zettel_amem.ingest import turns as reading
 from zettel_amem.ingest.parsers import (
     FORMATS,
     ParseProblem,
@@ -143,8 +144,8 @@ def test_text_truncated_multibyte_at_end_is_reported() -> None:
 
 
 def test_overlong_line_is_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(parsers, "MAX_LINE_BYTES", 1000)
-    monkeypatch.setattr(parsers, "_CHUNK", 256)
+    monkeypatch.setattr(reading, "MAX_LINE_BYTES", 1000)
+    monkeypatch.setattr(reading, "_CHUNK", 256)
     data = b"A: first\n" + b"x" * 5000 + b"\nB: last\n" + b"y" * 3000
     turns, problems = run(data, "text")
     assert [(t.text, t.line) for t in turns] == [("first", 1), ("last", 3)]
