@@ -6,14 +6,13 @@ import io
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
+from tests import harness
 from zettel_amem.config import ZkError
 from zettel_amem.ingest.importer import ImportReport, import_source, list_sessions, session_turns
 from zettel_amem.memory import Memory
@@ -301,9 +300,9 @@ def test_resume_after_kill(memory: Memory, tmp_path: Path) -> None:
     lines = [f"{('Ann', 'Ben', '지민')[i % 3]}: line {i}" + (" ok" if i % 7 else "") for i in range(total)]
     lines[10::500] = ["Ben: ok"] * len(lines[10::500])  # repeated identical turns must all survive
     log = write_lines(tmp_path / "big.txt", lines)
-    env = {**os.environ, "ZK_NO_WORKER": "1", "ZK_HOME": str(memory.home)}
-    command = [sys.executable, "-m", "zettel_amem", "import", str(log), "--no-llm", "--json"]
-    proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE)  # the real `zk import`
+    env = harness.zk_env(memory.home)
+    command = ["import", str(log), "--no-llm", "--json"]
+    proc = harness.start(*command, env=env, stderr=None)  # the real `zk import`
     killed_at = 0
     try:
         deadline = time.monotonic() + 60
@@ -320,7 +319,7 @@ def test_resume_after_kill(memory: Memory, tmp_path: Path) -> None:
     killed_at = memory.store.count()
     assert 0 < killed_at < total
 
-    rerun = subprocess.run(command, env=env, capture_output=True, check=True)  # the same command again
+    rerun = harness.run(*command, env=env, check=True)  # the same command again
     report = json.loads(rerun.stdout)
     assert report["failed"] == []
     assert report["added"] + report["skipped_duplicates"] == total
@@ -333,21 +332,16 @@ def test_resume_after_kill(memory: Memory, tmp_path: Path) -> None:
 
 
 def test_stdin_pipe_through_the_real_cli(tmp_path: Path) -> None:
-    import json
-    import os
-    import subprocess
-    import sys
-
-    env = {**os.environ, "ZK_HOME": str(tmp_path / "cli-home"), "ZK_NO_WORKER": "1"}
+    env = harness.zk_env(tmp_path / "cli-home")
     log = "민수: 오늘 무릎 괜찮아?\r\nAmy: better, thanks\r\n{broken\x00\r\n민수: 다행이다\r\n".encode()
-    cmd = [sys.executable, "-m", "zettel_amem", "import", "-", "--json"]
-    first = subprocess.run(cmd, input=b"\xef\xbb\xbf" + log, capture_output=True, env=env)
+    cmd = ["import", "-", "--json"]
+    first = harness.run(*cmd, input=b"\xef\xbb\xbf" + log, env=env)
     assert first.returncode == 3, first.stderr  # imported, but one line was skipped
     report = json.loads(first.stdout)
     assert report["format"] == "text" and report["added"] == 3
     assert [f["line"] for f in report["failed"]] == [3]
-    again = subprocess.run(cmd, input=log, capture_output=True, env=env)
+    again = harness.run(*cmd, input=log, env=env)
     assert json.loads(again.stdout)["added"] == 0 and json.loads(again.stdout)["skipped_duplicates"] == 3
-    listed = subprocess.run([sys.executable, "-m", "zettel_amem", "list", "--json"], capture_output=True, env=env)
+    listed = harness.run("list", "--json", env=env)
     contents = sorted(n["content"] for n in json.loads(listed.stdout))
     assert contents == sorted(["오늘 무릎 괜찮아?", "better, thanks", "다행이다"])
