@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.fake_llm import FakeLLM
+from tests.fake_llm import EvolvingFakeLLM, FakeLLM
 from tests.harness import FAKE_MODEL, Result, run_in_process
 from zettel_amem.memory import Memory
 
@@ -70,6 +70,14 @@ def memory(zk_home, fake_llm, embedder) -> Memory:
     mem = Memory(zk_home, llm=fake_llm, embedder=embedder)
     mem.settings.link_min_similarity = 0.0  # the fake tests decide linking themselves
     return mem
+
+
+@pytest.fixture
+def evolving(zk_home, embedder) -> Memory:
+    """A memory whose model links and rewrites its first two candidates on every note."""
+    memory = Memory(zk_home, llm=EvolvingFakeLLM(), embedder=embedder)
+    memory.settings.link_min_similarity = 0.0
+    return memory
 
 
 @pytest.fixture(scope="session")

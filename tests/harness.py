@@ -32,6 +32,12 @@ class Result(NamedTuple):
         return json.loads(self.stdout)
 
 
+def one_line(err: str) -> bool:
+    """stderr as a user must see it after a failure: one line, no traceback, no Rust panic, no internal error."""
+    return len(err.strip().splitlines()) == 1 and "Traceback" not in err and ".rs:" not in err \
+        and "internal error" not in err
+
+
 def run_in_process(args: list[str], capsys, monkeypatch, stdin: bytes | str | None = None,
                    check: bool = False) -> Result:
     """`zk ARGS` through the real entry point in this process, stdin given (empty when None, like

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests import harness
+from tests.harness import shell
 from zettel_amem.config import ZkError
 from zettel_amem.ingest.importer import ImportReport, import_source, list_sessions, session_turns
 from zettel_amem.memory import Memory
@@ -345,3 +346,40 @@ def test_stdin_pipe_through_the_real_cli(tmp_path: Path) -> None:
     listed = harness.run("list", "--json", env=env)
     contents = sorted(n["content"] for n in json.loads(listed.stdout))
     assert contents == sorted(["오늘 무릎 괜찮아?", "better, thanks", "다행이다"])
+
+
+# -- the break-it report (issue #16), cases 1 and 7: pipes and a ChatGPT cycle ---------------------
+
+
+def test_1_import_from_a_pipe_reads_every_turn_once(tmp_path):
+    chat = tmp_path / "chat.txt"
+    chat.write_text("".join(f"{'Amy' if i % 2 else 'Ben'}: turn number {i} about the 10 km race plan\n"
+                            for i in range(1500)), encoding="utf-8")
+    assert chat.stat().st_size > 64 * 1024  # larger than what format detection reads first
+    home = tmp_path / "home"
+    piped = shell(f"zk import <(cat {chat}) --no-llm --json", home)
+    assert piped.returncode == 0, piped.stderr
+    report = json.loads(piped.stdout)
+    assert (report["added"], report["failed"]) == (1500, [])
+    again = json.loads(shell(f"cat {chat} | zk import /dev/stdin --no-llm --json", home).stdout)
+    assert (again["added"], again["skipped_duplicates"]) == (0, 1500)  # the same turns: nothing doubled
+    notes = Memory(home).store.notes()
+    assert sorted(n.content for n in notes) == sorted(line.split(": ", 1)[1] for line in
+                                                      chat.read_text(encoding="utf-8").splitlines())
+    # A backup through process substitution is restored, every note.
+    restored = shell(f"zk --home {tmp_path / 'copy'} import <(zk export --all) --json", home)
+    assert restored.returncode == 0, restored.stderr
+    assert json.loads(restored.stdout)["added"] == 1500
+
+
+def test_7_chatgpt_mapping_cycle_is_reported(zk, tmp_path):
+    msg = lambda i, parent: {"id": i, "parent": parent, "children": [], "message": {  # noqa: E731
+        "id": i, "author": {"role": "user"}, "content": {"parts": [f"message {i}"]}, "create_time": 1.7e9}}
+    conversations = [{"id": "c1", "title": "loop", "mapping": {"a": msg("a", "b"), "b": msg("b", "a")}},
+                     {"id": "c2", "title": "fine", "current_node": "x", "mapping": {"x": msg("x", None)}}]
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps(conversations), encoding="utf-8")
+    code, out, _ = zk("import", str(path), "--format", "chatgpt", "--no-llm", "--json")
+    report = json.loads(out)
+    assert code == 3 and report["added"] == 1
+    assert len(report["failed"]) == 1 and "cycle" in report["failed"][0]["message"]
