@@ -1,7 +1,6 @@
 """Backups: `zk export` then `zk import` restores an identical store (ids, history, vectors); a backup
 is restored, not imported as chat, whether piped or named; crafted or damaged backup records are checked
-one by one. `test_N_...` are the numbered cases of the break-it report (issue #16).
-(Moved from test_safety.py and test_break_it.py.)"""
+one by one. `test_N_...` are the numbered cases of the break-it report (issue #16)."""
 
 from __future__ import annotations
 

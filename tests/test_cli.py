@@ -139,7 +139,7 @@ def test_process_limit_processes_only_that_many(zk, monkeypatch):
     assert code != 0 and "at least 1" in err
 
 
-# -- malformed input of every kind (from test_safety.py and the break-it report, issue #16) --------
+# -- malformed input of every kind (`test_N_...`: the break-it report, issue #16) ----------------
 
 
 def _bad_inputs() -> list[tuple[list[str], bytes | None]]:

@@ -1,5 +1,5 @@
 """Ctrl-C: `zk add --wait` interrupted while the model works says so in one line, exits 130 within a
-second and keeps the note (pending). Case 9 of the break-it report (issue #16). (Moved from test_break_it.py.)"""
+second and keeps the note (pending). Case 9 of the break-it report (issue #16)."""
 
 from __future__ import annotations
 

@@ -260,7 +260,7 @@ def test_an_off_topic_rewrite_is_refused_and_counted(memory, fake_llm):
     assert result.evolved == [knee.id] and result.refused == []  # a rewrite about the note itself passes
 
 
-# -- bounded influence (from test_safety.py) --------------------------------------------------------
+# -- bounded influence: what a hostile note can change --------------------------------------------
 
 
 def test_prompt_injection_only_reaches_the_bounded_neighbourhood(zk_home, embedder):

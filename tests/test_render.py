@@ -1,6 +1,5 @@
 """What reaches the terminal: control characters and escape sequences in stored text are shown escaped,
-never sent raw; `--json` stays exact. `test_5_...` is case 5 of the break-it report (issue #16).
-(Moved from test_break_it.py and test_safety.py.)"""
+never sent raw; `--json` stays exact. `test_5_...` is case 5 of the break-it report (issue #16)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Reversible evolution: `zk revert` restores an earlier version without dropping the newer ones, and
-`zk history` shows what changed and why. (Moved from test_safety.py.)"""
+`zk history` shows what changed and why. """
 
 from __future__ import annotations
 

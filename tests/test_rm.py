@@ -1,6 +1,6 @@
 """Real deletion: `zk rm` removes the note, its links both ways and the words it wrote into evolved
 neighbours, from the store and from disk; a note deleted while the model works on it stays deleted.
-(Moved from test_safety.py; `zk rm` on a damaged store: test_store.py.)"""
+(`zk rm` on a damaged store: test_store.py.)"""
 
 from __future__ import annotations
 

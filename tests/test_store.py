@@ -1,7 +1,6 @@
 """The store on disk: schema versions (newer refused, older migrated), damage that `zk doctor` finds and
 `zk repair` recovers from, writes refused before anything is written, and a read-only store.
-`test_N_...` are the numbered cases of the break-it report (issue #16).
-(Moved from test_safety.py and test_break_it.py.)"""
+`test_N_...` are the numbered cases of the break-it report (issue #16)."""
 
 from __future__ import annotations
 
