@@ -63,8 +63,6 @@ def test_a_backup_piped_or_named_jsonl_is_restored_not_imported_as_chat(evolving
 
 
 # -- 4, 6: restores (issue #16) ---------------------------------------------------------------------
-
-
 def _export_line(note_id: str, content: str, notebook: str = "main", **extra) -> str:
     return json.dumps({"type": "note", "id": note_id, "content": content, "at": "2026-03-01T08:00:00",
                        "created": "2026-03-01T08:00:00", "keywords": [], "tags": [], "context": "",

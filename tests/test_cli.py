@@ -140,8 +140,6 @@ def test_process_limit_processes_only_that_many(zk, monkeypatch):
 
 
 # -- malformed input of every kind (`test_N_...`: the break-it report, issue #16) ----------------
-
-
 def _bad_inputs() -> list[tuple[list[str], bytes | None]]:
     cases: list[tuple[list[str], bytes | None]] = []
     cases += [(["add", ws], None) for ws in ["", " ", "\n", "\t", " \n\t ", "\r\n", "\u3000", "   \u00a0 "]]

@@ -349,8 +349,6 @@ def test_stdin_pipe_through_the_real_cli(tmp_path: Path) -> None:
 
 
 # -- the break-it report (issue #16), cases 1 and 7: pipes and a ChatGPT cycle ---------------------
-
-
 def test_1_import_from_a_pipe_reads_every_turn_once(tmp_path):
     chat = tmp_path / "chat.txt"
     chat.write_text("".join(f"{'Amy' if i % 2 else 'Ben'}: turn number {i} about the 10 km race plan\n"

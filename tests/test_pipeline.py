@@ -261,8 +261,6 @@ def test_an_off_topic_rewrite_is_refused_and_counted(memory, fake_llm):
 
 
 # -- bounded influence: what a hostile note can change --------------------------------------------
-
-
 def test_prompt_injection_only_reaches_the_bounded_neighbourhood(zk_home, embedder):
     class ObedientFake(EvolvingFakeLLM):
         """Does what the injected note says, as far as the schema lets it: rewrite everything."""

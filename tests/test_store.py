@@ -49,8 +49,6 @@ def newest_data_file(table_dir: Path) -> Path:
 
 
 # -- 2, 3: damage -----------------------------------------------------------------------------------
-
-
 def _notes(zk, count: int) -> list[str]:
     ids = []
     for i in range(count):
@@ -181,8 +179,6 @@ def test_3_damaged_meta_json_is_one_line(zk, zk_home):
 
 
 # -- 10: read-only store ----------------------------------------------------------------------------
-
-
 def test_10_reading_commands_work_on_a_read_only_store(zk, zk_home, tmp_path):
     _notes(zk, 2)
     if os.geteuid() == 0:  # root writes through file modes: use a read-only bind mount instead
@@ -224,8 +220,6 @@ def test_read_only_store_is_one_line_and_unchanged(zk, zk_home):
 
 
 # -- 11: rm with a damaged episodes table -----------------------------------------------------------
-
-
 def test_11_rm_refuses_before_deleting_when_another_table_is_damaged(zk, zk_home, embedder):
     from zettel_amem.note import Episode
     from zettel_amem.tier_store import TierStore
