@@ -40,13 +40,15 @@ def one_line(err: str) -> bool:
 
 def run_in_process(args: list[str], capsys, monkeypatch, stdin: bytes | str | None = None,
                    check: bool = False) -> Result:
-    """`zk ARGS` through the real entry point in this process, stdin given (empty when None, like
-    `</dev/null`). `check=True` fails the test with zk's stderr when the exit code is not 0."""
+    """`zk ARGS` through the real entry point in this process. `stdin` (bytes or text) is piped in; when
+    None, stdin stays as it is (pytest's, not a terminal, or one the test set). `check=True` fails the
+    test with zk's stderr when the exit code is not 0."""
     from zettel_amem import cli
 
-    data = stdin.encode("utf-8") if isinstance(stdin, str) else stdin or b""
     monkeypatch.setattr(sys, "argv", ["zk", *args])
-    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"))
+    if stdin is not None:
+        data = stdin.encode("utf-8") if isinstance(stdin, str) else stdin
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"))
     code = 0
     try:
         cli.main()
