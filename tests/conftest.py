@@ -1,10 +1,12 @@
-"""Shared fixtures: a temp home set through ZK_HOME, and a scripted fake LLM (the mock model)."""
+"""Shared fixtures: a temp home set through ZK_HOME, the scripted fake LLM (the mock model), and `zk`,
+the real CLI in this process (tests/harness.py has the subprocess side)."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.fake_llm import FakeLLM
+from tests.fake_llm import EvolvingFakeLLM, FakeLLM
+from tests.harness import FAKE_MODEL, Result, run_in_process
 from zettel_amem.memory import Memory
 
 
@@ -28,6 +30,30 @@ def zk_home(tmp_path, monkeypatch):
 
 
 @pytest.fixture
+def zk(zk_home, embedder, capsys, monkeypatch):
+    """`zk(*args, stdin=None, check=False) -> Result(exit_code, stdout, stderr)` (unpacks as
+    `code, out, err`; `.json()` reads stdout): `main()` itself, with its error mapping, on the test's
+    home and the session's embedder (loaded once, not per command)."""
+    import zettel_amem.embed
+
+    monkeypatch.setattr(zettel_amem.embed, "load_embedder", lambda *args, **kwargs: embedder)
+
+    def zk(*args: str, stdin: bytes | str | None = None, check: bool = False) -> Result:
+        return run_in_process(list(args), capsys, monkeypatch, stdin, check)
+
+    return zk
+
+
+@pytest.fixture
+def fake_model(zk_home, monkeypatch):
+    """CLI commands use the scripted model (in this process and in subprocesses that inherit the
+    environment), and link whatever it picks (no similarity floor)."""
+    monkeypatch.setenv("ZK_LLM_MODEL", FAKE_MODEL)
+    zk_home.mkdir(parents=True, exist_ok=True)
+    (zk_home / "config.toml").write_text("link_min_similarity = 0.0\n", encoding="utf-8")
+
+
+@pytest.fixture
 def fake_llm() -> FakeLLM:
     return FakeLLM()
 
@@ -44,6 +70,14 @@ def memory(zk_home, fake_llm, embedder) -> Memory:
     mem = Memory(zk_home, llm=fake_llm, embedder=embedder)
     mem.settings.link_min_similarity = 0.0  # the fake tests decide linking themselves
     return mem
+
+
+@pytest.fixture
+def evolving(zk_home, embedder) -> Memory:
+    """A memory whose model links and rewrites its first two candidates on every note."""
+    memory = Memory(zk_home, llm=EvolvingFakeLLM(), embedder=embedder)
+    memory.settings.link_min_similarity = 0.0
+    return memory
 
 
 @pytest.fixture(scope="session")

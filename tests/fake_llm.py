@@ -1,5 +1,11 @@
 """The mock model: a scripted LLM for unit tests and for subprocess tests (crash, concurrency).
 
+It answers by *task*, read from the `"title"` the library puts on every JSON schema it passes to
+`complete_json` ("annotate", "link", ...), never by the prompt's wording, so a template can be reworded
+(or overridden by a user) without breaking a test. Like simonw/llm's `MockModel`, a test can
+`enqueue(task, reply)`: queued replies are used first, in order; after them each task has a rule-based
+default, which a test may also replace (`fake.link = lambda user, ids: ...`).
+
 Subprocesses load it with `ZK_LLM_MODEL=python:tests.fake_llm:FakeLLM` (repo root on PYTHONPATH);
 `ZK_FAKE_DELAY` (seconds per call) widens the windows a crash test can kill in.
 """
@@ -8,17 +14,23 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 import time
+from collections import defaultdict, deque
 from typing import Any
 
 from zettel_amem.llm import LLMError, Usage
 
+TASKS = ("annotate", "link", "summarise", "extract", "same_entity", "outdated", "answer")
+
 
 class FakeLLM:
-    """Answers the two note tasks by rule, or by the functions a test sets; records every call.
+    """Answers every JSON task by its schema title: a queued reply first, else the task's rule.
 
-    `annotate(user) -> dict` and `link(user, candidate_ids) -> dict` may be replaced per test.
-    `fail = True` makes every call raise LLMError, like a model that crashed.
+    The rules are attributes a test may replace: `annotate(user) -> dict`, `link(user, candidate_ids)`,
+    `summarise(user)`, `extract(user)`, `same(user)`, `outdated(user, ids)`, and `answer` (the text).
+    `fail = True` makes every call raise LLMError, like a model that crashed. `calls` records every
+    call with its `task`.
     """
 
     name = "fake"
@@ -26,15 +38,16 @@ class FakeLLM:
     def __init__(self) -> None:
         self.calls: list[dict[str, Any]] = []
         self.fail = False
-        self.annotate = lambda user: {
-            "keywords": [w for w in re.findall(r"\w+", user.split("Note:", 1)[1])][:3],
-            "tags": ["journal"], "context": "About: " + user.split("Note:", 1)[1].strip()[:40]}
+        self._queued: dict[str, deque] = defaultdict(deque)
+        self._lock = threading.Lock()  # `zk process --jobs N` calls from several threads
+        self.annotate = lambda user: {"keywords": re.findall(r"\w+", _after(user, "Note:"))[:3],
+                                      "tags": ["journal"], "context": "About: " + _after(user, "Note:").strip()[:40]}
         self.link = lambda user, ids: {"links": ids[:1], "updates": []}
         self.answer = "The knee notes say so."
         # Upper tiers: a summary is the session's first turns; entities are capitalised words and
         # "X uses Y" sentences become relations; no unsure name is the same; every conflict outdates.
         self.summarise = lambda user: {"facts": [re.sub(r"^\S+ \S+ ", "", line)
-                                                 for line in user.split("Turns:\n", 1)[1].splitlines()[:3]]}
+                                                 for line in _after(user, "Turns:\n").splitlines()[:3]]}
         self.extract = _extract_by_rule
         self.same = lambda user: {"same": False}
         self.outdated = lambda user, ids: {"outdated": ids}
@@ -44,31 +57,54 @@ class FakeLLM:
     def last_usage(self) -> Usage:
         return self._last
 
+    def enqueue(self, task: str, reply: dict[str, Any] | BaseException) -> FakeLLM:
+        """The next `task` call returns `reply` (an exception is raised instead). Chainable."""
+        if task not in TASKS:
+            raise ValueError(f"unknown task {task!r}; the tasks are {', '.join(TASKS)}")
+        with self._lock:
+            self._queued[task].append(reply)
+        return self
+
+    def tasks(self) -> list[str]:
+        """The task of every JSON call so far, in order."""
+        return [c["task"] for c in self.calls if c["task"]]
+
     def complete_json(self, system: str, user: str, schema: dict, max_tokens: int):
-        self.calls.append({"system": system, "user": user, "schema": schema})
+        task = schema.get("title")
+        self.calls.append({"system": system, "user": user, "schema": schema, "task": task})
         time.sleep(float(os.environ.get("ZK_FAKE_DELAY", "0")))
         if self.fail:
             raise LLMError("fake model failure")
+        if task not in TASKS:
+            raise AssertionError(f"FakeLLM: a schema without a known task title ({task!r}); give every schema "
+                                 "passed to complete_json a \"title\" and teach the fake its task")
         self._last = Usage(calls=1, prompt_tokens=len(user) // 4, evaluated_tokens=len(user) // 4,
                            completion_tokens=20)
-        if user.startswith("Task ANNOTATE"):
-            return self.annotate(user), self._last
-        if user.startswith("Task SUMMARISE"):
-            return self.summarise(user), self._last
-        if user.startswith("Task EXTRACT"):
-            return self.extract(user), self._last
-        if user.startswith("Task SAME"):
-            return self.same(user), self._last
-        if user.startswith("Task OUTDATED"):
-            return self.outdated(user, schema["properties"]["outdated"]["items"]["enum"]), self._last
-        if "answer" in schema["properties"]:  # the answer task: a short answer citing the first note given
-            ids = schema["properties"]["ids"].get("items", {}).get("enum", [])
-            return {"answer": self.answer, "ids": ids[:1]}, self._last
-        ids = schema["properties"]["links"]["items"]["enum"]
-        return self.link(user, ids), self._last
+        with self._lock:
+            queued = self._queued[task].popleft() if self._queued[task] else None
+        if isinstance(queued, BaseException):
+            raise queued
+        return (queued if queued is not None else self._by_rule(task, user, schema)), self._last
+
+    def _by_rule(self, task: str, user: str, schema: dict) -> dict[str, Any]:
+        props = schema["properties"]
+        if task == "annotate":
+            return self.annotate(user)
+        if task == "link":
+            return self.link(user, props["links"]["items"]["enum"])
+        if task == "summarise":
+            return self.summarise(user)
+        if task == "extract":
+            return self.extract(user)
+        if task == "same_entity":
+            return self.same(user)
+        if task == "outdated":
+            return self.outdated(user, props["outdated"]["items"]["enum"])
+        ids = props["ids"].get("items", {}).get("enum", [])  # answer: short, citing the first note given
+        return {"answer": self.answer, "ids": ids[:1]}
 
     def stream(self, system: str, user: str, max_tokens: int):
-        self.calls.append({"system": system, "user": user, "schema": None})
+        self.calls.append({"system": system, "user": user, "schema": None, "task": None})
         if self.fail:
             raise LLMError("fake model failure")
         ids = re.findall(r"^\[([0-9a-f]{8,})\]", user, re.MULTILINE)
@@ -86,8 +122,14 @@ class EvolvingFakeLLM(FakeLLM):
             {"id": i, "context": f"Updated by {_new_id(user)}.", "tags": ["evolved"]} for i in ids[:2]]}
 
 
+def _after(user: str, marker: str) -> str:
+    """The prompt's text after `marker` (where the shipped template puts the note), else all of it:
+    a reworded template changes what the rule reads, never whether the fake answers."""
+    return user.split(marker, 1)[1] if marker in user else user
+
+
 def _extract_by_rule(user: str) -> dict:
-    facts = user.split("):\n", 1)[1]
+    facts = _after(user, "):\n")
     names = list(dict.fromkeys(re.findall(r"\b[A-Z][A-Za-z]+\b", facts)))
     relations = [{"subject": s, "predicate": "uses", "object": o}
                  for s, o in re.findall(r"\b([A-Z][A-Za-z]+) uses ([A-Z][A-Za-z]+)", facts)]
@@ -95,5 +137,5 @@ def _extract_by_rule(user: str) -> dict:
 
 
 def _new_id(user: str) -> str:
-    match = re.search(r"New note \[([0-9a-f]+)\]", user)
+    match = re.search(r"\[([0-9a-f]+)\]", user)  # the new note's id is the first one the prompt names
     return match.group(1) if match else "?"

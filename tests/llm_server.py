@@ -85,21 +85,13 @@ def _exit_with_parent() -> None:
 
 
 def _serve() -> None:
-    import llama_cpp.llama_cpp as low
-
-    _exit_with_parent()
-
-    original = low.llama_model_default_params
-
-    def params_without_extra_bufts():
-        params = original()
-        params.use_extra_bufts = False
-        return params
-
-    low.llama_model_default_params = params_without_extra_bufts
     from llama_cpp.server.__main__ import main
 
-    main()
+    from zettel_amem.llm.llama import without_extra_bufts
+
+    _exit_with_parent()
+    with without_extra_bufts():  # the server loads its model inside: the same AMX-safe load as zk's
+        main()
 
 
 if __name__ == "__main__":

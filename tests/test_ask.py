@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from tests.test_cli import run_zk
+from tests.harness import FAKE_MODEL
 
 
 def test_ask_with_no_matching_note_spends_no_llm_call(memory, fake_llm):
@@ -41,11 +41,11 @@ def test_ask_memory_block_comes_before_the_notes(memory, fake_llm):
     assert user.index("Known facts:") < user.index("Knee hurts")
 
 
-def test_cli_ask_json(zk_home, capsys, monkeypatch):
-    monkeypatch.setenv("ZK_LLM_MODEL", "python:tests.fake_llm:FakeLLM")
-    code, out, _ = run_zk(["add", "Knee hurts since Saturday's run.", "--json"], capsys, monkeypatch)
+def test_cli_ask_json(zk, monkeypatch):
+    monkeypatch.setenv("ZK_LLM_MODEL", FAKE_MODEL)
+    code, out, _ = zk("add", "Knee hurts since Saturday's run.", "--json")
     note_id = json.loads(out)["id"]
-    code, out, err = run_zk(["ask", "what happened with my knee?", "--json"], capsys, monkeypatch)
+    code, out, err = zk("ask", "what happened with my knee?", "--json")
     assert code == 0, err
     result = json.loads(out)
     assert result["answer"].startswith("The knee notes say so.")
@@ -53,9 +53,9 @@ def test_cli_ask_json(zk_home, capsys, monkeypatch):
     assert result["episodes"] == [] and result["facts"] == []
 
 
-def test_cli_ask_on_empty_notebook_says_so(zk_home, capsys, monkeypatch):
-    monkeypatch.setenv("ZK_LLM_MODEL", "python:tests.fake_llm:FakeLLM")
-    code, out, err = run_zk(["ask", "anything?", "--json"], capsys, monkeypatch)
+def test_cli_ask_on_empty_notebook_says_so(zk, monkeypatch):
+    monkeypatch.setenv("ZK_LLM_MODEL", FAKE_MODEL)
+    code, out, err = zk("ask", "anything?", "--json")
     assert code == 0, err
     assert json.loads(out)["answer"].startswith("No information available") and json.loads(out)["notes"] == []
 

@@ -3,19 +3,17 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
-import sys
 
 import pytest
 
+from tests import harness
 from zettel_amem.memory import Memory
 
 
-def zk(*args, env=None, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "zettel_amem", *args], capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, timeout=120, **kwargs)
+def zk(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return harness.run(*args, env=harness.zk_env() | (env or {}), timeout=120)
 
 
 def complete_bash(words: str, home, **env) -> list[str]:
@@ -63,9 +61,9 @@ def test_completion_scripts_for_each_shell():
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 def test_install_completion_for_bash(tmp_path):
     # "; exit $?" keeps bash as the parent process (a lone command is exec'd), so the shell is detectable.
-    done = subprocess.run(["bash", "-c", f"{sys.executable} -m zettel_amem --install-completion; exit $?"],
+    done = subprocess.run(["bash", "-c", " ".join(harness.zk_command("--install-completion")) + "; exit $?"],
                           capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "HOME": str(tmp_path), "SHELL": "/bin/bash"})
+                          env=harness.zk_env(HOME=str(tmp_path), SHELL="/bin/bash"))
     assert done.returncode == 0, done.stderr
     script = tmp_path / ".bash_completions" / "zk.sh"
     assert "_ZK_COMPLETE=complete_bash" in script.read_text()

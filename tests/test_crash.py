@@ -8,41 +8,26 @@ during or after a store commit (new notes, construction results, whole evolution
 
 from __future__ import annotations
 
-import os
 import random
 import signal
-import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
+from tests import harness
 from tests.kill_hooks import POINTS
 from zettel_amem.memory import Memory
 from zettel_amem.models import READY
 
 pytestmark = pytest.mark.slow
-ROOT = Path(__file__).resolve().parents[1]
 KILL_POINTS = 50
 
 
 def zk_env(home: Path, worker: bool = False) -> dict[str, str]:
-    env = {**os.environ, "ZK_HOME": str(home), "ZK_LLM_MODEL": "python:tests.fake_llm:EvolvingFakeLLM",
-           "ZK_FAKE_DELAY": "0.05",
-           # this tree's code, not whatever the editable install points at (a worktree is not the install);
-           # the repo root for `tests.*`
-           "PYTHONPATH": str(ROOT)}
-    env.pop("ZK_NO_WORKER", None)
-    if not worker:
-        env["ZK_NO_WORKER"] = "1"
-    return env
-
-
-def start(args: list[str], env: dict[str, str], module: str = "zettel_amem") -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", module, *args], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+    """The evolving scripted model, slowed a little so a kill lands inside its work."""
+    return harness.zk_env(home, worker, ZK_LLM_MODEL="python:tests.fake_llm:EvolvingFakeLLM", ZK_FAKE_DELAY="0.05")
 
 
 def prepare_home(home: Path) -> None:
@@ -93,18 +78,18 @@ def test_fifty_random_kill_points(tmp_path):
         run_env = {**env, "ZK_KILL_AT": f"{point}:{nth}", "ZK_KILL_SEED": str(runs)}
         if kind == "add":
             text = f"note {runs}: ran {rng.randint(1, 20)} km by the river, knee check {rng.random():.4f}"
-            proc = start(["add", "--wait", text], run_env, "tests.kill_hooks")
+            proc = harness.start("add", "--wait", text, env=run_env, module="tests.kill_hooks")
         elif kind == "process":
             for extra in range(2):  # queue some work without the LLM, then kill the processing
                 queued = f"queued {runs}.{extra} about running {rng.random():.4f}"
-                assert start(["add", queued], env).wait(60) == 0
+                assert harness.start("add", queued, env=env).wait(60) == 0
                 completed.append(queued)
-            proc = start(["process", "--quiet"], run_env, "tests.kill_hooks")
+            proc = harness.start("process", "--quiet", env=run_env, module="tests.kill_hooks")
         else:
             log = tmp_path / f"chat-{runs}.txt"
             log.write_text("".join(f"Ana: turn {runs}-{i} about the race plan\n" for i in range(20)), "utf-8")
             imports.append(log)
-            proc = start(["import", str(log), "--wait", "--quiet"], run_env, "tests.kill_hooks")
+            proc = harness.start("import", str(log), "--wait", "--quiet", env=run_env, module="tests.kill_hooks")
         code = proc.wait(300)
         if code == -signal.SIGKILL:
             killed[(kind, point)] += 1
@@ -118,8 +103,8 @@ def test_fifty_random_kill_points(tmp_path):
     assert {k for k, _ in killed} == {"add", "process", "import"}, killed
     # Resume everything: re-run the imports, then finish pending work.
     for log in imports:
-        assert start(["import", str(log), "--quiet", "--no-llm"], env).wait(120) == 0
-    done = start(["process", "--quiet"], env)
+        assert harness.start("import", str(log), "--quiet", "--no-llm", env=env).wait(120) == 0
+    done = harness.start("process", "--quiet", env=env)
     assert done.wait(600) == 0, done.stderr.read().decode()
     notes = check_invariants(home, completed)
     assert all(n.status == READY for n in notes)
@@ -133,7 +118,7 @@ def test_eight_concurrent_adds_with_background_workers(tmp_path):
     prepare_home(home)
     env = zk_env(home, worker=True)
     texts = [f"concurrent note {i}: knee and race plan {i * 7}" for i in range(8)]
-    procs = [start(["add", text], env) for text in texts]
+    procs = [harness.start("add", text, env=env) for text in texts]
     for proc in procs:
         assert proc.wait(120) == 0, proc.stderr.read().decode()
     memory = Memory(home)
@@ -155,7 +140,7 @@ def test_two_concurrent_imports(tmp_path):
         files.append(path)
     same = tmp_path / "a-copy.txt"
     same.write_bytes(files[0].read_bytes())
-    procs = [start(["import", str(p), "--no-llm", "--quiet"], env) for p in (*files, same)]
+    procs = [harness.start("import", str(p), "--no-llm", "--quiet", env=env) for p in (*files, same)]
     for proc in procs:
         assert proc.wait(300) == 0, proc.stderr.read().decode()
     notes = Memory(home).store.notes()
@@ -172,9 +157,9 @@ def test_two_concurrent_imports_while_workers_evolve(tmp_path):
         path = tmp_path / f"{name}.txt"
         path.write_text("".join(f"{name.upper()}: race plan {i} of log {name}\n" for i in range(40)), "utf-8")
         files.append(path)
-    first = start(["import", str(files[0]), "--quiet"], env)
+    first = harness.start("import", str(files[0]), "--quiet", env=env)
     time.sleep(0.5)
-    second = start(["import", str(files[1]), "--quiet"], env)  # while the first one's worker runs
+    second = harness.start("import", str(files[1]), "--quiet", env=env)  # while the first one's worker runs
     for proc in (first, second):
         assert proc.wait(300) == 0, proc.stderr.read().decode()
     memory = Memory(home)
@@ -207,14 +192,14 @@ def test_kill_points_while_four_notes_are_in_flight(tmp_path):
             completed.append(text)
         nth = rng.randint(2, 5)
         run_env = {**env, "ZK_KILL_AT": f"{point}:{nth}", "ZK_KILL_SEED": str(run)}
-        proc = start(["process", "--quiet", "--jobs", "4"], run_env, "tests.kill_hooks")
+        proc = harness.start("process", "--quiet", "--jobs", "4", env=run_env, module="tests.kill_hooks")
         code = proc.wait(300)
         assert code in (0, -signal.SIGKILL), proc.stderr.read().decode()
         if code == -signal.SIGKILL:
             killed[point] += 1
         check_invariants(home, completed)
     assert set(killed) == set(points), killed
-    done = start(["process", "--quiet", "--jobs", "4"], env)
+    done = harness.start("process", "--quiet", "--jobs", "4", env=env)
     assert done.wait(600) == 0, done.stderr.read().decode()
     notes = check_invariants(home, completed)
     assert len(notes) == len(completed) and all(n.status == READY for n in notes)

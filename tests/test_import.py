@@ -6,14 +6,14 @@ import io
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
+from tests import harness
+from tests.harness import shell
 from zettel_amem.config import ZkError
 from zettel_amem.ingest.importer import ImportReport, import_source
 from zettel_amem.memory import Memory
@@ -308,9 +308,9 @@ def test_resume_after_kill(memory: Memory, tmp_path: Path) -> None:
     lines = [f"{('Ann', 'Ben', '지민')[i % 3]}: line {i}" + (" ok" if i % 7 else "") for i in range(total)]
     lines[10::500] = ["Ben: ok"] * len(lines[10::500])  # repeated identical turns must all survive
     log = write_lines(tmp_path / "big.txt", lines)
-    env = {**os.environ, "ZK_NO_WORKER": "1", "ZK_HOME": str(memory.home)}
-    command = [sys.executable, "-m", "zettel_amem", "import", str(log), "--no-llm", "--json"]
-    proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE)  # the real `zk import`
+    env = harness.zk_env(memory.home)
+    command = ["import", str(log), "--no-llm", "--json"]
+    proc = harness.start(*command, env=env, stderr=None)  # the real `zk import`
     killed_at = 0
     try:
         deadline = time.monotonic() + 60
@@ -327,7 +327,7 @@ def test_resume_after_kill(memory: Memory, tmp_path: Path) -> None:
     killed_at = memory.store.count()
     assert 0 < killed_at < total
 
-    rerun = subprocess.run(command, env=env, capture_output=True, check=True)  # the same command again
+    rerun = harness.run(*command, env=env, check=True)  # the same command again
     report = json.loads(rerun.stdout)
     assert report["failed"] == []
     assert report["added"] + report["skipped_duplicates"] == total
@@ -340,21 +340,51 @@ def test_resume_after_kill(memory: Memory, tmp_path: Path) -> None:
 
 
 def test_stdin_pipe_through_the_real_cli(tmp_path: Path) -> None:
-    import json
-    import os
-    import subprocess
-    import sys
-
-    env = {**os.environ, "ZK_HOME": str(tmp_path / "cli-home"), "ZK_NO_WORKER": "1"}
+    env = harness.zk_env(tmp_path / "cli-home")
     log = "민수: 오늘 무릎 괜찮아?\r\nAmy: better, thanks\r\n{broken\x00\r\n민수: 다행이다\r\n".encode()
-    cmd = [sys.executable, "-m", "zettel_amem", "import", "-", "--json"]
-    first = subprocess.run(cmd, input=b"\xef\xbb\xbf" + log, capture_output=True, env=env)
+    cmd = ["import", "-", "--json"]
+    first = harness.run(*cmd, input=b"\xef\xbb\xbf" + log, env=env)
     assert first.returncode == 3, first.stderr  # imported, but one line was skipped
     report = json.loads(first.stdout)
     assert report["format"] == "text" and report["added"] == 3
     assert [f["line"] for f in report["failed"]] == [3]
-    again = subprocess.run(cmd, input=log, capture_output=True, env=env)
+    again = harness.run(*cmd, input=log, env=env)
     assert json.loads(again.stdout)["added"] == 0 and json.loads(again.stdout)["skipped_duplicates"] == 3
-    listed = subprocess.run([sys.executable, "-m", "zettel_amem", "list", "--json"], capture_output=True, env=env)
+    listed = harness.run("list", "--json", env=env)
     contents = sorted(n["content"] for n in json.loads(listed.stdout))
     assert contents == sorted(["오늘 무릎 괜찮아?", "better, thanks", "다행이다"])
+
+
+# -- the break-it report (issue #16), cases 1 and 7: pipes and a ChatGPT cycle ---------------------
+def test_1_import_from_a_pipe_reads_every_turn_once(tmp_path):
+    chat = tmp_path / "chat.txt"
+    chat.write_text("".join(f"{'Amy' if i % 2 else 'Ben'}: turn number {i} about the 10 km race plan\n"
+                            for i in range(1500)), encoding="utf-8")
+    assert chat.stat().st_size > 64 * 1024  # larger than what format detection reads first
+    home = tmp_path / "home"
+    piped = shell(f"zk import <(cat {chat}) --no-llm --json", home)
+    assert piped.returncode == 0, piped.stderr
+    report = json.loads(piped.stdout)
+    assert (report["added"], report["failed"]) == (1500, [])
+    again = json.loads(shell(f"cat {chat} | zk import /dev/stdin --no-llm --json", home).stdout)
+    assert (again["added"], again["skipped_duplicates"]) == (0, 1500)  # the same turns: nothing doubled
+    notes = Memory(home).store.notes()
+    assert sorted(n.content for n in notes) == sorted(line.split(": ", 1)[1] for line in
+                                                      chat.read_text(encoding="utf-8").splitlines())
+    # A backup through process substitution is restored, every note.
+    restored = shell(f"zk --home {tmp_path / 'copy'} import <(zk export --all) --json", home)
+    assert restored.returncode == 0, restored.stderr
+    assert json.loads(restored.stdout)["added"] == 1500
+
+
+def test_7_chatgpt_mapping_cycle_is_reported(zk, tmp_path):
+    msg = lambda i, parent: {"id": i, "parent": parent, "children": [], "message": {  # noqa: E731
+        "id": i, "author": {"role": "user"}, "content": {"parts": [f"message {i}"]}, "create_time": 1.7e9}}
+    conversations = [{"id": "c1", "title": "loop", "mapping": {"a": msg("a", "b"), "b": msg("b", "a")}},
+                     {"id": "c2", "title": "fine", "current_node": "x", "mapping": {"x": msg("x", None)}}]
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps(conversations), encoding="utf-8")
+    code, out, _ = zk("import", str(path), "--format", "chatgpt", "--no-llm", "--json")
+    report = json.loads(out)
+    assert code == 3 and report["added"] == 1
+    assert len(report["failed"]) == 1 and "cycle" in report["failed"][0]["message"]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_cli import run_zk
+from tests.harness import modules_after_help
 from zettel_amem.config import ZkError
 from zettel_amem.dates import parse, resolve
 from zettel_amem.memory import Memory
@@ -35,11 +35,6 @@ sys.exit(plan.get("exit", 0))
 
 
 @pytest.fixture
-def zk(zk_home, capsys, monkeypatch):
-    return lambda *args, stdin=None: run_zk(list(args), capsys, monkeypatch, stdin)
-
-
-@pytest.fixture
 def editor(tmp_path, monkeypatch):
     """$EDITOR is a script: `editor(replace=[(old, new)], write=..., exit=...)` sets what it does next;
     `editor.seen()` is the text it was opened on."""
@@ -57,13 +52,6 @@ def editor(tmp_path, monkeypatch):
     set_plan.seen = lambda: seen.read_text(encoding="utf-8")
     set_plan.file = lambda: Path((tmp_path / "seen.txt.path").read_text(encoding="utf-8"))
     return set_plan
-
-
-@pytest.fixture
-def fake_model(zk_home, monkeypatch):
-    monkeypatch.setenv("ZK_LLM_MODEL", "python:tests.fake_llm:FakeLLM")
-    zk_home.mkdir(parents=True, exist_ok=True)
-    (zk_home / "config.toml").write_text("link_min_similarity = 0.0\n", encoding="utf-8")
 
 
 def notes(zk_home) -> list:
@@ -308,13 +296,8 @@ def test_at_since_until_and_on_through_the_cli(zk, zk_home):
 
 
 def test_help_does_not_load_dateparser():
-    import subprocess
-
-    code = ("import sys, zettel_amem.cli as c; sys.argv=['zk','--help']\n"
-            "try:\n  c.main()\nexcept SystemExit: pass\n"
-            "print('LOADED', 'dateparser' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert "LOADED False" in out
+    _, loaded = modules_after_help("dateparser")
+    assert loaded == []
 
 
 # -- the user's own tags ------------------------------------------------------------------------------

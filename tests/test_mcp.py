@@ -6,16 +6,14 @@ notebook). The model is the scripted fake; the store, embedder, worker and trans
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import anyio
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests import harness
 
 CHAT = """[2026-03-02 10:00] Ana: Onbiseo uses SQLite for the prototype database.
 [2026-03-02 10:01] Ben: The Onbiseo search endpoint is slow on large notebooks.
@@ -25,18 +23,14 @@ CHAT = """[2026-03-02 10:00] Ana: Onbiseo uses SQLite for the prototype database
 
 
 def zk(home: Path, *args: str, env: dict[str, str]) -> str:
-    done = subprocess.run([sys.executable, "-m", "zettel_amem", "--home", str(home), *args], env=env,
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    return done.stdout
+    return harness.run("--home", str(home), *args, env=env, check=True).stdout
 
 
 @pytest.fixture
 def prepared(tmp_path):
     """A home whose notebook `work` has an imported chat, its episode and graph; `main` has a private note."""
     home = tmp_path / "home"
-    env = {**os.environ, "ZK_LLM_MODEL": "python:tests.fake_llm:FakeLLM", "ZK_NO_WORKER": "1",
-           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    env = harness.zk_env(ZK_LLM_MODEL=harness.FAKE_MODEL)
     home.mkdir()
     (home / "config.toml").write_text("[memory]\nlink_min_similarity = 0.0\n", encoding="utf-8")
     chat = tmp_path / "chat.txt"
@@ -50,8 +44,8 @@ def prepared(tmp_path):
 async def _session_run(home: Path, env: dict[str, str], body) -> None:
     from mcp import ClientSession, StdioServerParameters, stdio_client
 
-    params = StdioServerParameters(command=sys.executable, cwd=str(ROOT), env=env,
-                                   args=["-m", "zettel_amem", "--home", str(home), "-n", "work", "mcp"])
+    command = harness.zk_command("--home", str(home), "-n", "work", "mcp")
+    params = StdioServerParameters(command=command[0], args=command[1:], cwd=str(harness.ROOT), env=env)
     with open(home / "mcp-stderr.log", "w") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
@@ -162,8 +156,8 @@ def test_mcp_over_streamable_http_on_localhost(prepared):
 
     home, env = prepared
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "zettel_amem", "--home", str(home), "-n", "work", "mcp",
-                             "--http", str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = harness.start("--home", str(home), "-n", "work", "mcp", "--http", str(port), env=env,
+                         stdout=subprocess.DEVNULL)
 
     async def body() -> None:
         from mcp import Client

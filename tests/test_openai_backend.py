@@ -14,7 +14,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from tests.llm_server import free_port
-from tests.test_cli import run_zk
 from zettel_amem.config import Settings, ZkError
 from zettel_amem.llm import LLMError
 from zettel_amem.llm.openai_compat import OpenAICompatLLM, parse_json_object, parse_spec
@@ -66,8 +65,8 @@ class FakeServer:
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 
     def answer(self, handler, body: dict) -> None:
-        user = body["messages"][-1]["content"]
-        content = json.dumps(ANNOTATION) if "Task ANNOTATE" in user else json.dumps({"links": [], "updates": []})
+        # By task (the schema's title), not by the prompt's wording; a bare schema gets the annotation.
+        content = json.dumps(ANNOTATION if task_of(body) in ("annotate", None) else {"links": [], "updates": []})
         if self.mode == "slow":
             time.sleep(2.0)
         if self.mode == "not_json_body":
@@ -103,6 +102,12 @@ class FakeServer:
         self.httpd.server_close()
 
 
+def task_of(body: dict) -> str | None:
+    """The task a request is for: the title of the JSON schema it carries (either response_format form)."""
+    form = body.get("response_format") or {}
+    return (form.get("json_schema", {}).get("schema") or form.get("schema") or {}).get("title")
+
+
 @pytest.fixture
 def server():
     fake = FakeServer()
@@ -111,10 +116,11 @@ def server():
 
 
 @pytest.fixture
-def zk(zk_home, capsys, monkeypatch):
+def zk(zk, zk_home):
+    """The CLI with a short timeout and one retry, so the error paths answer fast."""
     zk_home.mkdir(parents=True, exist_ok=True)
     (zk_home / "config.toml").write_text("[llm]\nretries = 1\ntimeout = 1.0\n", encoding="utf-8")
-    return lambda *args: run_zk(list(args), capsys, monkeypatch)
+    return zk
 
 
 def test_spec_parsing():
@@ -258,5 +264,5 @@ def test_parallel_processing_against_a_server(server, zk, zk_home, monkeypatch):
     assert code == 0, err
     results = [r for r in json.loads(out) if "kind" not in r]
     assert sorted(r["status"] for r in results) == ["ready"] * 4
-    annotate = [r for r in server.requests if "Task ANNOTATE" in r["messages"][-1]["content"]]
+    annotate = [r for r in server.requests if task_of(r) == "annotate"]
     assert len(annotate) == len(server.requests) == 4 and elapsed < 6.5  # one at a time would take >= 8 s

@@ -2,14 +2,9 @@
 
 from __future__ import annotations
 
-import io
-import json
-import sys
-
 import numpy as np
 import pytest
 
-from zettel_amem import cli
 from zettel_amem.memory import Memory
 from zettel_amem.models import READY
 
@@ -46,18 +41,7 @@ def qwen(backend):
     return backend[0]
 
 
-def zk_json(args, monkeypatch, capsys):
-    monkeypatch.setattr(sys, "argv", ["zk", *args, "--json"])
-    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"")))
-    try:
-        cli.main()
-    except SystemExit as exc:
-        assert not exc.code, capsys.readouterr().err
-    return json.loads(capsys.readouterr().out)
-
-
-def test_running_knee_dialogue_links_evolves_and_answers(zk_home, backend, embedder, monkeypatch, capsys):
-    import zettel_amem.embed
+def test_running_knee_dialogue_links_evolves_and_answers(zk, zk_home, backend, embedder, monkeypatch):
     import zettel_amem.llm.llama
 
     qwen, spec = backend
@@ -67,7 +51,6 @@ def test_running_knee_dialogue_links_evolves_and_answers(zk_home, backend, embed
         monkeypatch.setenv("ZK_LLM_MODEL", spec)
     else:
         monkeypatch.setattr(zettel_amem.llm.llama, "load_llm", lambda *args, **kwargs: qwen)
-    monkeypatch.setattr(zettel_amem.embed, "load_embedder", lambda *args, **kwargs: embedder)
     # Every later note gets a link call, so the test checks what the pipeline does with the model's
     # decisions rather than whether a similarity just above the e5 threshold lands on this CPU.
     zk_home.mkdir(parents=True, exist_ok=True)
@@ -77,7 +60,7 @@ def test_running_knee_dialogue_links_evolves_and_answers(zk_home, backend, embed
                                          encoding="utf-8")
     ids, added = [], []
     for at, text in DIALOGUE:
-        out = zk_json(["add", text, "--at", at, "--wait"], monkeypatch, capsys)
+        out = zk("add", text, "--at", at, "--wait", "--json", check=True).json()
         assert out["status"] == READY and not out["error"], out
         assert out["usage"]["llm_calls"] <= 2
         assert set(out["links"]) <= set(ids) and set(out["evolved"]) <= set(ids)  # earlier notes, by id
@@ -95,9 +78,9 @@ def test_running_knee_dialogue_links_evolves_and_answers(zk_home, backend, embed
     assert sorted(all_links) == sorted((a["id"], t) for a in added for t in a["links"])
     for source, target in all_links:
         assert target in notes and target != source
-        shown = zk_json(["links", target[:8]], monkeypatch, capsys)
+        shown = zk("links", target[:8], "--json", check=True).json()
         assert source in [b["id"] for b in shown["backlinks"]]
-        shown = zk_json(["links", source[:8]], monkeypatch, capsys)
+        shown = zk("links", source[:8], "--json", check=True).json()
         assert target in [f["id"] for f in shown["links"]]
     # At least one neighbour evolved: versioned, caused by a later note, re-embedded at once.
     evolved = [n for n in notes.values() if n.version > 1]
@@ -107,10 +90,10 @@ def test_running_knee_dialogue_links_evolves_and_answers(zk_home, backend, embed
         assert note.history[-1].cause in ids and ids.index(note.history[-1].cause) > ids.index(note.id)
         fresh = embedder.embed_passages([note.embedding_text()])[0]
         assert np.allclose(note.vector, fresh, atol=1e-5)
-        shown = zk_json(["show", note.id[:8]], monkeypatch, capsys)
+        shown = zk("show", note.id[:8], "--json", check=True).json()
         assert shown["version"] == note.version and shown["history"][-1]["cause"] == note.history[-1].cause
     # The answer is given the knee notes and reports their ids.
-    answer = zk_json(["ask", "what happened with my knee?"], monkeypatch, capsys)
+    answer = zk("ask", "what happened with my knee?", "--json", check=True).json()
     assert answer["answer"].strip()
     used = [n["id"] for n in answer["notes"]]
     assert ids[2] in used and ids[3] in used
@@ -118,15 +101,13 @@ def test_running_knee_dialogue_links_evolves_and_answers(zk_home, backend, embed
     print("cited:", [n["id"][:8] for n in answer["notes"] if n["cited"]], "answer:", answer["answer"])
 
 
-def test_fresh_install_example_answers_the_place_and_cites_the_note(zk_home, qwen, embedder, monkeypatch, capsys):
+def test_fresh_install_example_answers_the_place_and_cites_the_note(zk, qwen, monkeypatch):
     """The README's first command: one Korean note, one Korean question, a short answer with its id."""
-    import zettel_amem.embed
     import zettel_amem.llm.llama
 
     monkeypatch.setattr(zettel_amem.llm.llama, "load_llm", lambda *args, **kwargs: qwen)
-    monkeypatch.setattr(zettel_amem.embed, "load_embedder", lambda *args, **kwargs: embedder)
-    added = zk_json(["add", "--wait", "나는 주말마다 여의도 한강공원에서 10km 달리기를 한다."], monkeypatch, capsys)
-    answer = zk_json(["ask", "주말마다 어디서 달려?"], monkeypatch, capsys)
+    added = zk("add", "--wait", "나는 주말마다 여의도 한강공원에서 10km 달리기를 한다.", "--json", check=True).json()
+    answer = zk("ask", "주말마다 어디서 달려?", "--json", check=True).json()
     print(answer["answer"])
     assert "여의도" in answer["answer"] or "한강공원" in answer["answer"], answer
     assert answer["cited"] == [added["id"]] and answer["mode"] == "model"
@@ -206,16 +187,13 @@ def test_parallel_jobs_against_the_real_server_survive_kill_9(tmp_path, llm_serv
     """`zk process --jobs 4` against the real server, killed with SIGKILL mid-batch: every note is
     there once with its words, no evolution is half applied or applied twice, and a second
     `--jobs 4` run finishes the batch."""
-    import os
     import signal
-    import subprocess
     import time
     from collections import Counter
-    from pathlib import Path
 
+    from tests import harness
     from tests.llm_server import MODEL_ALIAS
 
-    root = Path(__file__).resolve().parents[1]
     home = tmp_path / "home"
     home.mkdir()
     (home / "config.toml").write_text("[memory]\nlink_min_similarity = 0.0\nepisodes = false\n", encoding="utf-8")
@@ -223,8 +201,7 @@ def test_parallel_jobs_against_the_real_server_survive_kill_9(tmp_path, llm_serv
     memory = Memory(home, embedder=embedder)
     for at, text in texts:
         memory.add(text, at)  # durable and pending, as after `zk add`
-    env = {**os.environ, "ZK_HOME": str(home), "ZK_LLM_MODEL": f"openai:{MODEL_ALIAS}@{llm_server}",
-           "ZK_NO_WORKER": "1", "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
+    env = harness.zk_env(home, ZK_LLM_MODEL=f"openai:{MODEL_ALIAS}@{llm_server}")
 
     def check() -> list:
         notes = Memory(home, embedder=embedder).store.notes()
@@ -237,8 +214,7 @@ def test_parallel_jobs_against_the_real_server_survive_kill_9(tmp_path, llm_serv
                 assert by_id[cause].status == READY and note.id in by_id[cause].links
         return notes
 
-    proc = subprocess.Popen([sys.executable, "-m", "zettel_amem", "process", "--jobs", "4", "--quiet"], env=env,
-                            stderr=subprocess.PIPE)
+    proc = harness.start("process", "--jobs", "4", "--quiet", env=env, stdout=None)
     deadline = time.time() + 600
     while time.time() < deadline and proc.poll() is None:  # kill once part of the batch is committed
         statuses = [n.status for n in Memory(home, embedder=embedder).store.notes()]
@@ -250,8 +226,7 @@ def test_parallel_jobs_against_the_real_server_survive_kill_9(tmp_path, llm_serv
     assert proc.wait(60) == -signal.SIGKILL
     statuses = Counter(n.status for n in check())
     assert statuses["pending"] + statuses["constructed"] > 0, statuses  # really mid-batch
-    done = subprocess.run([sys.executable, "-m", "zettel_amem", "process", "--jobs", "4", "--json"], env=env,
-                          capture_output=True, text=True, timeout=900)
+    done = harness.run("process", "--jobs", "4", "--json", env=env, timeout=900)
     assert done.returncode == 0, done.stderr
     notes = check()
     assert all(n.status == READY for n in notes) and any(n.links for n in notes)
@@ -259,11 +234,9 @@ def test_parallel_jobs_against_the_real_server_survive_kill_9(tmp_path, llm_serv
           "evolved:", sum(n.version > 1 for n in notes))
 
 
-def test_server_errors_on_the_real_server(zk_home, llm_server, monkeypatch, capsys):
+def test_server_errors_on_the_real_server(zk, llm_server, monkeypatch):
     """A wrong model name on the real server is one clear line and the note stays pending."""
     monkeypatch.setenv("ZK_LLM_MODEL", f"openai:qwen-typo@{llm_server}")
-    monkeypatch.setattr(sys, "argv", ["zk", "add", "Knee hurts.", "--wait", "--json"])
-    cli.main()
-    out = json.loads(capsys.readouterr().out)
+    out = zk("add", "Knee hurts.", "--wait", "--json", check=True).json()
     assert out["status"] == "pending"
     assert out["error"] == (f"the LLM server at {llm_server} has no model 'qwen-typo' (it serves: qwen2.5-0.5b)")

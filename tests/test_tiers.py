@@ -2,14 +2,9 @@
 
 from __future__ import annotations
 
-import io
-import json
-import sys
-
 import pytest
 
 from tests.fake_llm import FakeLLM
-from zettel_amem import cli
 from zettel_amem.config import ZkError
 from zettel_amem.episodes import abstract_of
 from zettel_amem.memory import Memory
@@ -71,7 +66,7 @@ def test_add_and_ask_never_run_the_chain(memory):
     tiers = Tiers(memory)
     assert tiers.store.episodes("main") == []  # no episode until the day is closed by the worker
     memory.process_pending()
-    assert not any(c["user"].startswith(("Task SUMMARISE", "Task EXTRACT")) for c in memory.llm.calls)
+    assert not any(c["task"] in ("summarise", "extract") for c in memory.llm.calls)
 
 
 def test_a_journal_week_is_closed_once_it_is_over(memory):
@@ -99,7 +94,7 @@ def test_a_grown_session_is_summarised_again_from_raw_turns(memory):
     tiers.promotion.process_pending()
     episode = tiers.store.episode(episode.id)
     assert episode.turns == 2 and "Onbiseo got a logo today." in episode.summary
-    summarise_calls = [c for c in memory.llm.calls if c["user"].startswith("Task SUMMARISE")]
+    summarise_calls = [c for c in memory.llm.calls if c["task"] == "summarise"]
     assert "Onbiseo uses SQLite" in summarise_calls[-1]["user"]  # the raw turns, not the old summary
     assert episode.summary not in summarise_calls[-1]["user"] or episode.summary.count("\n") == 0
 
@@ -195,20 +190,20 @@ def test_query_keeps_the_newest_300_characters(zk_home):
     assert query == (long_old.strip() + " 온비서 DB 그거 어떻게 됐어?")[-len(query):]  # cut on characters
 
 
-def test_nothing_relevant_prints_nothing(memory, monkeypatch, capsys):
+def test_nothing_relevant_prints_nothing(memory, monkeypatch, zk):
     journal(memory, PROJECT)
     result = Tiers(memory).context.hints("What is the capital of Australia?")
     assert result.hints == [] and result.block() == ""
     assert result.top_score is not None and result.top_score < memory.settings.context_min_score
-    assert zk(["context", "What is the capital of Australia?"], monkeypatch, capsys) == ""
+    assert zk("context", "What is the capital of Australia?", check=True).stdout == ""
 
 
-def test_context_calls_are_logged_for_stats(memory, monkeypatch, capsys):
+def test_context_calls_are_logged_for_stats(memory, monkeypatch, zk):
     tiers = journal(memory, PROJECT)
     tiers.context.hints("ok")
     tiers.context.hints("What database does Onbiseo use?")
     tiers.context.hints("What is the capital of Australia?")
-    stats = json.loads(zk(["stats", "--json"], monkeypatch, capsys))
+    stats = zk("stats", "--json", check=True).json()
     ctx = stats["context"]
     assert ctx["calls"] == 3 and ctx["skipped_trivial"] == 1 and ctx["no_hint"] == 1
     assert ctx["top_score"]["p90"] >= memory.settings.context_min_score
@@ -250,14 +245,14 @@ def test_unsure_names_ask_the_model_once(memory, fake_llm):
     fake_llm.extract = lambda user: {"entities": [{"name": "김민수" if "김민수" in user else "Kim Minsu",
                                                    "type": "person"}], "relations": []}
     tiers = journal(memory, [("2026-03-02T10:00", "Lunch with Kim Minsu."), ("2026-03-09T10:00", "김민수랑 저녁.")])
-    same_calls = [c for c in fake_llm.calls if c["user"].startswith("Task SAME")]
+    same_calls = [c for c in fake_llm.calls if c["task"] == "same_entity"]
     assert len(same_calls) == 1
     rows = tiers.graph.entities()
     assert {r["canonical"] for r in rows} == {"Kim Minsu"}
     assert "model judged same" in [r for r in rows if r["name"] == "김민수"][0]["merge_reason"]
 
 
-def test_contradicted_relations_are_invalidated_not_deleted(memory, monkeypatch, capsys):
+def test_contradicted_relations_are_invalidated_not_deleted(memory, monkeypatch, zk):
     tiers = journal(memory, PROJECT)
     now = tiers.graph.view("Onbiseo")["entity"]["relations"]
     current = {r["object"] for r in now if r["current"] and r["predicate"] == "uses"}
@@ -269,7 +264,7 @@ def test_contradicted_relations_are_invalidated_not_deleted(memory, monkeypatch,
     assert {r["object"] for r in in_march if r["predicate"] == "uses"} == {"SQLite"}
     facts = tiers.context.facts_for("What does Onbiseo use now?")
     assert facts[0].startswith("- Onbiseo uses PostgreSQL") and "no longer true" in facts[-1]
-    data = json.loads(zk(["graph", "onbiseo", "--at", "2026-03-20", "--json"], monkeypatch, capsys))
+    data = zk("graph", "onbiseo", "--at", "2026-03-20", "--json", check=True).json()
     assert {r["object"] for r in data["entity"]["relations"] if r["predicate"] == "uses"} == {"SQLite"}
 
 
@@ -283,7 +278,7 @@ def test_a_backfilled_older_fact_arrives_already_superseded(memory):
 
 
 # -- scopes and pruning ---------------------------------------------------------------------------
-def test_a_private_notebook_never_leaks_into_another(zk_home, fake_llm, embedder, monkeypatch, capsys):
+def test_a_private_notebook_never_leaks_into_another(zk_home, fake_llm, embedder, monkeypatch, zk):
     private = Memory(zk_home, llm=fake_llm, embedder=embedder, notebook="private")
     journal(private, [("2026-03-02T10:00", "Secretproject uses Vault for the diagnosis notes.")])
     main = Memory(zk_home, llm=fake_llm, embedder=embedder)
@@ -295,11 +290,11 @@ def test_a_private_notebook_never_leaks_into_another(zk_home, fake_llm, embedder
         tiers.graph.find_entity("Secretproject")
     assert tiers.context.facts_for("Secretproject?") == []
     assert Tiers(private).context.hints("What does Secretproject use? Vault").hints  # but it is there
-    out = zk(["search", "Secretproject Vault diagnosis", "--json"], monkeypatch, capsys)
+    out = zk("search", "Secretproject Vault diagnosis", "--json", check=True).stdout
     assert "Secretproject" not in out
-    out = zk(["search", "Secretproject Vault diagnosis", "--episodes", "--json"], monkeypatch, capsys)
+    out = zk("search", "Secretproject Vault diagnosis", "--episodes", "--json", check=True).stdout
     assert "Secretproject" not in out
-    out = zk(["--notebook", "private", "search", "Secretproject Vault diagnosis", "--json"], monkeypatch, capsys)
+    out = zk("--notebook", "private", "search", "Secretproject Vault diagnosis", "--json", check=True).stdout
     assert "Secretproject" in out
 
 
@@ -321,59 +316,44 @@ def test_prune_removes_old_summaries_and_keeps_raw_notes_and_facts(memory):
 
 
 # -- the CLI ----------------------------------------------------------------------------------------
-def zk(args, monkeypatch, capsys, stdin: bytes = b"") -> str:
-    monkeypatch.setattr(sys, "argv", ["zk", *args])
-    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin)))
-    try:
-        cli.main()
-    except SystemExit as exc:
-        assert not exc.code, capsys.readouterr().err
-    return capsys.readouterr().out
-
-
-def test_cli_context_expand_graph_and_session_commands(zk_home, monkeypatch, capsys):
+def test_cli_context_expand_graph_and_session_commands(zk_home, monkeypatch, zk):
     monkeypatch.setenv("ZK_LLM_MODEL", "python:tests.fake_llm:FakeLLM")
     for at, text in PROJECT:
-        zk(["add", text, "--at", at], monkeypatch, capsys)
-    out = json.loads(zk(["process", "--json"], monkeypatch, capsys))
+        zk("add", text, "--at", at, check=True)
+    out = zk("process", "--json", check=True).json()
     assert sum(1 for r in out if r.get("kind") == "episode") == 3  # past days were closed and summarised
-    block = zk(["context", "What database does Onbiseo use?", "--with-instructions"], monkeypatch, capsys)
+    block = zk("context", "What database does Onbiseo use?", "--with-instructions", check=True).stdout
     assert block.startswith("## Memory Context\n- [e") and "zk expand" in block
-    data = json.loads(zk(["context", "-", "--json", "-r", "Onbiseo"], monkeypatch, capsys,
-                         stdin="데이터베이스는?".encode()))
+    data = zk("context", "-", "--json", "-r", "Onbiseo", stdin="데이터베이스는?", check=True).json()
     assert data["hints"] and data["hints"][0]["score"] >= 0.3
     episode_id = data["hints"][0]["id"]
-    expanded = json.loads(zk(["expand", episode_id[:7], "--json"], monkeypatch, capsys))
+    expanded = zk("expand", episode_id[:7], "--json", check=True).json()
     assert expanded["kind"] == "episode" and expanded["summary"] and expanded["turn_ids"]
-    note = json.loads(zk(["expand", expanded["turn_ids"][0][:8], "--json"], monkeypatch, capsys))
+    note = zk("expand", expanded["turn_ids"][0][:8], "--json", check=True).json()
     assert note["content"] in [t for _, t in PROJECT]
-    assert "PostgreSQL" in zk(["graph", "Onbiseo"], monkeypatch, capsys)
-    entities = json.loads(zk(["graph", "--json"], monkeypatch, capsys))
+    assert "PostgreSQL" in zk("graph", "Onbiseo", check=True).stdout
+    entities = zk("graph", "--json", check=True).json()
     assert "Onbiseo" in [e["name"] for e in entities]
-    hits = json.loads(zk(["search", "Onbiseo PostgreSQL", "--json"], monkeypatch, capsys))
+    hits = zk("search", "Onbiseo PostgreSQL", "--json", check=True).json()
     assert hits and all(h["kind"] == "note" and "content" in h for h in hits)  # an array of note objects
-    found = json.loads(zk(["search", "Onbiseo PostgreSQL", "--episodes", "--json"], monkeypatch, capsys))
+    found = zk("search", "Onbiseo PostgreSQL", "--episodes", "--json", check=True).json()
     assert found and all(h["kind"] == "episode" and h["abstract"] for h in found)
     assert episode_id in [h["id"] for h in found]
-    added = json.loads(zk(["add", "Onbiseo demo went well.", "--at", "2026-11-29T10:00", "--json"],
-                          monkeypatch, capsys))
-    closed = json.loads(zk(["session", "close", added["session_id"][:6], "--wait", "--json"], monkeypatch, capsys))
+    added = zk("add", "Onbiseo demo went well.", "--at", "2026-11-29T10:00", "--json", check=True).json()
+    closed = zk("session", "close", added["session_id"][:6], "--wait", "--json", check=True).json()
     assert closed[0]["result"]["status"] == "ready"
-    again = json.loads(zk(["session", "resummarize", closed[0]["session_id"], "--json"], monkeypatch, capsys))
+    again = zk("session", "resummarize", closed[0]["session_id"], "--json", check=True).json()
     assert again["status"] == "ready" and again["result"]["llm_calls"] >= 2
-    assert json.loads(zk(["prune", "--older-than", "1y", "--json"], monkeypatch, capsys)) == {"pruned": []}
+    assert zk("prune", "--older-than", "1y", "--json", check=True).json() == {"pruned": []}
 
 
 @pytest.mark.parametrize("args", [
     ["graph", "Nobody"], ["expand", "e123"], ["expand", "zz!"], ["session", "close", "s0"],
     ["prune", "--older-than", "tomorrow"], ["graph", "--unmerge"],
 ])
-def test_cli_tier_errors_are_one_line(zk_home, monkeypatch, capsys, args):
-    monkeypatch.setattr(sys, "argv", ["zk", *args])
-    with pytest.raises(SystemExit) as exc:
-        cli.main()
-    err = capsys.readouterr().err
-    assert exc.value.code and err.startswith("zk: error:") and err.count("\n") == 1 and "Traceback" not in err
+def test_cli_tier_errors_are_one_line(zk, args):
+    code, _, err = zk(*args)
+    assert code and err.startswith("zk: error:") and err.count("\n") == 1 and "Traceback" not in err
 
 
 def test_rewriting_an_entity_keeps_its_vector(memory, fake_llm):

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_cli import run_zk
 from zettel_amem.ingest.vault import LINKS_LINE, read_page
 from zettel_amem.memory import Memory
 
@@ -21,11 +20,9 @@ CHAT = """[2026-03-20 09:00] Mina: Onbiseo uses SQLite for now.
 
 
 @pytest.fixture
-def zk(zk_home, capsys, monkeypatch):
-    monkeypatch.setenv("ZK_LLM_MODEL", "python:tests.fake_llm:FakeLLM")
-    zk_home.mkdir(parents=True, exist_ok=True)
-    (zk_home / "config.toml").write_text("link_min_similarity = 0.0\n", encoding="utf-8")
-    return lambda *args, stdin=None: run_zk(list(args), capsys, monkeypatch, stdin)
+def zk(zk, fake_model):
+    """Every command of this file uses the scripted model."""
+    return zk
 
 
 @pytest.fixture

@@ -53,6 +53,7 @@ def answer_schema(short_ids: list[str], question: str, max_chars: int = ANSWER_M
     ids = {"type": "array", "items": {"type": "string", "enum": short_ids}, "minItems": 1,
            "maxItems": min(3, len(short_ids))} if short_ids else {"type": "array", "maxItems": 0}
     return {
+        "title": "answer",
         "type": "object",
         "properties": {
             "answer": {"type": "string", "pattern": f"^{char}{{1,{max_chars}}}$"},

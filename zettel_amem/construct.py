@@ -51,6 +51,7 @@ def text_schema(max_chars: int, language: str, sentence: bool = False) -> dict[s
 
 def annotate_schema(settings: Settings, language: str = "English") -> dict[str, Any]:
     return {
+        "title": "annotate",
         "type": "object",
         "properties": {
             "keywords": {"type": "array", "items": text_schema(MAX_KEYWORD_CHARS, language),

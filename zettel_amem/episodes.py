@@ -72,6 +72,7 @@ def session_language(turns: list[Note]) -> str:
 
 def summary_schema(language: str, max_facts: int) -> dict[str, Any]:
     return {
+        "title": "summarise",
         "type": "object",
         "properties": {"facts": {"type": "array", "minItems": 1, "maxItems": max_facts,
                                  "items": text_schema(FACT_CHARS, language, sentence=True)}},

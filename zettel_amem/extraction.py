@@ -40,6 +40,7 @@ class Extraction:
 def extract_schema() -> dict[str, Any]:
     predicate = {"type": "string", "pattern": f'^[^"\\\\\u3040-\u30ff\u3400-\u9fff]{{1,{PREDICATE_CHARS}}}$'}
     return {
+        "title": "extract",
         "type": "object",
         "properties": {
             "entities": {"type": "array", "maxItems": MAX_ENTITIES, "items": {
@@ -127,7 +128,8 @@ def same_by_spelling(a: str, b: str) -> str | None:
 
 def ask_same(llm: LLM, prompts: Prompts, new: str, existing: Entity, kind: str) -> tuple[bool, Usage]:
     user = prompts.render("same_entity", type=kind if kind != "other" else "thing", a=new, b=existing.name)
-    schema = {"type": "object", "properties": {"same": {"type": "boolean"}}, "required": ["same"]}
+    schema = {"title": "same_entity", "type": "object", "properties": {"same": {"type": "boolean"}},
+              "required": ["same"]}
     data, usage = llm.complete_json(prompts.raw("extract_system").strip(), user, schema, max_tokens=12)
     return data.get("same") is True, usage
 
@@ -161,7 +163,7 @@ def ask_outdated(llm: LLM, prompts: Prompts, pairs: list[tuple[Relation, Relatio
         "outdated",
         older="\n".join(f"[{s}] {describe(earlier[i])} (since {earlier[i].valid_from[:10]})" for s, i in short.items()),
         newer="\n".join(f"- {describe(r)} (from {r.valid_from[:10]})" for r in later.values()))
-    schema = {"type": "object", "properties": {"outdated": {
+    schema = {"title": "outdated", "type": "object", "properties": {"outdated": {
         "type": "array", "maxItems": len(short), "items": {"type": "string", "enum": list(short)}}},
         "required": ["outdated"]}
     data, usage = llm.complete_json(prompts.raw("extract_system").strip(), user, schema, max_tokens=60)

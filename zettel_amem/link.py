@@ -48,6 +48,7 @@ def prompt_ids(notes: list[Note]) -> dict[str, str]:
 def link_schema(candidate_ids: list[str], settings: Settings, language: str = "English") -> dict[str, Any]:
     id_enum = {"type": "string", "enum": candidate_ids}
     return {
+        "title": "link",
         "type": "object",
         "properties": {
             "links": {"type": "array", "items": id_enum, "maxItems": min(3, settings.max_links, len(candidate_ids))},

@@ -7,6 +7,7 @@ import signal
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -14,17 +15,18 @@ from ..models import Usage
 from . import LLMError
 
 
-def _load_llama(path: Path, n_ctx: int, threads: int, seed: int):
-    """Load with extra buffer types disabled.
+@contextmanager
+def without_extra_bufts() -> Iterator[None]:
+    """Every llama.cpp model loaded inside this block has extra buffer types disabled.
 
     A native build of llama.cpp 0.3.36 segfaults on CPUs that report AMX, in
     `ggml_backend_amx_mul_mat` on the first generation. We install with GGML_NATIVE=OFF, but a
     user may have a native wheel cached; `use_extra_bufts = False` avoids the AMX path either way
     and measured the same speed here (Qwen2.5-0.5B, 2 cores). The Llama constructor exposes no
-    argument for it, so the default-params factory is wrapped for the duration of the load.
+    argument for it, so the default-params factory is wrapped for the duration of the block (the
+    test server, tests/llm_server.py, runs llama-cpp-python's own server inside it).
     """
     import llama_cpp.llama_cpp as low
-    from llama_cpp import Llama
 
     original = low.llama_model_default_params
 
@@ -35,10 +37,18 @@ def _load_llama(path: Path, n_ctx: int, threads: int, seed: int):
 
     low.llama_model_default_params = params_without_extra_bufts
     try:
-        return Llama(str(path), n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads, seed=seed,
-                     verbose=False)
+        yield
     finally:
         low.llama_model_default_params = original
+
+
+def _load_llama(path: Path, n_ctx: int, threads: int, seed: int):
+    """Load with extra buffer types disabled (`without_extra_bufts`)."""
+    from llama_cpp import Llama
+
+    with without_extra_bufts():
+        return Llama(str(path), n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads, seed=seed,
+                     verbose=False)
 
 
 def check_build() -> tuple[bool, str]:

@@ -1,0 +1,33 @@
+"""A small running journal and hypothesis strategies shared by the feature tests (revert, rm, backup,
+pipeline, render)."""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+RUNS = ["I run 10 km at Yeouido every weekend.", "Entered the autumn 10 km race.",
+        "My knee hurts after Saturday's run.", "Doctor: no running for two weeks.", "Ran 3 km slowly today."]
+
+
+def add_all(memory, texts):
+    """Add and process each text, one a day from 2026-03-01; their ids."""
+    ids = []
+    for day, text in enumerate(texts, 1):
+        note = memory.add(text, f"2026-03-{day:02d}T08:00")
+        memory.process(note.id)
+        ids.append(note.id)
+    return ids
+
+
+def snapshot(memory):
+    return {n.id: (n.content, n.context, n.tags, n.keywords, n.links, n.version)
+            for n in memory.store.notes()}
+
+
+# Terminal control: OSC titles, CSI clears and colours, the 8-bit CSI, DCS, BEL, BS, hyperlinks, CR, DEL, NEL, RLO.
+ESCAPES = st.sampled_from(["\x1b]0;pwned\x07", "\x1b[2J", "\x1b[31m", "\x9b2J", "\x1bP+q\x1b\\", "\x07", "\x08",
+                           "\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\", "\r", "\x7f", "\x85", "\u202e"])
+
+
+TEXT_WITH_ESCAPES = st.lists(st.one_of(st.text(min_size=1, max_size=20), ESCAPES), min_size=1, max_size=6).map(
+    "".join)

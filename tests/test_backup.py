@@ -1,0 +1,159 @@
+"""Backups: `zk export` then `zk import` restores an identical store (ids, history, vectors); a backup
+is restored, not imported as chat, whether piped or named; crafted or damaged backup records are checked
+one by one. `test_N_...` are the numbered cases of the break-it report (issue #16)."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.fake_llm import EvolvingFakeLLM
+from tests.harness import one_line
+from tests.sample import RUNS, TEXT_WITH_ESCAPES, add_all
+from zettel_amem.ingest.export import export_jsonl, restore
+from zettel_amem.memory import Memory
+
+
+def test_export_then_import_restores_an_identical_store(evolving, tmp_path, embedder):
+    from zettel_amem.ingest.importer import import_source
+
+    add_all(evolving, RUNS)
+    chat = tmp_path / "chat.txt"
+    chat.write_text("민수: 무릎 괜찮아?\nAmy: better now\n", encoding="utf-8")
+    import_source(evolving, chat, "auto")
+    evolving.revert(max(evolving.store.notes(), key=lambda n: n.version).id)
+    out = io.StringIO()
+    count = export_jsonl(evolving, out)
+    path = tmp_path / "backup.jsonl"
+    path.write_text(out.getvalue(), encoding="utf-8")
+    fresh = Memory(tmp_path / "restored", llm=EvolvingFakeLLM(), embedder=embedder)
+    report = restore(fresh, path)
+    assert report["added"] == count == len(evolving.store.notes())
+    original = {n.id: n for n in evolving.store.notes(with_vector=True)}
+    restored = {n.id: n for n in fresh.store.notes(with_vector=True)}
+    assert original.keys() == restored.keys()
+    for note_id, note in original.items():
+        other = restored[note_id]
+        for field in ("content", "at", "created", "keywords", "tags", "context", "links", "status", "version",
+                      "notebook", "kind", "session_id", "speaker", "seq", "source", "content_hash"):
+            assert getattr(note, field) == getattr(other, field), field
+        assert [v.to_dict() for v in note.history] == [v.to_dict() for v in other.history]
+        assert np.allclose(note.vector, other.vector, atol=1e-5)
+    assert restore(fresh, path)["added"] == 0  # restoring twice adds nothing
+
+
+def test_a_backup_piped_or_named_jsonl_is_restored_not_imported_as_chat(evolving, tmp_path, zk):
+    add_all(evolving, RUNS[:3])
+    out = io.StringIO()
+    export_jsonl(evolving, out)
+    backup = out.getvalue().encode("utf-8")
+    (tmp_path / "backup.jsonl").write_bytes(backup)
+    original = {n.id: n.content for n in evolving.store.notes()}
+    named = ["import", str(tmp_path / "backup.jsonl"), "--format", "jsonl"]
+    for args, stdin in ((["import", "-"], backup), (named, None)):
+        home = tmp_path / f"home-{len(stdin or b'')}"
+        done = zk("--home", str(home), *args, "--json", stdin=stdin, check=True)
+        assert done.json()["format"] == "zk-export"
+        restored = Memory(home, embedder=evolving.embedder)
+        assert {n.id: n.content for n in restored.store.notes()} == original  # same ids, no chat turns
+
+
+# -- 4, 6: restores (issue #16) ---------------------------------------------------------------------
+def _export_line(note_id: str, content: str, notebook: str = "main", **extra) -> str:
+    return json.dumps({"type": "note", "id": note_id, "content": content, "at": "2026-03-01T08:00:00",
+                       "created": "2026-03-01T08:00:00", "keywords": [], "tags": [], "context": "",
+                       "links": [], "status": "pending", "version": 1, "history": [], "notebook": notebook,
+                       "kind": "note", "session_id": None, "speaker": None, "seq": 0, "source": None,
+                       "content_hash": "", "error": "", **extra})
+
+
+def test_4_crafted_restore_records_are_checked_one_by_one(zk, zk_home, tmp_path):
+    good = "9473a2824303" + "0" * 20
+    lines = [json.dumps({"type": "zk-export", "schema_version": 1, "notes": 7}),
+             _export_line(good, "first"),
+             _export_line(good, "first"),  # an exact repeat
+             _export_line(good, "same id, other words"),
+             _export_line("ab", "short id"),
+             _export_line("not-hex!", "odd id", links=[good, "zz"]),
+             _export_line("c" * 32, "\x1b]0;pwned\x07 terminal title"),
+             _export_line("d" * 32, "bad date", at="yesterday"),
+             "{broken json"]
+    backup = tmp_path / "crafted.jsonl"
+    backup.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    code, out, err = zk("import", str(backup), "--json")
+    report = json.loads(out)
+    assert code == 3
+    assert report["added"] == 4  # first, the renumbered duplicate, "ab", "not-hex!"
+    messages = {f["line"]: f["message"] for f in report["failed"]}
+    assert set(messages) == {3, 4, 5, 6, 7, 8, 9}
+    assert "repeat" in messages[3] and "restored as" in messages[4] and "not a note id" in messages[5]
+    assert "control characters" in messages[7] and "ISO date" in messages[8]
+    notes = Memory(zk_home).store.notes()
+    assert len({n.id for n in notes}) == len(notes) == 4
+    assert all(len(n.id) == 32 for n in notes)
+    for note in notes:  # every restored note can be removed again
+        code, _, err = zk("rm", note.id[:8], "--yes")
+        assert code == 0, err
+    assert Memory(zk_home).store.notes() == []
+
+
+def test_6_restore_follows_notebook_and_ignores_format(zk, zk_home, tmp_path):
+    code, _, _ = zk("-n", "work", "add", "work note")
+    backup = tmp_path / "work.jsonl"
+    assert zk("-n", "work", "export", "-o", str(backup))[0] == 0
+    other = tmp_path / "other"
+    assert zk("--home", str(other), "-n", "personal", "import", str(backup))[0] == 0
+    code, out, _ = zk("--home", str(other), "-n", "personal", "list", "--json")
+    assert [n["content"] for n in json.loads(out)] == ["work note"]
+    assert json.loads(zk("--home", str(other), "-n", "work", "list", "--json")[1]) == []
+    code, out, _ = zk("--home", str(tmp_path / "third"), "import", str(backup), "--format", "text", "--json")
+    assert code == 0 and json.loads(out)["format"] == "zk-export"
+    assert [n.content for n in Memory(tmp_path / "third").store.notes()] == ["work note"]
+    zk("add", "main note")
+    both = tmp_path / "all.jsonl"
+    zk("export", "--all", "-o", str(both))
+    code, _, err = zk("--home", str(tmp_path / "fourth"), "-n", "x", "import", str(both))
+    assert code == 1 and one_line(err) and "2 notebooks" in err
+
+
+_IDS = st.one_of(st.just("ab"), st.just("9473a2824303"), st.text(max_size=40), st.integers(), st.none(),
+                 st.sampled_from(["a" * 32, "A" * 32, "b" * 32, "0" * 31, "g" * 32]))
+
+
+_RECORDS = st.fixed_dictionaries(
+    {"id": _IDS, "content": st.one_of(TEXT_WITH_ESCAPES, st.text(max_size=30), st.integers(), st.none()),
+     "at": st.one_of(st.just("2026-03-01T08:00:00"), st.text(max_size=20), st.none()),
+     "links": st.one_of(st.lists(_IDS, max_size=3), st.text(max_size=5)),
+     "version": st.one_of(st.integers(-2, 5), st.text(max_size=3)),
+     "notebook": st.one_of(st.just("main"), st.just("work"), st.text(max_size=8), st.integers()),
+     "history": st.one_of(st.just([]), st.lists(st.dictionaries(st.text(max_size=5), st.integers()), max_size=2))})
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(records=st.lists(_RECORDS, max_size=6), raw=st.lists(st.text(max_size=30), max_size=2))
+def test_crafted_restore_records_are_checked_one_by_one(records, raw, tmp_path_factory, embedder, zk):
+    """Any export-shaped file: never a traceback, every skipped or renumbered record reported, and the
+    store holds only valid, unique note ids that `zk rm` can remove."""
+    home = tmp_path_factory.mktemp("restore")
+    lines = [json.dumps({"type": "zk-export", "schema_version": 1})]
+    lines += [json.dumps({"type": "note", **r}) for r in records] + [r.replace("\n", " ") for r in raw]
+    path = home / "backup.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8", errors="surrogatepass")
+    code, out, err = zk("--home", str(home / "h"), "import", str(path), "--json")
+    assert "Traceback" not in err and "internal error" not in err, err
+    if code not in (0, 3):
+        assert code == 1 and len(err.strip().splitlines()) == 1, err
+        return
+    report = json.loads(out)
+    body = [line for line in lines[1:] if line.strip()]
+    restored_or_reported = report["added"] + report["skipped_duplicates"] + len({f["line"] for f in report["failed"]})
+    assert restored_or_reported >= len(body)  # every record is restored or has its line
+    assert (code == 3) == bool(report["failed"])
+    notes = Memory(home / "h", embedder=embedder).store.notes()
+    assert len({n.id for n in notes}) == len(notes) == report["added"]
+    assert all(len(n.id) == 32 and all(c in "0123456789abcdef" for c in n.id) for n in notes)
+    assert all(len(link) == 32 for n in notes for link in n.links)

@@ -1,0 +1,43 @@
+"""What reaches the terminal: control characters and escape sequences in stored text are shown escaped,
+never sent raw; `--json` stays exact. `test_5_...` is case 5 of the break-it report (issue #16)."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import HealthCheck, given, settings
+
+from tests.sample import TEXT_WITH_ESCAPES
+from zettel_amem.memory import Memory
+
+
+def test_5_terminal_escapes_are_shown_not_sent(zk, zk_home, embedder):
+    memory = Memory(zk_home, embedder=embedder)
+    hostile = "knee \x1b]0;pwned\x07 report \x9b2J done"
+    note = memory.new_note("placeholder", "2026-03-01")
+    note.content = hostile  # as an older zk or a crafted store could hold it
+    note.context = "ctx \x1b[31mred"
+    memory.add_notes([note])
+    for args in (["list"], ["show", note.id[:8]], ["search", "knee report"]):
+        code, out, err = zk(*args)
+        assert code == 0, err
+        assert "\x1b" not in out and "\x07" not in out and "\x9b" not in out, args
+        assert "\\x1b" in out, args
+    code, out, _ = zk("show", note.id[:8], "--json")
+    assert json.loads(out)["content"] == hostile  # --json stays exact
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=TEXT_WITH_ESCAPES)
+def test_text_with_terminal_escapes_never_reaches_the_terminal_raw(text, zk, zk_home, embedder):
+    """Stored as it is (an older zk or a crafted store), shown with its control characters escaped;
+    `zk add` of the same text is stored exactly or refused in one line."""
+    memory = Memory(zk_home, embedder=embedder)
+    note = memory.new_note("placeholder", "2026-03-01")
+    note.content = text if text.strip() else text + "x"
+    memory.add_notes([note])
+    for args in (["list"], ["show", note.id[:12]], ["search", "placeholder " + note.content[:20]]):
+        out = zk(*args, check=True).stdout
+        assert not any(ch in out for ch in "\x1b\x07\x08\x9b\x7f\x85"), (args, out)
+    assert zk("show", note.id[:12], "--json", check=True).json()["content"] == note.content  # --json stays exact
+    memory.store.delete([note.id])

@@ -1,0 +1,235 @@
+"""The store on disk: schema versions (newer refused, older migrated), damage that `zk doctor` finds and
+`zk repair` recovers from, writes refused before anything is written, and a read-only store.
+`test_N_...` are the numbered cases of the break-it report (issue #16)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.harness import one_line, shell
+from zettel_amem.config import ZkError
+from zettel_amem.database import manifest_versions
+from zettel_amem.memory import Memory
+from zettel_amem.store import note_to_row
+
+
+def test_newer_schema_is_refused_and_older_schema_is_migrated(zk_home, embedder, tmp_path):
+    import lancedb
+    import pyarrow as pa
+
+    memory = Memory(zk_home, embedder=embedder)
+    memory.add("hello", "2026-03-01")
+    meta = json.loads((zk_home / "meta.json").read_text())
+    (zk_home / "meta.json").write_text(json.dumps({**meta, "schema_version": 99}))
+    with pytest.raises(ZkError, match="newer than this zk"):
+        Memory(zk_home, embedder=embedder).store  # noqa: B018
+    # An "old" store: written before the error/speaker columns existed, schema version 0.
+    old_home = tmp_path / "old"
+    db = lancedb.connect(str(old_home / "lancedb"))
+    fields = [f for f in memory.store.table.schema if f.name not in ("error", "speaker")]
+    table = db.create_table("notes", schema=pa.schema(fields))
+    row = {k: v for k, v in note_to_row(memory.store.notes(with_vector=True)[0]).items()
+           if k not in ("error", "speaker")}
+    table.add([row])
+    (old_home / "meta.json").write_text(json.dumps({"schema_version": 0, "embedder": "e5-small", "dim": 384}))
+    migrated = Memory(old_home, embedder=embedder)
+    [note] = migrated.store.notes()
+    assert note.content == "hello" and note.error == "" and note.speaker is None
+    assert json.loads((old_home / "meta.json").read_text())["schema_version"] >= 1
+    migrated.add("after migration", "2026-03-02")
+    assert len(migrated.store.notes()) == 2
+
+
+def newest_data_file(table_dir: Path) -> Path:
+    return max((table_dir / "data").glob("*.lance"), key=lambda p: p.stat().st_mtime_ns)
+
+
+# -- 2, 3: damage -----------------------------------------------------------------------------------
+def _notes(zk, count: int) -> list[str]:
+    ids = []
+    for i in range(count):
+        code, out, err = zk("add", f"note number {i}", "--json")
+        assert code == 0, err
+        ids.append(json.loads(out)["id"])
+    return ids
+
+
+def test_2_a_failing_add_on_a_damaged_store_writes_nothing(zk, zk_home, tmp_path):
+    _notes(zk, 2)
+    victim = newest_data_file(zk_home / "lancedb" / "notes.lance")
+    shutil.move(victim, tmp_path / "away.lance")
+    for _ in range(3):
+        code, _, err = zk("add", "retried note")
+        assert code == 1 and one_line(err) and "missing" in err and "nothing was written" in err, err
+    shutil.move(tmp_path / "away.lance", victim)
+    assert sorted(n.content for n in Memory(zk_home).store.notes()) == ["note number 0", "note number 1"]
+
+
+def test_2_an_error_after_the_write_says_the_note_was_saved(zk, zk_home, monkeypatch):
+    from zettel_amem.store import Store
+
+    def broken_get(self, *args, **kwargs):
+        from zettel_amem.config import ZkError
+
+        raise ZkError("cannot read the store")
+
+    monkeypatch.setattr(Store, "get", broken_get)
+    code, _, err = zk("add", "saved before the failure")
+    assert code == 1 and one_line(err) and "was saved" in err
+    monkeypatch.undo()
+    [note] = Memory(zk_home).store.notes()
+    assert note.short_id in err
+
+
+def test_3_missing_newest_manifest_is_noticed_and_repaired(zk, zk_home):
+    _notes(zk, 4)
+    table = zk_home / "lancedb" / "notes.lance"
+    versions = manifest_versions(table)
+    newest = versions[-1]
+    (table / "_versions" / f"{(1 << 64) - 1 - newest}.manifest").unlink()
+    code, out, err = zk("list")
+    assert code == 0 and one_line(err) and "newest commit(s) are missing" in err and len(out.splitlines()) == 3
+    code, _, err = zk("add", "must not be written over the rolled-back store")
+    assert code == 1 and one_line(err) and "nothing was written" in err
+    assert manifest_versions(table)[-1] == newest - 1  # no new commit reused the lost version number
+    code, out, _ = zk("doctor", "--json")
+    report = json.loads(out)
+    assert code == 1 and any(not c["ok"] and "newest commit" in c["message"] for c in report["checks"])
+    import lancedb
+
+    on_disk = lancedb.connect(str(zk_home / "lancedb")).open_table("notes")
+    on_disk.checkout(manifest_versions(table)[-1])
+    expected = on_disk.count_rows()  # what the newest version still on disk holds
+    code, out, err = zk("repair", "--yes", "--json")
+    repaired = json.loads(out)
+    assert code == 0, err
+    assert repaired["recovered"] == repaired["restored"] == expected == 3 and repaired["lost"] == 0
+    assert (Path(repaired["kept"]) / "lancedb" / "notes.lance").is_dir()  # set aside, not deleted
+    code, out, _ = zk("doctor")
+    assert "FAIL table" not in out
+    assert zk("add", "writes work again")[0] == 0
+
+
+def test_3_truncated_data_file_recovers_every_readable_note(zk, zk_home, embedder):
+    ids = _notes(zk, 5)
+    table = zk_home / "lancedb" / "notes.lance"
+    # Rewrite note 0 (a new row in a new data file), then damage that file: its older state is read back.
+    memory = Memory(zk_home, embedder=embedder)
+    first = memory.store.get(ids[0], with_vector=True)
+    first.context = "rewritten"
+    memory.store.update([first])
+    rewritten = newest_data_file(table)
+    # And damage note 3's only copy.
+    third = sorted((table / "data").glob("*.lance"), key=lambda p: p.stat().st_mtime_ns)[3]
+    for path in (rewritten, third):
+        with open(path, "r+b") as fh:
+            fh.truncate(path.stat().st_size // 2)
+    for args in (["list"], ["export"], ["show", ids[1]]):
+        code, _, err = zk(*args)
+        assert code == 1 and one_line(err) and "truncated" in err and "zk doctor" in err, (args, err)
+    code, out, _ = zk("doctor")
+    assert code == 1 and "truncated" in out
+    code, out, err = zk("repair", "--json")  # no consent (no terminal, no --yes): nothing changes
+    data = json.loads(out)
+    assert code == 1 and data["restored"] is None and Path(data["file"]).exists()
+    assert zk("list")[0] == 1  # still the damaged store
+    import lancedb
+
+    t = lancedb.connect(str(table.parent)).open_table("notes")
+    t.checkout(manifest_versions(table)[-1])
+    newest_rows = t.count_rows()
+    code, out, err = zk("repair", "--yes", "--json")
+    data = json.loads(out)
+    assert code == 0, err
+    # Every row of the newest version except note 3's (whose only copy is cut) and the rewritten note 0
+    # (whose older state comes from an older version).
+    assert (data["newest_rows"], data["recovered"], data["from_older"], data["lost"]) == (newest_rows, 4, 1, 1)
+    restored = {n.id: n for n in Memory(zk_home, embedder=embedder).store.notes()}
+    assert set(restored) == set(ids) - {ids[3]}
+    assert restored[ids[0]].context == ""  # the state before the lost rewrite
+
+
+def test_3_missing_table_directory_is_never_rebuilt_empty(zk, zk_home, tmp_path):
+    _notes(zk, 2)
+    shutil.move(zk_home / "lancedb", tmp_path / "unmounted")
+    for args in (["list"], ["add", "over an unmounted drive"], ["export"]):
+        code, _, err = zk(*args)
+        assert code == 1 and one_line(err) and "missing" in err and "mounted" in err, (args, err)
+    assert not (zk_home / "lancedb" / "notes.lance").exists()  # nothing built in its place
+    code, out, _ = zk("doctor")
+    assert code == 1 and "FAIL table notes: missing" in out
+    code, out, _ = zk("repair", "--yes")
+    assert code == 1 and "nothing was changed" in out
+    shutil.move(tmp_path / "unmounted", zk_home / "lancedb")  # the drive is back: everything is there
+    assert zk("list")[0] == 0 and len(Memory(zk_home).store.notes()) == 2
+
+
+def test_3_damaged_meta_json_is_one_line(zk, zk_home):
+    _notes(zk, 1)
+    meta = json.loads((zk_home / "meta.json").read_text())
+    (zk_home / "meta.json").write_text(json.dumps({**meta, "schema_version": "1"}))
+    code, _, err = zk("list")
+    assert code == 1 and one_line(err) and "schema_version" in err
+    code, out, _ = zk("doctor")
+    assert code == 1 and "meta.json is damaged" in out
+
+
+# -- 10: read-only store ----------------------------------------------------------------------------
+def test_10_reading_commands_work_on_a_read_only_store(zk, zk_home, tmp_path):
+    _notes(zk, 2)
+    if os.geteuid() == 0:  # root writes through file modes: use a read-only bind mount instead
+        if shutil.which("unshare") is None or subprocess.run(["unshare", "-m", "true"]).returncode:
+            pytest.skip("root without mount namespaces: no way to make the store read-only")
+        ro = tmp_path / "ro"
+        ro.mkdir()
+        wrap = f"unshare -m bash -c 'mount --bind {zk_home} {ro} && mount -o remount,ro,bind {ro} && %s'"
+        home = ro
+    else:
+        for path in [zk_home, *zk_home.rglob("*")]:
+            path.chmod(path.stat().st_mode & ~0o222)
+        wrap, home = "%s", zk_home
+    listed = shell(wrap % f"zk --home {home} list --json", zk_home)
+    assert listed.returncode == 0, listed.stderr
+    assert len(json.loads(listed.stdout)) == 2
+    exported = shell(wrap % f"zk --home {home} export", zk_home)
+    assert exported.returncode == 0 and len(exported.stdout.splitlines()) == 3, exported.stderr
+    added = shell(wrap % f"zk --home {home} add 'not possible'", zk_home)
+    assert added.returncode == 1 and one_line(added.stderr), added.stderr
+    if os.geteuid() != 0:
+        for path in [zk_home, *zk_home.rglob("*")]:
+            path.chmod(path.stat().st_mode | 0o200)
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0, reason="root writes anywhere")
+def test_read_only_store_is_one_line_and_unchanged(zk, zk_home):
+    Memory(zk_home).add("written before the store became read-only", "2026-03-01")
+    modes = {p: p.stat().st_mode for p in [zk_home, *zk_home.rglob("*")]}
+    for path in modes:
+        path.chmod(modes[path] & ~0o222)
+    try:
+        code, _, err = zk("add", "one more")
+        assert code == 1 and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    finally:
+        for path, mode in modes.items():
+            path.chmod(mode)
+    assert [n.content for n in Memory(zk_home).store.notes()] == ["written before the store became read-only"]
+
+
+# -- 11: rm with a damaged episodes table -----------------------------------------------------------
+def test_11_rm_refuses_before_deleting_when_another_table_is_damaged(zk, zk_home, embedder):
+    from zettel_amem.models import Episode
+    from zettel_amem.tier_store import TierStore
+
+    [note_id] = _notes(zk, 1)
+    memory = Memory(zk_home, embedder=embedder)
+    TierStore(memory.store).put_episodes([Episode(id="e" + "1" * 15, session_id="s" + "1" * 15)])
+    newest_data_file(zk_home / "lancedb" / "episodes.lance").unlink()
+    code, _, err = zk("rm", note_id[:8], "--yes")
+    assert code == 1 and one_line(err) and "episodes table" in err and "nothing was written" in err
+    assert Memory(zk_home).store.get(note_id) is not None  # not deleted behind an error
