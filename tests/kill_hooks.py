@@ -52,9 +52,9 @@ def install(spec: str) -> None:
 
     def commit(kind: str, method):
         def wrapped(self, *args, **kwargs):
-            write = Store._write
+            write = Store.guarded_write
 
-            def _write(store, action):  # inside the write lock, around the LanceDB commit itself
+            def guarded_write(store, action):  # inside the write lock, around the LanceDB commit itself
                 reached(f"{kind}-before")
                 if point == f"{kind}-during":
                     seen["n"] += 1
@@ -63,11 +63,11 @@ def install(spec: str) -> None:
                 write(store, action)
                 reached(f"{kind}-after")
 
-            Store._write = _write
+            Store.guarded_write = guarded_write
             try:
                 return method(self, *args, **kwargs)
             finally:
-                Store._write = write
+                Store.guarded_write = write
         return wrapped
 
     Store.add = commit("add", Store.add)

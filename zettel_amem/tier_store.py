@@ -78,13 +78,18 @@ class TierStore:
     def _table(self, name: str, create: bool = False):
         if name not in self._tables:
             db = self.store.db
-            if name not in db.list_tables().tables:
+            try:
+                if name not in db.list_tables().tables:
+                    raise LookupError(name)
+                table = db.open_table(name)
+            except (LookupError, ValueError):  # absent, or another process is creating it right now
                 if not create:
-                    return None
-                with self.store.write_lock():
+                    return None  # nothing stored in it yet, as far as this read is concerned
+                with self.store.write_lock():  # creation happens under the lock: after it, it is complete
                     if name not in db.list_tables().tables:
                         self.store.record(name, db.create_table(name, schema=_schema(name, self.store.dim)))
-            self._tables[name] = db.open_table(name)
+                    table = db.open_table(name)
+            self._tables[name] = table
         return self._tables[name]
 
     # -- generic rows -----------------------------------------------------------------------------
