@@ -3,6 +3,8 @@ the real CLI in this process (tests/harness.py has the subprocess side)."""
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from tests.fake_llm import EvolvingFakeLLM, FakeLLM
@@ -38,7 +40,11 @@ def zk(zk_home, embedder, capsys, monkeypatch):
 
     monkeypatch.setattr(zettel_amem.embed, "load_embedder", lambda *args, **kwargs: embedder)
 
+    untouched = sys.stdin  # pytest's own: reading it fails. A test that installs its own stdin keeps it.
+
     def zk(*args: str, stdin: bytes | str | None = None, check: bool = False) -> Result:
+        if stdin is None and sys.stdin is untouched:
+            stdin = b""  # as when nothing is piped in: empty, and not a terminal (`zk add -` reads nothing)
         return run_in_process(list(args), capsys, monkeypatch, stdin, check)
 
     return zk

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.harness import FAKE_MODEL, modules_after_help, one_line
@@ -217,6 +217,7 @@ def test_missing_and_corrupt_model_files_and_bad_store_paths(zk, tmp_path, monke
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=st.text(min_size=0, max_size=300))
+@example(text="-")  # reads standard input: nothing piped in is an empty note, one line
 def test_any_text_is_stored_exactly_or_refused_in_one_line(text, zk, zk_home):
     code, out, err = zk("add", "--json", "--", text)
     if code == 0:
