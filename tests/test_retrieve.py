@@ -5,27 +5,23 @@ from __future__ import annotations
 from zettel_amem.models import Note
 from zettel_amem.retrieve import (
     Hit,
-    KeywordIndex,
     Signal,
     expand,
     fuse,
     fuse_signals,
     render_for_context,
     smooth_by_session,
-    tokens,
 )
-from zettel_amem.text import estimate_tokens
+from zettel_amem.text import estimate_tokens, keyword_terms
 
 
 def make(i: str, content: str, links=()) -> Note:
     return Note(id=i * 32, content=content, at=f"2026-03-0{len(i)}T08:00", links=list(links))
 
 
-def test_korean_keyword_matches_inside_words():
-    notes = [make("a", "토요일 달리기 이후로 무릎이 아파서 멈췄다."), make("b", "회사 근처 헬스장 등록")]
-    ranked = KeywordIndex(notes).rank("무릎", 5)
-    assert [n.id for n, _ in ranked] == [notes[0].id]
-    assert "무릎" in tokens("무릎이")
+def test_korean_keyword_terms_find_a_word_inside_an_inflected_one():
+    assert "무릎" in keyword_terms("무릎이")
+    assert "무릎" in keyword_terms("무릎")  # a two-syllable query is its own term
 
 
 def test_fusion_prefers_notes_found_by_both():
@@ -102,16 +98,29 @@ def test_search_through_memory_expands_links_both_ways(memory, fake_llm):
     assert len(ids) == len(set(ids))
 
 
-def test_keyword_index_is_reused_but_sees_other_writers(memory, zk_home, embedder):
+def test_keyword_index_sees_other_writers_and_upkeep(memory, zk_home, embedder):
+    """The full-text index lives in the store: a note written by another process is found at once (before
+    any index update), still after `maintain` folds it into the index, and never after `zk rm`."""
     from zettel_amem.memory import Memory
 
     memory.add("alpha knee note", "2026-03-01")
     assert [h.note.content for h in memory.search("knee", use_vector=False)] == ["alpha knee note"]
-    index = memory.searcher.keyword_index()
-    assert memory.searcher.keyword_index() is index  # same store version: no rebuild
-    Memory(zk_home, embedder=embedder).add("beta knee story", "2026-03-02")  # another process, in effect
+    other = Memory(zk_home, embedder=embedder)  # another process, in effect
+    beta = other.add("beta knee story", "2026-03-02")
     found = {h.note.content for h in memory.search("knee", use_vector=False)}
     assert found == {"alpha knee note", "beta knee story"}
+    assert other.store.maintain(force=True)
+    assert {h.note.content for h in memory.search("knee", use_vector=False)} == found
+    other.remove(beta.id)
+    assert [h.note.content for h in memory.search("knee", use_vector=False)] == ["alpha knee note"]
+
+
+def test_korean_keyword_search_finds_the_word_inside_an_inflected_one(memory):
+    knee = memory.add("토요일 달리기 이후로 무릎이 아파서 멈췄다.", "2026-03-28")
+    memory.add("회사 근처 헬스장 등록", "2026-03-29")
+    for _ in range(2):  # before and after the rows are folded into the index
+        assert [h.note.id for h in memory.search("무릎", use_vector=False, follow_links=False)] == [knee.id]
+        memory.store.maintain(force=True)
 
 
 def test_filler_is_not_a_vector_hit(memory):

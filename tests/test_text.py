@@ -33,7 +33,7 @@ def test_decomposed_hangul_is_cut_on_syllables_and_matches_composed_text():
     import unicodedata
 
     from zettel_amem.memory import content_hash
-    from zettel_amem.retrieve import tokens
+    from zettel_amem.text import keyword_terms as tokens
 
     composed = "무릎이 아프다"
     decomposed = unicodedata.normalize("NFD", composed)

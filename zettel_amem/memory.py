@@ -28,7 +28,7 @@ from .models import PENDING, REVERTIBLE, Note, ProcessResult, journal_period, no
 from .pipeline import Pipeline
 from .prompts import Prompts
 from .retrieve import Hit
-from .search import Searcher, has_tag
+from .search import Searcher
 from .store import Store
 from .text import has_control_chars, has_lone_surrogate, hashtags, nfc, one_line, tag_key
 
@@ -262,8 +262,8 @@ class Memory:
     def status(self) -> dict:
         """`zk status`: where the data lives, how many notes, how much work is queued, which models."""
         return {"home": str(self.home), "notebook": self.notebook, "notes": self.store.count(self.notebook),
-                "pending": len(self.pending_ids()),  # this notebook's; "queue" is the worker's, all notebooks
-                "queue": len(self.pending_ids(all_notebooks=True)), "all_notes": self.store.count(),
+                "pending": self.store.count(self.notebook, unfinished=True),  # "queue": the worker's, all notebooks
+                "queue": self.store.count(unfinished=True), "all_notes": self.store.count(),
                 "embedder": self.store.embedder_name, "llm": self.settings.llm_model}
 
     def backlinks(self, note_id: str) -> list[str]:
@@ -290,12 +290,10 @@ class Memory:
         """Notes newest first; `tag`: only those carrying that #tag of the user's (any case, "#" optional)."""
         if limit is not None and limit < 1:
             raise ZkError("the limit must be at least 1")
-        notes = self.store.notes(self.notebook, since=parse_when(since, "since") if since else None,
-                                 until=parse_when(until, "until") if until else None, tagged=tag is not None)
-        if tag is not None:
-            notes = [n for n in notes if has_tag(n, tag)]
-        notes.sort(key=lambda n: (n.at, n.created, n.seq), reverse=True)
-        return notes[:limit] if limit else notes
+        key = tag_key(tag) if tag is not None else None
+        return self.store.newest(self.notebook, limit, since=parse_when(since, "since") if since else None,
+                                 until=parse_when(until, "until") if until else None,
+                                 keep=None if key is None else lambda tags: any(tag_key(t) == key for t in tags))
 
     def tag_counts(self) -> list[dict]:
         """The user's #tags in this notebook: tag (its first spelling), number of notes, last used; most

@@ -38,8 +38,7 @@ class Pipeline:
 
     def pending_ids(self, all_notebooks: bool = False) -> list[str]:
         """Notes with LLM work left, oldest first (the background worker serves every notebook)."""
-        rows = self.memory.store.notes(None if all_notebooks else self.memory.notebook, unfinished=True)
-        return [n.id for n in sorted(rows, key=lambda n: (n.created, n.at, n.seq))]
+        return self.memory.store.unfinished_ids(None if all_notebooks else self.memory.notebook)
 
     def process(self, note_id: str, guard: Callable[[], AbstractContextManager] = nullcontext) -> ProcessResult:
         """Construct, link and evolve one note. Safe to call again after a crash at any point.

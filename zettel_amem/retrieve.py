@@ -3,6 +3,7 @@
 - Signals: the raw words are first-class, what the LLM added is indexed *beside* them, never instead:
   BM25 over the raw words (speaker + content) and cosine over their embedding, plus, with a smaller
   weight, BM25 over the enrichment (keywords, tags, context) and cosine over the full A-MEM embedding.
+  The BM25 and vector indexes live in the store (store.py); this module only fuses what they rank.
   Hangul is indexed as whole runs plus character bigrams, so "무릎" matches "무릎이".
 - Fusion: weighted reciprocal-rank fusion (RRF), which needs no score calibration between signals. An
   enrichment signal only ever *adds* to a note's score: poor enrichment cannot push a note below its
@@ -25,67 +26,15 @@ from datetime import date
 
 from .models import Note
 from .relative_dates import dated_phrases, day_text
-from .text import estimate_tokens, nfc, one_line, romanise
+from .text import KEYWORD_STOP_WORDS, WORD, estimate_tokens, one_line, romanise
 
 RRF_K = 60
-_WORD = re.compile(r"[0-9a-z]+|[\uac00-\ud7a3]+|[\u4e00-\u9fff\u3040-\u30ff]", re.IGNORECASE)
-_STOP = {"the", "a", "an", "and", "or", "of", "to", "in", "on", "at", "is", "was", "what", "how", "did",
-         "do", "my", "i", "me", "with", "for", "it", "this", "that", "about", "happened", "are", "be"}
-# Chat filler that says nothing about a topic (L0 hints only; note search keeps its own list above).
+# Chat filler that says nothing about a topic (L0 hints only; note search keeps text.KEYWORD_STOP_WORDS).
 _FILLER = {"does", "will", "would", "can", "could", "you", "your", "we", "our", "now", "so", "then", "just",
            "any", "anything", "again", "still", "tell", "know", "think", "there", "where", "when", "which", "who",
            "그거", "그게", "이거", "이게", "저거", "그건", "어떻게", "됐어", "됐어요", "뭐", "뭐야", "뭐였지", "말이야",
            "그래서", "근데", "그럼", "혹시", "좀", "다시", "아까", "이제", "그", "이", "저", "어", "음", "있어", "없어",
            "했어", "할까", "알려줘", "어때", "어디", "언제", "누구", "왜"}
-
-
-def tokens(text: str, romanised: bool = False) -> list[str]:
-    """Lower-cased words minus stop words; Hangul runs also as character bigrams (and, with
-    `romanised`, in Latin letters, so "온비서" meets "Onbiseo")."""
-    out: list[str] = []
-    for match in _WORD.finditer(nfc(text).lower()):
-        word = match.group()
-        if word in _STOP:
-            continue
-        out.append(word)
-        if "\uac00" <= word[0] <= "\ud7a3":
-            if len(word) > 2:
-                out.extend(word[i:i + 2] for i in range(len(word) - 1))
-            if romanised:
-                out.append(romanise(word))
-    return out
-
-
-class BM25:
-    """Okapi BM25 over a small in-memory corpus (rebuilt per query; fine up to ~10^5 notes)."""
-
-    def __init__(self, docs: Sequence[list[str]], k1: float = 1.2, b: float = 0.75):
-        self.k1, self.b = k1, b
-        self.tfs = [Counter(d) for d in docs]
-        self.lengths = [len(d) for d in docs]
-        self.avg = (sum(self.lengths) / len(docs)) if docs else 0.0
-        df: Counter[str] = Counter()
-        for tf in self.tfs:
-            df.update(tf.keys())
-        n = len(docs)
-        self.idf = {t: math.log(1 + (n - f + 0.5) / (f + 0.5)) for t, f in df.items()}
-
-    def scores(self, query: list[str]) -> list[float]:
-        out = []
-        for tf, length in zip(self.tfs, self.lengths):
-            score = 0.0
-            for term in query:
-                f = tf.get(term)
-                if f:
-                    norm = 1 - self.b + self.b * length / (self.avg or 1)
-                    score += self.idf[term] * f * (self.k1 + 1) / (f + self.k1 * norm)
-            out.append(score)
-        return out
-
-
-def index_text(note: Note) -> str:
-    """The raw words the keyword index sees (the speaker's name included: "what did Gina say")."""
-    return " ".join([note.speaker or "", note.content])
 
 
 @dataclass
@@ -161,32 +110,6 @@ def smooth_by_session(hits: list[Hit], windows: dict[str, list[Note]], weights: 
     return sorted(out.values(), key=lambda h: (-h.score, h.note.at))
 
 
-class KeywordIndex:
-    """BM25 over a fixed set of notes, built once per store version and reused across queries: one index
-    over the raw words, one over what the LLM added (only notes that have some)."""
-
-    def __init__(self, notes: list[Note]):
-        self.notes = notes
-        self.bm25 = BM25([tokens(index_text(n)) for n in notes]) if notes else None
-        self.enriched = [n for n in notes if n.enrichment_text()]
-        self.enriched_bm25 = BM25([tokens(n.enrichment_text()) for n in self.enriched]) if self.enriched else None
-
-    def rank(self, query: str, limit: int) -> list[tuple[Note, float]]:
-        return self._rank(self.bm25, self.notes, query, limit)
-
-    def rank_enrichment(self, query: str, limit: int) -> list[tuple[Note, float]]:
-        return self._rank(self.enriched_bm25, self.enriched, query, limit)
-
-    @staticmethod
-    def _rank(bm25: BM25 | None, notes: list[Note], query: str, limit: int) -> list[tuple[Note, float]]:
-        query_tokens = tokens(query)
-        if not query_tokens or bm25 is None:
-            return []
-        scores = bm25.scores(query_tokens)
-        ranked = sorted((pair for pair in zip(notes, scores) if pair[1] > 0), key=lambda p: -p[1])
-        return ranked[:limit]
-
-
 class CoverageIndex:
     """How much of a query a document covers, in [0, 1], comparable across queries (unlike BM25).
 
@@ -210,9 +133,9 @@ class CoverageIndex:
     def words(text: str) -> list[str]:
         """Whole words minus stop words and filler; a plural/3rd-person "s" dropped ("uses" = "use")."""
         out = []
-        for match in _WORD.finditer(text.lower()):
+        for match in WORD.finditer(text.lower()):
             word = match.group()
-            if word in _STOP or word in _FILLER:
+            if word in KEYWORD_STOP_WORDS or word in _FILLER:
                 continue
             if len(word) > 3 and word.endswith("s") and not word.endswith("ss") and word.isascii():
                 word = word[:-1]

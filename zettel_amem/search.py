@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 from .errors import InvalidInput
 from .models import Note
-from .retrieve import Hit, KeywordIndex, Signal, expand, fuse_signals, smooth_by_session
-from .text import is_trivial, tag_key
+from .retrieve import Hit, Signal, expand, fuse_signals, smooth_by_session
+from .text import is_trivial, keyword_terms, tag_key
 
 if TYPE_CHECKING:  # search reads a Memory's parts; it never imports Memory at run time
     from .memory import Memory
@@ -22,19 +22,15 @@ def has_tag(note: Note, tag: str) -> bool:
 
 
 class Searcher:
-    """`Memory.search` and the parts the benchmark tunes (`signals`). Keeps the notebook's BM25 index
-    between searches of one process."""
+    """`Memory.search` and the parts the benchmark tunes (`signals`)."""
 
     def __init__(self, memory: Memory):
         self.memory = memory
-        self._keyword_index: tuple[tuple[str, int], KeywordIndex] | None = None
 
-    def keyword_index(self) -> KeywordIndex:
-        """The notebook's BM25 index, rebuilt only when the table has a new version."""
-        key = (self.memory.notebook, self.memory.store.table.version)
-        if self._keyword_index is None or self._keyword_index[0] != key:
-            self._keyword_index = (key, KeywordIndex(self.memory.store.notes(self.memory.notebook)))
-        return self._keyword_index[1]
+    def _keyword_ranked(self, query: str, pool: int, column: str, tagged: bool = False) -> list[tuple[Note, float]]:
+        """BM25 over the store's full-text index of `column`, on the same terms the index holds."""
+        return self.memory.store.keyword_search(keyword_terms(query), pool, self.memory.notebook, column=column,
+                                                tagged=tagged)
 
     def _vector_ranked(self, vector, pool: int, column: str, tagged: bool = False, enriched: bool = False
                        ) -> list[tuple[Note, float]]:
@@ -53,17 +49,17 @@ class Searcher:
         """The ranked lists search fuses: raw words (vector, keywords) and, beside them, the enrichment.
         `tagged`: the vector searches read only notes with #tags of the user's."""
         weight = self.memory.settings.search_enrichment_weight if use_enrichment else 0.0
-        index = self.keyword_index() if use_keywords else None
         vector = self.memory.embedder.embed_query(query) if use_vector else None
         out = []
         if vector is not None:
             out.append(Signal("vector", self._vector_ranked(vector, pool, "raw_vector", tagged)))
-        if index is not None:
-            out.append(Signal("keywords", index.rank(query, pool)))
+        if use_keywords:
+            out.append(Signal("keywords", self._keyword_ranked(query, pool, "terms", tagged)))
         if weight > 0 and vector is not None:
             out.append(Signal("enriched-vector", self._vector_ranked(vector, pool, "vector", tagged, True), weight))
-        if weight > 0 and index is not None:
-            out.append(Signal("enriched-keywords", index.rank_enrichment(query, pool), weight))
+        if weight > 0 and use_keywords:
+            out.append(Signal("enriched-keywords", self._keyword_ranked(query, pool, "enrichment_terms", tagged),
+                              weight))
         return out
 
     def session_windows(self, notes: list[Note], radius: int) -> dict[str, list[Note]]:

@@ -13,6 +13,7 @@ Every listing method takes the notebook it reads (None: every notebook, only for
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -20,9 +21,17 @@ from typing import Any
 from .database import SCHEMA_VERSION, Database, all_of, in_list, lance_message, sql_str
 from .errors import AmbiguousId, InvalidInput, NotFound, StoreDamaged, ZkError
 from .models import PENDING, READY, SHORT_ID, Note
-from .text import hashtags
+from .text import hashtags, keyword_terms
 
 NOTES = "notes"
+KEYWORD_COLUMNS = ("terms", "enrichment_terms")  # full-text (BM25) indexes over text.keyword_terms
+# Scalar indexes: id and hash lookups, a session's turns, backlinks (which notes list an id in `links`).
+SCALAR_INDEXES = {"id": "BTREE", "session_id": "BTREE", "content_hash": "BTREE", "links": "LABEL_LIST"}
+VECTOR_COLUMNS = ("raw_vector", "vector")
+VECTOR_INDEX_MIN_ROWS = 50_000  # below this an exact search is fast enough (docs/benchmarks.md, bench.scale)
+VECTOR_INDEX_GROWTH = 4  # retrain a vector index once the table has grown this many times since it was built
+FRAGMENTS_BEFORE_COMPACTION = 16  # each single `zk add` writes one
+ANN_NPROBES, ANN_REFINE = 20, 4  # recall >= 0.95 at 10 against exact search (bench.scale)
 _HEX = re.compile(r"^[0-9a-f]{1,32}$")
 
 # Columns read when the vector is not needed (listing, keyword search, rendering).
@@ -56,6 +65,9 @@ def _arrow_schema(dim: int):
         pa.field("content_hash", pa.string()),
         pa.field("error", pa.string()),
         pa.field("user_tags", pa.list_(pa.string())),
+        # The keyword index's terms (text.keyword_terms, space-joined): raw words, and what the LLM added.
+        pa.field("terms", pa.string()),
+        pa.field("enrichment_terms", pa.string()),
         pa.field("vector", pa.list_(pa.float32(), dim)),
         pa.field("raw_vector", pa.list_(pa.float32(), dim)),
     ])
@@ -69,6 +81,8 @@ def note_to_row(note: Note) -> dict[str, Any]:
         "history": Note.history_to_json(note.history), "notebook": note.notebook, "kind": note.kind,
         "session_id": note.session_id, "speaker": note.speaker, "seq": note.seq, "source": note.source,
         "content_hash": note.content_hash, "error": note.error, "user_tags": list(note.user_tags),
+        "terms": " ".join(keyword_terms(f"{note.speaker or ''} {note.content}")),  # "what did Gina say"
+        "enrichment_terms": " ".join(keyword_terms(note.enrichment_text())),
         "vector": _floats(note.vector),
         # A note written before enrichment has one embedding, of its raw words: both columns hold it.
         "raw_vector": _floats(note.raw_vector if note.raw_vector is not None else note.vector),
@@ -95,11 +109,19 @@ def row_to_note(row: dict[str, Any]) -> Note:
     )
 
 
+class _NoStats:
+    num_unindexed_rows = 0
+
+
+_NO_STATS = _NoStats()
+
+
 class Store(Database):
     """The notes table of one home (the database's meta file, lock and guards come from `Database`)."""
 
     def __init__(self, home: Path, embedder_name: str, dim: int):
         super().__init__(home, embedder_name, dim)
+        self._vector_indexes: tuple[int, dict[str, int]] | None = None  # (table version, what it has)
         self._open()
 
     def _open(self) -> None:
@@ -116,6 +138,8 @@ class Store(Database):
                 with self.write_lock(check=False):  # only a new store takes the lock to open: reads work read-only
                     if NOTES not in self.db.list_tables().tables:
                         self.db.create_table(NOTES, schema=_arrow_schema(self.dim))
+                        self.table = self.db.open_table(NOTES)
+                        self._ensure_indexes()
                     if not meta:
                         self._write_meta()
             self.table = self.db.open_table(NOTES)
@@ -154,6 +178,13 @@ class Store(Database):
                 rows = [note_to_row(n) for n in tagged if n.user_tags]
                 if rows:
                     self.guarded_write(lambda: self.table.merge_insert("id").when_matched_update_all().execute(rows))
+            if "terms" in missing:  # v2 -> v3: every note's keyword terms, written once; then the indexes
+                every = [row_to_note(r) for r in self._query(None)]
+                for start in range(0, len(every), 5000):
+                    rows = [note_to_row(n) for n in every[start:start + 5000]]
+                    self.guarded_write(
+                        lambda rows=rows: self.table.merge_insert("id").when_matched_update_all().execute(rows))
+            self._ensure_indexes()
             self._write_meta()
             self.record(NOTES, self.table)
 
@@ -188,6 +219,67 @@ class Store(Database):
             with self.write_lock():
                 self.guarded_write(lambda: self.table.delete(in_list("id", ids)))
                 self.record(NOTES, self.table)
+
+    # -- indexes and upkeep -------------------------------------------------------------------------
+    def _ensure_indexes(self) -> None:
+        """Create every full-text and scalar index the table lacks (the caller holds the write lock). An
+        index covers the rows it was built or last optimised over; LanceDB reads newer rows exactly, so a
+        note is found the moment it is written, and `maintain` folds it into the index later."""
+        have = {column for index in self.table.list_indices() for column in index.columns}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # lancedb 0.40's create_index() takes no FTS/scalar config yet
+            for column in KEYWORD_COLUMNS:
+                if column not in have:  # the terms are ours already: split on spaces, change nothing
+                    self.guarded_write(lambda c=column: self.table.create_fts_index(
+                        c, use_tantivy=False, base_tokenizer="whitespace", lower_case=False, stem=False,
+                        remove_stop_words=False, ascii_folding=False, max_token_length=None, with_position=False))
+            for column, kind in SCALAR_INDEXES.items():
+                if column not in have:
+                    self.guarded_write(lambda c=column, k=kind: self.table.create_scalar_index(c, index_type=k))
+
+    def vector_indexes(self) -> dict[str, int]:
+        """Vector column -> the row count its ANN index was trained on (recorded in the index's name)."""
+        version = self.table.version
+        if self._vector_indexes is not None and self._vector_indexes[0] == version:
+            return self._vector_indexes[1]
+        out = {}
+        for index in self.table.list_indices():
+            if index.columns and index.columns[0] in VECTOR_COLUMNS and index.name.rsplit("_", 1)[-1].isdigit():
+                out[index.columns[0]] = int(index.name.rsplit("_", 1)[-1])
+        self._vector_indexes = (version, out)
+        return out
+
+    def maintain(self, force: bool = False, vector_min_rows: int = VECTOR_INDEX_MIN_ROWS) -> list[str]:
+        """The worker's idle work, never done inside `zk add`: merge the small fragments many single adds
+        leave, fold new rows into every index, and build (or, after 4x growth, retrain) an ANN index on
+        each vector column once the table has `vector_min_rows` notes. Returns what it did."""
+        done: list[str] = []
+        with self.write_lock():
+            self._ensure_indexes()
+            rows = self.table.count_rows()
+            trained = self.vector_indexes()
+            for column in VECTOR_COLUMNS:
+                if rows >= vector_min_rows and (column not in trained or rows >= VECTOR_INDEX_GROWTH * trained[column]):
+                    self._build_vector_index(column, rows)
+                    done.append(f"vector index on {column} ({rows} rows)")
+            fragments = self.table.stats()["fragment_stats"]["num_fragments"]
+            unindexed = any((self.table.index_stats(i.name) or _NO_STATS).num_unindexed_rows
+                            for i in self.table.list_indices())
+            self.record(NOTES, self.table)
+        if force or unindexed or fragments >= FRAGMENTS_BEFORE_COMPACTION:
+            self.optimize(NOTES, self.table)  # takes the write lock itself
+            done.append(f"compacted {fragments} fragment(s), indexes brought up to date")
+        return done
+
+    def _build_vector_index(self, column: str, rows: int) -> None:
+        """IVF partitions of ~1,000 rows with an HNSW graph and 8-bit scalar quantisation in each: recall
+        against exact search >= 0.95 at 10 on LoCoMo text (bench.scale), milliseconds at 10^5-10^6 rows."""
+        for index in self.table.list_indices():
+            if index.columns and index.columns[0] == column:
+                self.guarded_write(lambda name=index.name: self.table.drop_index(name))
+        self.guarded_write(lambda: self.table.create_index(
+            metric="cosine", vector_column_name=column, index_type="IVF_HNSW_SQ",
+            num_partitions=max(1, rows // 1000), name=f"{column}_ann_{rows}"))
 
     # -- reads: filters are private to this class ---------------------------------------------------
     def _query(self, where: str | None, columns: list[str] | None = None, limit: int | None = None
@@ -224,8 +316,36 @@ class Store(Database):
             "array_length(user_tags) > 0" if tagged else None,
             f"status != {sql_str(READY)}" if unfinished else None), with_vector)
 
-    def count(self, notebook: str | None = None) -> int:
-        where = all_of(notebook)
+    def newest(self, notebook: str, limit: int | None, *, since: str | None = None, until: str | None = None,
+               tagged: bool = False, keep=None) -> list[Note]:
+        """The `limit` newest notes (by `at`, then creation and position), newest first. Only the ordering
+        columns of the matching rows are read, then the whole rows of the few shown. `keep(user_tags)`:
+        a last test on each note's #tags (a case-insensitive tag match)."""
+        where = all_of(notebook, since and f"at >= {sql_str(since)}", until and f"at < {sql_str(until)}",
+                       "array_length(user_tags) > 0" if tagged or keep else None)
+        columns = ["id", "at", "created", "seq", *(["user_tags"] if keep else [])]
+        rows = [r for r in self._query(where, columns) if keep is None or keep(r["user_tags"] or [])]
+        rows.sort(key=lambda r: (r["at"] or "", r["created"] or "", r["seq"] or 0), reverse=True)
+        ids = [r["id"] for r in rows[:limit] if r["id"]] if limit else [r["id"] for r in rows]
+        found = self.get_many(ids)
+        return [found[i] for i in ids if i in found]
+
+    def count_by(self, column: str, notebook: str | None = None) -> dict[str, int]:
+        """How many notes hold each value of a plain column (`status`, `kind`): one column read."""
+        counts: dict[str, int] = {}
+        for row in self._query(all_of(notebook), [column]):
+            counts[row[column]] = counts.get(row[column], 0) + 1
+        return dict(sorted(counts.items()))
+
+    def unfinished_ids(self, notebook: str | None = None) -> list[str]:
+        """Ids of the notes with LLM work left (not `ready`), oldest first; only the ordering columns are read."""
+        rows = self._query(all_of(notebook, f"status != {sql_str(READY)}"), ["id", "created", "at", "seq"])
+        return [r["id"] for r in sorted(rows, key=lambda r: (r["created"] or "", r["at"] or "", r["seq"] or 0))]
+
+    def count(self, notebook: str | None = None, unfinished: bool = False) -> int:
+        """Rows of a notebook (None: all); `unfinished`: only those with LLM work left. Read from the
+        table's metadata and one column, never the rows."""
+        where = all_of(notebook, f"status != {sql_str(READY)}" if unfinished else None)
         return self.guarded_read(lambda: self.table.count_rows(where) if where else self.table.count_rows())
 
     def resolve(self, prefix: str, notebook: str | None = None) -> str:
@@ -302,7 +422,7 @@ class Store(Database):
 
     # -- links ------------------------------------------------------------------------------------
     def backlinks(self, note_id: str) -> list[str]:
-        rows = self._query(f"array_has(links, {sql_str(note_id)})", ["id", "at"])
+        rows = self._query(f"array_has_any(links, make_array({sql_str(note_id)}))", ["id", "at"])  # indexed
         return [r["id"] for r in sorted(rows, key=lambda r: r["at"])]
 
     def backlinks_many(self, note_ids: list[str]) -> dict[str, list[str]]:
@@ -310,15 +430,33 @@ class Store(Database):
         if not note_ids:
             return {}
         wanted = set(note_ids)
-        # A long id list makes a huge filter: then one scan of the linking notes is cheaper.
-        where = ("array_length(links) > 0" if len(wanted) > 200 else
-                 "array_has_any(links, make_array(" + ", ".join(sql_str(i) for i in wanted) + "))")
+        # The links index answers array_has_any; a very long id list makes a huge filter, so it goes in chunks.
+        ordered = sorted(wanted)
+        rows = [row for start in range(0, len(ordered), 200) for row in self._query(
+            "array_has_any(links, make_array(" + ", ".join(sql_str(i) for i in ordered[start:start + 200]) + "))",
+            ["id", "at", "links"])]
         out: dict[str, list[str]] = {i: [] for i in note_ids}
-        for row in sorted(self._query(where, ["id", "at", "links"]), key=lambda r: r["at"]):
+        for row in sorted({r["id"]: r for r in rows}.values(), key=lambda r: r["at"]):
             for target in row["links"] or []:
                 if target in wanted:
                     out[target].append(row["id"])
         return out
+
+    # -- keywords ---------------------------------------------------------------------------------
+    def keyword_search(self, terms: list[str], k: int, notebook: str | None = None, *,
+                       column: str = "terms", tagged: bool = False) -> list[tuple[Note, float]]:
+        """Top-k by BM25 over the full-text index of `column` ("terms": the raw words; "enrichment_terms":
+        what the LLM added), for query terms from `text.keyword_terms`. Best first; only positive scores."""
+        if not terms:
+            return []
+        where = all_of(notebook, "array_length(user_tags) > 0" if tagged else None,
+                       f"{column} != ''" if column != "terms" else None)
+        query = self.table.search(" ".join(terms), query_type="fts", fts_columns=column) \
+            .select([*TEXT_COLUMNS, "_score"])
+        if where:
+            query = query.where(where, prefilter=True)
+        rows = self.guarded_read(lambda: query.limit(k).to_list())
+        return [(row_to_note(r), float(r["_score"])) for r in rows if r["_score"] > 0]
 
     # -- vectors ----------------------------------------------------------------------------------
     def nearest(self, vector, k: int, notebook: str | None = None, *, column: str = "vector",
@@ -337,6 +475,8 @@ class Store(Database):
             .select([*TEXT_COLUMNS, "_distance"])
         if where:
             query = query.where(where, prefilter=True)
+        if column in self.vector_indexes():  # probe enough partitions, re-rank on the full vectors
+            query = query.nprobes(ANN_NPROBES).refine_factor(ANN_REFINE)
         rows = self.guarded_read(lambda: query.limit(k).to_list())
         return [(row_to_note(r), 1.0 - float(r["_distance"])) for r in rows]
 

@@ -177,3 +177,28 @@ def hashtags(text: str) -> list[str]:
 def tag_key(tag: str) -> str:
     """How user tags compare: "#Running", "running" and "RUNNING" are one tag."""
     return nfc(tag.strip().lstrip("#")).casefold()
+
+
+# -- keyword terms: what the full-text index stores and what a query is matched on ---------------------
+WORD = re.compile(r"[0-9a-z]+|[\uac00-\ud7a3]+|[\u4e00-\u9fff\u3040-\u30ff]", re.IGNORECASE)
+KEYWORD_STOP_WORDS = {
+    "the", "a", "an", "and", "or", "of", "to", "in", "on", "at", "is", "was", "what", "how", "did", "do", "my",
+    "i", "me", "with", "for", "it", "this", "that", "about", "happened", "are", "be"}
+
+
+def keyword_terms(text: str, romanised: bool = False) -> list[str]:
+    """Lower-cased words minus stop words; Hangul runs also as character bigrams, so "무릎" meets "무릎이"
+    (and, with `romanised`, in Latin letters, so "온비서" meets "Onbiseo"). The store indexes these terms
+    (space-joined, whitespace-tokenized) and a query is matched on the same terms."""
+    out: list[str] = []
+    for match in WORD.finditer(nfc(text).lower()):
+        word = match.group()
+        if word in KEYWORD_STOP_WORDS:
+            continue
+        out.append(word)
+        if "\uac00" <= word[0] <= "\ud7a3":
+            if len(word) > 2:
+                out.extend(word[i:i + 2] for i in range(len(word) - 1))
+            if romanised:
+                out.append(romanise(word))
+    return out

@@ -70,7 +70,6 @@ class Tiers:
     def stats(self) -> dict:
         """Counts of every tier in this notebook, and how `zk context` has been doing."""
         notebook = self.memory.notebook
-        notes = self.memory.store.notes(notebook)
         episodes = self.store.episodes(notebook)
         entities = self.store.entities(notebook)
         relations = self.store.relations(notebook)
@@ -78,7 +77,7 @@ class Tiers:
                                  for k in sorted({getattr(r, attr) for r in rows})}
         return {
             "notebook": notebook,
-            "notes": {"total": len(notes), **by(notes, "status")},
+            "notes": {"total": self.memory.store.count(notebook), **self.memory.store.count_by("status", notebook)},
             "episodes": {"total": len(episodes), **by(episodes, "status")},
             "entities": {"total": len(entities), "merged": sum(1 for e in entities if e.merged_into)},
             "relations": {"total": len(relations), "current": sum(1 for r in relations if r.invalid_from is None)},

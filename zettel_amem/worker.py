@@ -121,6 +121,7 @@ def drain(memory, on_progress: Callable[[ProcessResult, int, int], None] | None 
                 then()
         if not [i for i in memory.pending_ids(all_notebooks=True) if i not in failed] and not (
                 more_work is not None and more_work()):
+            memory.store.maintain()  # idle now: merge the fragments single adds left, bring the indexes up to date
             return results
 
 
