@@ -32,10 +32,10 @@ def test_newer_schema_is_refused_and_older_schema_is_migrated(zk_home, embedder,
     # An "old" store: written before the error/speaker columns existed, schema version 0.
     old_home = tmp_path / "old"
     db = lancedb.connect(str(old_home / "lancedb"))
-    fields = [f for f in memory.store.table.schema if f.name not in ("error", "speaker")]
+    dropped = ("error", "speaker", "terms", "enrichment_terms")  # the old store has no keyword terms either
+    fields = [f for f in memory.store.table.schema if f.name not in dropped]
     table = db.create_table("notes", schema=pa.schema(fields))
-    row = {k: v for k, v in note_to_row(memory.store.notes(with_vector=True)[0]).items()
-           if k not in ("error", "speaker")}
+    row = {k: v for k, v in note_to_row(memory.store.notes(with_vector=True)[0]).items() if k not in dropped}
     table.add([row])
     (old_home / "meta.json").write_text(json.dumps({"schema_version": 0, "embedder": "e5-small", "dim": 384}))
     migrated = Memory(old_home, embedder=embedder)
@@ -44,6 +44,23 @@ def test_newer_schema_is_refused_and_older_schema_is_migrated(zk_home, embedder,
     assert json.loads((old_home / "meta.json").read_text())["schema_version"] >= 1
     migrated.add("after migration", "2026-03-02")
     assert len(migrated.store.notes()) == 2
+    # The migration wrote the old note's keyword terms and built the full-text index over them.
+    assert [h.note.content for h in migrated.search("hello", use_vector=False)] == ["hello"]
+
+
+def test_a_cold_start_does_not_import_lancedbs_rest_client(zk, zk_home):
+    """`zk search` on a local store never loads the REST endpoints of LanceDB namespaces (half its cold
+    start); the client still loads in full the first time something asks the package for a name."""
+    import subprocess
+    import sys
+
+    zk("add", "knee hurts after the long run")
+    code = ("import sys; from zettel_amem.memory import Memory; m = Memory(sys.argv[1]); "
+            "print(len(m.search('knee', use_vector=False)), 'lance_namespace_urllib3_client.api' in sys.modules); "
+            "from lance_namespace_urllib3_client import ApiClient; print(ApiClient.__name__)")
+    out = subprocess.run([sys.executable, "-c", code, str(zk_home)], capture_output=True, text=True, check=True,
+                         env={**os.environ, "ZK_NO_WORKER": "1"}).stdout.split()
+    assert out == ["1", "False", "ApiClient"]
 
 
 def newest_data_file(table_dir: Path) -> Path:

@@ -25,12 +25,45 @@ from typing import Any
 
 from .errors import StoreBusy, StoreDamaged, ZkError, ZkWarning
 
-SCHEMA_VERSION = 2  # 2: raw_vector (the raw words' embedding beside the enriched one), user_tags (#tags)
+SCHEMA_VERSION = 3  # 2: raw_vector (the raw words' embedding beside the enriched one), user_tags (#tags);
+#                   3: terms, enrichment_terms (the full-text index's words) and the indexes
 _U64 = (1 << 64) - 1  # LanceDB's v2 manifest names count down: `_versions/{2**64 - 1 - version}.manifest`
 # Data file names inside a manifest (protobuf; the names are plain strings in it).
 _DATA_FILE = re.compile(rb"(?:[01]{24}[0-9a-f]{26}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})"
                         rb"\.lance")
 _RUST_PATH = re.compile(r",?\s*/[^\s,]*\.rs:\d+(?::\d+)?")
+
+
+def import_lancedb():
+    """`import lancedb`, without paying for the REST client of LanceDB namespaces on every start.
+
+    lancedb 0.40 imports `lance_namespace`, which imports `lance_namespace_urllib3_client`, whose
+    `__init__` loads every REST endpoint (~0.6 s alone, half of a cold `zk search`). A local store only
+    needs its `models` submodule. So the package is entered as a shell whose submodules import as usual;
+    its own `__init__` runs the first time anything asks the package itself for a name."""
+    import importlib.util
+    import sys
+
+    name = "lance_namespace_urllib3_client"
+    if "lancedb" not in sys.modules and name not in sys.modules:
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.loader is not None and spec.submodule_search_locations:
+            shell = importlib.util.module_from_spec(spec)
+            loaded = []
+
+            def load_on_first_use(attr: str):
+                if not loaded:
+                    loaded.append(True)
+                    spec.loader.exec_module(shell)
+                    if attr in shell.__dict__:
+                        return shell.__dict__[attr]
+                raise AttributeError(f"module {name!r} has no attribute {attr!r}")
+
+            shell.__getattr__ = load_on_first_use
+            sys.modules[name] = shell
+    import lancedb
+
+    return lancedb
 
 
 def sql_str(value: str) -> str:
@@ -166,7 +199,7 @@ class Database:
 
     def connect(self, meta: dict[str, Any]) -> None:
         """Check meta.json against this zk and this embedder, then connect (creating the home if new)."""
-        import lancedb
+        lancedb = import_lancedb()
 
         if meta:
             if meta.get("schema_version", 0) > SCHEMA_VERSION:

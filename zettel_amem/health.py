@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .database import SCHEMA_VERSION, data_file_problems, lance_message, manifest_versions, meta_problem
+from .database import SCHEMA_VERSION, data_file_problems, import_lancedb, lance_message, manifest_versions, meta_problem
 from .errors import ZkError
 from .store import NOTES, TEXT_COLUMNS
 
@@ -154,7 +154,7 @@ def _read_rows(table, count: int, columns: list[str]) -> tuple[list[dict[str, An
 
 def recover(home: Path, name: str = NOTES) -> Recovery:
     """Everything LanceDB can still read of one table, newest state first; see the module docstring."""
-    import lancedb
+    lancedb = import_lancedb()
 
     meta, _ = read_meta(home)
     table_dir = home / "lancedb" / f"{name}.lance"
