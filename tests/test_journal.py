@@ -13,6 +13,7 @@ import pytest
 
 from tests.harness import modules_after_help
 from zettel_amem.config import ZkError
+from zettel_amem.database import SCHEMA_VERSION
 from zettel_amem.dates import parse, resolve
 from zettel_amem.memory import Memory
 from zettel_amem.store import note_to_row
@@ -362,7 +363,7 @@ def test_schema_1_store_gains_user_tags_from_its_notes(zk_home, embedder, tmp_pa
     migrated = Memory(old_home, embedder=embedder)
     assert {n.content: n.user_tags for n in migrated.store.notes()} == {"예전 메모 #옛날 #old": ["옛날", "old"],
                                                                         "no tags in this one": []}
-    assert json.loads((old_home / "meta.json").read_text())["schema_version"] == 2
+    assert json.loads((old_home / "meta.json").read_text())["schema_version"] == SCHEMA_VERSION
     migrated.add("after #migration", "2026-03-03")
     assert migrated.tag_counts()[0]["count"] == 1 and len(migrated.list(tag="migration")) == 1
 

@@ -56,7 +56,8 @@ class Context:
     def search_episodes(self, query: str, k: int = 5, min_score: float = 0.0) -> list[Hint]:
         """Hybrid episode search weighted towards keywords; scores are absolute, so a threshold means
         the same for every query: text coverage (0.7) + rescaled vector similarity (0.3)."""
-        episodes = [e for e in self.store.episodes(self.memory.notebook, not_status=EPISODE_PRUNED) if e.abstract]
+        episodes = [e for e in self.store.episodes(self.memory.notebook, not_status=EPISODE_PRUNED, summarised=True)
+                    if e.abstract]
         if not episodes or not query.strip():
             return []
         index = CoverageIndex([f"{e.title} {e.abstract} {e.summary}" for e in episodes])

@@ -147,12 +147,13 @@ class TierStore:
 
     # -- episodes ---------------------------------------------------------------------------------
     def episodes(self, notebook: str | None, status: Iterable[str] = (), not_status: str | None = None,
-                 with_vector: bool = False) -> list[Episode]:
+                 with_vector: bool = False, summarised: bool = False) -> list[Episode]:
         """Episodes of a notebook (None: every notebook, for the worker's queue), optionally only those in
-        one of `status`, or not in `not_status`."""
+        one of `status`, or not in `not_status`; `summarised`: only those with an abstract."""
         status = list(status)
         return self._rows(EPISODES, all_of(notebook, status and in_list("status", status),
-                                                not_status and f"status != {sql_str(not_status)}"), with_vector)
+                                           not_status and f"status != {sql_str(not_status)}",
+                                           "abstract != ''" if summarised else None), with_vector)
 
     def episode(self, episode_id: str, with_vector: bool = False) -> Episode | None:
         found = self._rows(EPISODES, f"id = {sql_str(episode_id)}", with_vector)
