@@ -316,8 +316,10 @@ def probe_warm(home: Path, questions: list[str]) -> dict:
         start = time.perf_counter()
         memory.search(question)
         times.append(time.perf_counter() - start)
+    slowest = sorted(zip(times, questions), reverse=True)[:3]
     return {"first_search_s": round(first, 3), "p50_ms": round(percentile(times, 0.5) * 1000, 1),
-            "p95_ms": round(percentile(times, 0.95) * 1000, 1), "queries": len(times)}
+            "p95_ms": round(percentile(times, 0.95) * 1000, 1), "queries": len(times),
+            "slowest": [[round(t * 1000, 1), q] for t, q in slowest]}
 
 
 def stored_vectors(store, column: str = "raw_vector"):
@@ -530,6 +532,7 @@ def chart(report: dict, path: Path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FormatStrFormatter
 
     sizes = sorted(report["sizes"], key=int)
     xs = [int(s) for s in sizes]
@@ -547,6 +550,8 @@ def chart(report: dict, path: Path) -> None:
                   label="warm search p95")
     left.set(xscale="log", yscale="log", xlabel="notes", ylabel="seconds", title="cold wall time (median of 3)")
     right.set(xscale="log", xlabel="notes", ylabel="MB", title="peak RSS")
+    for axis in (left.xaxis, left.yaxis, right.xaxis):
+        axis.set_major_formatter(FormatStrFormatter("%g"))
     left.legend(fontsize=7)
     fig.suptitle(HONEST, fontsize=8)
     fig.tight_layout()
