@@ -65,6 +65,7 @@ SPAN_DAYS = 730
 SOURCE = "scale-bench"
 RUNS = 3
 TIMEOUT_S = 900
+DRIFT = {"cold_search": ("cold_search", "wall_s"), "warm_p50": ("warm", "p50_ms"), "warm_p95": ("warm", "p95_ms")}
 COLD = ["search", "ask-retrieval", "list", "show", "links", "status", "context", "add"]
 
 
@@ -420,6 +421,7 @@ def locomo_in_big_store(samples: list[dict], wanted: list[str], size: int, per_c
         maintain(big)
         configure(big, "raw")
         small, _ = ingest_conversation(sample, "raw", None, small_cache, embedder)
+        maintain(small)  # the same index state as the big store: one search compared, not two
         log(f"{conv}: scoring in its own store and inside {size} notes")
         in_small, in_big = locomo_recall(small, sample), locomo_recall(big, sample)
         results[conv] = {"filler_sentences": len(filler), "filler_build_s": build["build_s"], "small": in_small,
@@ -456,17 +458,17 @@ def adds_drift(home: Path, count: int, texts: list[str], query: str, queries: Pa
     maintain_s = time.perf_counter() - start
     maintained = search_costs(home, query, queries)
 
-    def ratio(later, key):
-        a, b = later.get(key), before.get(key)
-        return round(a / b, 2) if a and b else None
+    def ratios(later: dict) -> dict:
+        out = {}
+        for name, (part, key) in DRIFT.items():
+            a, b = later[part].get(key), before[part].get(key)
+            out[name] = round(a / b, 2) if a and b else None
+        return out
 
     return {"adds": count, "add_wall_median_first50_s": statistics.median(walls[:50]),
             "add_wall_median_last50_s": statistics.median(walls[-50:]), "before": before, "after_adds": after,
             "after_maintain": maintained, "maintain": how, "maintain_s": round(maintain_s, 1),
-            "ratio_after_adds": {"cold_search": ratio(after["cold_search"], "wall_s"),
-                                 "warm_p95": ratio(after["warm"], "p95_ms")},
-            "ratio_after_maintain": {"cold_search": ratio(maintained["cold_search"], "wall_s"),
-                                     "warm_p95": ratio(maintained["warm"], "p95_ms")}}
+            "ratio_after_adds": ratios(after), "ratio_after_maintain": ratios(maintained)}
 
 
 # -- one size ---------------------------------------------------------------------------------------
@@ -520,10 +522,16 @@ def markdown(report: dict) -> str:
             for variant, diff in r["difference_points"].items():
                 lines.append(f"| {conv} | {variant} | {r['small'][variant]['recall_all@10'] * 100:.1f} | "
                              f"{r['big'][variant]['recall_all@10'] * 100:.1f} | {diff:+.1f} |")
-    if report.get("adds"):
+    if report.get("adds") and "error" not in report["adds"]:
         a = report["adds"]
-        lines += ["", f"{a.get('adds')} sequential `zk add`s: {json.dumps(a.get('ratio_after_adds'))} after the adds, "
-                  f"{json.dumps(a.get('ratio_after_maintain'))} after {a.get('maintain')} (ratios to before)."]
+        lines += ["", f"{a['adds']} sequential `zk add`s into the {a['size']:,}-note store (each "
+                  f"{a['add_wall_median_first50_s']:.2f} s first, {a['add_wall_median_last50_s']:.2f} s last, median "
+                  f"of 50); search before, after the adds, after {a['maintain']} ({a['maintain_s']} s):", "",
+                  "| | before | after adds | after " + a["maintain"] + " |", "|---|---|---|---|"]
+        for name, (part, key) in DRIFT.items():
+            values = [a[when][part].get(key) for when in ("before", "after_adds", "after_maintain")]
+            ratios = ["", f" ({a['ratio_after_adds'][name]}×)", f" ({a['ratio_after_maintain'][name]}×)"]
+            lines.append(f"| {name} | " + " | ".join(f"{v}{r}" for v, r in zip(values, ratios)) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -638,7 +646,8 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(copy.parent, ignore_errors=True)
             shutil.copytree(home, copy)
             log(f"{args.adds} sequential adds into a copy of the {size}-note store")
-            report["adds"] = {"size": size, **adds_drift(copy, args.adds, pool.sentences, query, queries)}
+            report["adds"] = {"size": size, **adds_drift(copy, args.adds, pool.sentences, query, queries),
+                              "measured_at": datetime.now().isoformat(timespec="seconds")}
             save(report, args.out)
             if not args.keep:
                 shutil.rmtree(copy.parent)
@@ -649,6 +658,7 @@ def main(argv: list[str] | None = None) -> int:
     big = max([s for s in sizes if s <= 100_000], default=0)
     if wanted and big:
         report["locomo_size"] = big
+        report["locomo_measured_at"] = datetime.now().isoformat(timespec="seconds")
         report["locomo"] = locomo_in_big_store(samples, wanted, big, per_conv, pool, embedder, args.out,
                                                args.locomo_cache, args.keep)
         save(report, args.out)
