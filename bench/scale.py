@@ -34,6 +34,12 @@ LoCoMo inside the big store (`--locomo`): for each conversation a filler store o
 then the conversation is imported into it by `bench.locomo.ingest_conversation` (the `zk import` path,
 no LLM), and R@10 of `hybrid` and `hybrid-window` is scored with bench.locomo's own retrieval; the same
 conversation in its own small store (bench.locomo's cached raw store) is scored alongside.
+
+`--adds N`: N sequential `zk add` processes into a copy of that store; cold `zk search` and warm search
+before, after the adds, and after maintenance, with their ratios.
+
+Results merge into `--out`/scale.json (one entry per size, stamped), with scale.md and scale.png. Absolute
+seconds mean something only when the machine runs nothing else; the load average is recorded per size.
 """
 
 from __future__ import annotations
@@ -327,6 +333,8 @@ def stored_vectors(store, column: str = "raw_vector"):
     """(ids, matrix) of every note's vector, read once (the exact search's side of the recall test)."""
     import numpy as np
 
+    # LanceDB directly, read-only and without a filter: `Store.notes(with_vector=True)` makes Python floats of
+    # every vector (gigabytes at 100k notes).
     table = store.table.search().select(["id", column]).limit(max(store.count(), 1)).to_arrow()
     ids = table.column("id").to_pylist()
     vectors = table.column(column).combine_chunks()
@@ -400,7 +408,7 @@ def locomo_recall(memory, sample: dict, variants=("hybrid", "hybrid-window"), k:
 
 def locomo_in_big_store(samples: list[dict], wanted: list[str], size: int, per_conv: dict[str, list[str]],
                         everything: SentencePool, embedder, out: Path, small_cache: Path, keep: bool) -> dict:
-    from bench.locomo import configure, ingest_conversation
+    from bench.locomo import ingest_conversation
 
     results = {}
     for sample in samples:
@@ -419,7 +427,6 @@ def locomo_in_big_store(samples: list[dict], wanted: list[str], size: int, per_c
             build = json.loads((home.parent / "build.json").read_text(encoding="utf-8"))
         big, _ = ingest_conversation(sample, "raw", None, cache, embedder)  # the `zk import` path, cached
         maintain(big)
-        configure(big, "raw")
         small, _ = ingest_conversation(sample, "raw", None, small_cache, embedder)
         maintain(small)  # the same index state as the big store: one search compared, not two
         log(f"{conv}: scoring in its own store and inside {size} notes")
@@ -590,7 +597,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="conversations scored inside the largest store ≤ 100k ('' for none)")
     parser.add_argument("--locomo-cache", type=Path, default=Path("results/locomo/cache"),
                         help="bench.locomo's cache, where each conversation's own small store is (built if absent)")
-    parser.add_argument("--adds", type=int, default=0, help="sequential `zk add`s into (a copy of) the largest store")
+    parser.add_argument("--adds", type=int, default=0,
+                        help="sequential `zk add`s into (a copy of) the largest store ≤ 100k")
     parser.add_argument("--keep", action="store_true", help="keep the stores (a rerun then reuses them)")
     parser.add_argument("--max-sentences", type=int, default=0, help="use only this many sentences (quick checks)")
     parser.add_argument("--probe", choices=["ask", "warm", "recall"], help=argparse.SUPPRESS)
@@ -627,6 +635,7 @@ def main(argv: list[str] | None = None) -> int:
     report = json.loads(report_path.read_text(encoding="utf-8")) if report_path.exists() else {}
     report.update({"how": HONEST, "query": query, "cpus": os.cpu_count()})
     report.setdefault("sizes", {})
+    big = max([s for s in sizes if s <= 100_000], default=0)  # where LoCoMo and the adds run
     for size in sizes:
         home = args.out / "stores" / str(size) / "home"
         built = home.parent / "build.json"
@@ -641,7 +650,7 @@ def main(argv: list[str] | None = None) -> int:
         report["sizes"][str(size)] = {**measure_size(home, build, query, queries, recall_queries),
                                       "measured_at": datetime.now().isoformat(timespec="seconds")}
         save(report, args.out)
-        if args.adds and size == max(sizes):
+        if args.adds and size == big:
             copy = args.out / "stores" / f"adds-{size}" / "home"
             shutil.rmtree(copy.parent, ignore_errors=True)
             shutil.copytree(home, copy)
@@ -655,7 +664,6 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(home.parent)
 
     wanted = [c.strip() for c in args.locomo.split(",") if c.strip()]
-    big = max([s for s in sizes if s <= 100_000], default=0)
     if wanted and big:
         report["locomo_size"] = big
         report["locomo_measured_at"] = datetime.now().isoformat(timespec="seconds")
