@@ -165,8 +165,10 @@ def ingest_costs(folder: Path) -> dict:
 
 # -- retrieval --------------------------------------------------------------------------------------
 def dia_map(memory) -> dict[str, str]:
-    """note id -> LoCoMo dia_id, through the turn's session and order (never through text matching)."""
-    return {n.id: f"D{_SESSION_NUMBERS[n.session_id]}:{n.seq + 1}" for n in memory.store.notes()}
+    """note id -> LoCoMo dia_id, through the turn's session and order (never through text matching). Notes of
+    sessions not registered (bench.scale's filler around a conversation) have none."""
+    return {n.id: f"D{_SESSION_NUMBERS[n.session_id]}:{n.seq + 1}" for n in memory.store.notes()
+            if n.session_id in _SESSION_NUMBERS}
 
 
 _SESSION_NUMBERS: dict[str, int] = {}  # session id -> LoCoMo session number
@@ -257,7 +259,8 @@ def interleaved(hits, window: dict, budget: int | None):
 def session_windows(memory, radius: int = 2) -> dict:
     by_session: dict[str, list] = {}
     for note in memory.store.notes():
-        by_session.setdefault(note.session_id, []).append(note)
+        if note.session_id:  # a note outside any session has no window
+            by_session.setdefault(note.session_id, []).append(note)
     window = {}
     for notes in by_session.values():
         notes.sort(key=lambda n: n.seq)
