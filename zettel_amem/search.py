@@ -30,7 +30,7 @@ class Searcher:
     def _keyword_ranked(self, query: str, pool: int, column: str, tagged: bool = False) -> list[tuple[Note, float]]:
         """BM25 over the store's full-text index of `column`, on the same terms the index holds."""
         return self.memory.store.keyword_search(keyword_terms(query), pool, self.memory.notebook, column=column,
-                                                tagged=tagged)
+                                                tagged=tagged, light=True)
 
     def _vector_ranked(self, vector, pool: int, column: str, tagged: bool = False, enriched: bool = False
                        ) -> list[tuple[Note, float]]:
@@ -38,7 +38,7 @@ class Searcher:
         every query in embedding space. Filler is still found by its words."""
         for size in (pool, pool * 8):  # a chat full of filler: look further for real notes
             found = self.memory.store.nearest(vector, size, self.memory.notebook, column=column, tagged=tagged,
-                                             enriched=enriched)
+                                             enriched=enriched, light=True)
             ranked = [(n, s) for n, s in found if not is_trivial(n.content)]
             if len(ranked) >= pool // 2 or len(found) < size:
                 break
@@ -48,7 +48,8 @@ class Searcher:
                 use_enrichment: bool = True, tagged: bool = False) -> list[Signal]:
         """The ranked lists search fuses: raw words (vector, keywords) and, beside them, the enrichment.
         `tagged`: the vector searches read only notes with #tags of the user's."""
-        weight = self.memory.settings.search_enrichment_weight if use_enrichment else 0.0
+        enriched = use_enrichment and self.memory.store.has_enriched(self.memory.notebook)
+        weight = self.memory.settings.search_enrichment_weight if enriched else 0.0
         vector = self.memory.embedder.embed_query(query) if use_vector else None
         out = []
         if vector is not None:
@@ -61,6 +62,13 @@ class Searcher:
             out.append(Signal("enriched-keywords", self._keyword_ranked(query, pool, "enrichment_terms", tagged),
                               weight))
         return out
+
+    def _in_full(self, hits: list[Hit]) -> list[Hit]:
+        """The hits with their whole notes (the ranked lists hold only what ranking reads), in one read."""
+        full = self.memory.store.get_many([h.note.id for h in hits])
+        for hit in hits:
+            hit.note = full.get(hit.note.id, hit.note)
+        return [h for h in hits if h.note.id in full]
 
     def session_windows(self, notes: list[Note], radius: int) -> dict[str, list[Note]]:
         """Each chat turn's session neighbours within `radius` turns, nearest first (one read)."""
@@ -86,7 +94,7 @@ class Searcher:
         weights = (self.memory.settings.search_session_near, self.memory.settings.search_session_far)
         if session_smoothing and any(weights) and tag is None:
             hits = smooth_by_session(hits, self.session_windows([h.note for h in hits], len(weights)), weights)
-        hits = hits[:k]
+        hits = self._in_full(hits[:k])
         radius = self.memory.settings.search_session_turns if session_turns is None else session_turns
         windows = self.session_windows([h.note for h in hits], radius)
         if not follow_links and not windows:
