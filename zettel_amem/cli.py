@@ -293,6 +293,7 @@ def search(query: str = typer.Argument(..., help="What to look for."),
     from .tiers import Tiers
 
     memory = _memory()
+    memory.start_embedding(query)  # while the store opens
     episodes = [] if tag is not None and not episodes_only else \
         Tiers(memory).context.search_episodes(query, k=3, min_score=memory.settings.context_min_score)
     if episodes_only:

@@ -64,7 +64,7 @@ class Context:
         keyword = dict(zip((e.id for e in episodes), index.scores(query)))
         low, high = self.vector_band()
         vector = {e.id: min(1.0, max(0.0, (sim - low) / (high - low)))
-                  for e, sim in self.store.nearest_episodes(self.memory.embedder.embed_query(query),
+                  for e, sim in self.store.nearest_episodes(self.memory.query_vector(query),
                                                             len(episodes), self.memory.notebook)}
         weight = self.memory.settings.context_keyword_weight
         hints = [Hint(e, weight * keyword[e.id] + (1 - weight) * vector.get(e.id, 0.0), keyword[e.id],

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import uuid
 from collections.abc import Callable
+from concurrent.futures import Future
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,6 +69,19 @@ def validate_content(content: str) -> str:
     return stripped
 
 
+_EXECUTOR = None
+
+
+def _background():
+    """One worker thread for query embeddings, created on first use."""
+    global _EXECUTOR
+    if _EXECUTOR is None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _EXECUTOR = ThreadPoolExecutor(max_workers=1, thread_name_prefix="zk-embed")
+    return _EXECUTOR
+
+
 class Memory:
     def __init__(self, home: str | Path | None = None, *, settings: Settings | None = None,
                  llm: LLM | None = None, embedder=None, notebook: str = "main"):
@@ -77,6 +91,7 @@ class Memory:
         self.prompts = Prompts(templates_override_dirs(self.home))
         self._llm = llm
         self._embedder = embedder
+        self._query_vectors: dict[str, Future] = {}  # text -> its embedding, being or already computed
         self._store: Store | None = None
         self.pipeline = Pipeline(self)
         self.searcher = Searcher(self)
@@ -90,6 +105,20 @@ class Memory:
 
             self._embedder = load_embedder(self.settings.embedder, self.settings.llm_threads)
         return self._embedder
+
+    def start_embedding(self, query: str) -> Future:
+        """Embed a query in a background thread: the model's first run (~0.3 s) overlaps opening the store
+        (mostly Python imports; ONNX runs outside the GIL). `query_vector` collects it."""
+        future = self._query_vectors.get(query)
+        if future is None:
+            if len(self._query_vectors) > 32:  # a long-lived process (zk mcp, the benchmark) asks many queries
+                self._query_vectors.clear()
+            future = self._query_vectors[query] = _background().submit(self.embedder.embed_query, query)
+        return future
+
+    def query_vector(self, query: str):
+        """The query's embedding, computed once per process however many searches ask for it."""
+        return self.start_embedding(query).result()
 
     @property
     def store(self) -> Store:

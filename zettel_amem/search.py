@@ -50,7 +50,7 @@ class Searcher:
         `tagged`: the vector searches read only notes with #tags of the user's."""
         enriched = use_enrichment and self.memory.store.has_enriched(self.memory.notebook)
         weight = self.memory.settings.search_enrichment_weight if enriched else 0.0
-        vector = self.memory.embedder.embed_query(query) if use_vector else None
+        vector = self.memory.query_vector(query) if use_vector else None
         out = []
         if vector is not None:
             out.append(Signal("vector", self._vector_ranked(vector, pool, "raw_vector", tagged)))
