@@ -42,8 +42,11 @@ def import_lancedb():
     needs its `models` submodule. So the package is entered as a shell whose submodules import as usual;
     its own `__init__` runs the first time anything asks the package itself for a name."""
     import importlib.util
+    import os
     import sys
 
+    # The index statistics the worker reads would otherwise log a deprecation warning on every run.
+    os.environ.setdefault("LANCE_INCLUDE_VECTOR_CENTROIDS", "false")
     name = "lance_namespace_urllib3_client"
     if "lancedb" not in sys.modules and name not in sys.modules:
         spec = importlib.util.find_spec(name)

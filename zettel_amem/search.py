@@ -21,6 +21,19 @@ def has_tag(note: Note, tag: str) -> bool:
     return any(tag_key(t) == key for t in note.user_tags)
 
 
+_READS = None
+
+
+def _reads():
+    """Threads for reads that do not depend on each other, created on first use."""
+    global _READS
+    if _READS is None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _READS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="zk-read")
+    return _READS
+
+
 class Searcher:
     """`Memory.search` and the parts the benchmark tunes (`signals`)."""
 
@@ -47,25 +60,27 @@ class Searcher:
     def signals(self, query: str, pool: int, use_vector: bool = True, use_keywords: bool = True,
                 use_enrichment: bool = True, tagged: bool = False) -> list[Signal]:
         """The ranked lists search fuses: raw words (vector, keywords) and, beside them, the enrichment.
-        `tagged`: the vector searches read only notes with #tags of the user's."""
+        `tagged`: the vector searches read only notes with #tags of the user's. The lists are read at
+        once in threads (LanceDB releases the GIL), the keyword ones while the query is being embedded."""
         enriched = use_enrichment and self.memory.store.has_enriched(self.memory.notebook)
         weight = self.memory.settings.search_enrichment_weight if enriched else 0.0
-        vector = self.memory.query_vector(query) if use_vector else None
-        out = []
-        if vector is not None:
-            out.append(Signal("vector", self._vector_ranked(vector, pool, "raw_vector", tagged)))
+        reads = _reads()
+        jobs = {}
         if use_keywords:
-            out.append(Signal("keywords", self._keyword_ranked(query, pool, "terms", tagged)))
-        if weight > 0 and vector is not None:
-            out.append(Signal("enriched-vector", self._vector_ranked(vector, pool, "vector", tagged, True), weight))
-        if weight > 0 and use_keywords:
-            out.append(Signal("enriched-keywords", self._keyword_ranked(query, pool, "enrichment_terms", tagged),
-                              weight))
-        return out
+            jobs["keywords"] = reads.submit(self._keyword_ranked, query, pool, "terms", tagged)
+            if weight > 0:
+                jobs["enriched-keywords"] = reads.submit(self._keyword_ranked, query, pool, "enrichment_terms", tagged)
+        if use_vector:
+            vector = self.memory.query_vector(query)
+            jobs["vector"] = reads.submit(self._vector_ranked, vector, pool, "raw_vector", tagged)
+            if weight > 0:
+                jobs["enriched-vector"] = reads.submit(self._vector_ranked, vector, pool, "vector", tagged, True)
+        order = {"vector": 1.0, "keywords": 1.0, "enriched-vector": weight, "enriched-keywords": weight}
+        return [Signal(name, jobs[name].result(), w) for name, w in order.items() if name in jobs]
 
-    def _in_full(self, hits: list[Hit]) -> list[Hit]:
-        """The hits with their whole notes (the ranked lists hold only what ranking reads), in one read."""
-        full = self.memory.store.get_many([h.note.id for h in hits])
+    @staticmethod
+    def _in_full(hits: list[Hit], full: dict[str, Note]) -> list[Hit]:
+        """The hits with their whole notes (the ranked lists hold only what ranking reads)."""
         for hit in hits:
             hit.note = full.get(hit.note.id, hit.note)
         return [h for h in hits if h.note.id in full]
@@ -94,15 +109,22 @@ class Searcher:
         weights = (self.memory.settings.search_session_near, self.memory.settings.search_session_far)
         if session_smoothing and any(weights) and tag is None:
             hits = smooth_by_session(hits, self.session_windows([h.note for h in hits], len(weights)), weights)
-        hits = self._in_full(hits[:k])
+        hits = hits[:k]
         radius = self.memory.settings.search_session_turns if session_turns is None else session_turns
-        windows = self.session_windows([h.note for h in hits], radius)
+        # The hits in full, their session turns, backlinks and linked notes: independent reads, at once.
+        store, reads, ids = self.memory.store, _reads(), [h.note.id for h in hits]
+        full = reads.submit(store.get_many, ids)
+        windows_job = reads.submit(self.session_windows, [h.note for h in hits], radius)
+        back_job = reads.submit(store.backlinks_many, ids) if follow_links else None
+        links_job = reads.submit(store.get_many, [i for h in hits for i in h.note.links]) if follow_links else None
+        hits = self._in_full(hits, full.result())
+        windows = windows_job.result()
+        back = back_job.result() if back_job else {}
+        found = links_job.result() if links_job else {}
+        more = [i for ids_ in back.values() for i in ids_ if i not in found]
+        found.update(store.get_many(more) if more else {})
         if not follow_links and not windows:
             return hits if budget_tokens is None else expand(hits, lambda n: [], budget_tokens, False)
-        # One scan for every hit's backlinks and one read for all neighbours, not two queries per hit.
-        back = self.memory.store.backlinks_many([h.note.id for h in hits]) if follow_links else {}
-        found = self.memory.store.get_many([i for h in hits for i in (*h.note.links, *back.get(h.note.id, []))]
-                                    ) if follow_links else {}
 
         def linked(note: Note) -> list[Note]:
             ids = dict.fromkeys([*note.links, *back.get(note.id, [])])

@@ -34,8 +34,8 @@ VECTOR_INDEX_GROWTH = 4  # retrain a vector index once the table has grown this 
 FRAGMENTS_BEFORE_COMPACTION = 16  # each single `zk add` writes one
 ROWS_PER_PARTITION = 4_000  # IVF partitions of ~4,000 rows, each with its own HNSW graph
 # HNSW's default beam misses a third of the true top 10 for question-like queries (recall 0.57 at 100k);
-# a beam of 400 and a re-rank of twice k on the full vectors reach 0.99 for ~6 ms (bench.scale).
-ANN_EF, ANN_REFINE = 400, 2
+# a beam of 400 and a re-rank of 5x k on the full vectors reach 0.99 for ~6 ms (bench.scale).
+ANN_EF, ANN_REFINE = 400, 5
 _HEX = re.compile(r"^[0-9a-f]{1,32}$")
 
 # Columns read when the vector is not needed (listing, keyword search, rendering).
@@ -261,18 +261,19 @@ class Store(Database):
         done: list[str] = []
         with self.write_lock():
             self._ensure_indexes()
+            fragments = self.table.stats()["fragment_stats"]["num_fragments"]
+            unindexed = any(getattr(i, "num_unindexed_rows", 0) for i in self.table.list_indices())
+        if force or unindexed or fragments >= FRAGMENTS_BEFORE_COMPACTION:
+            self.optimize(NOTES, self.table)  # takes the write lock itself
+            done.append(f"compacted {fragments} fragment(s), indexes brought up to date")
+        with self.write_lock():  # after compaction: a new index is built over the merged files, not remapped
             rows = self.table.count_rows()
             trained = self.vector_indexes()
             for column in VECTOR_COLUMNS:
                 if rows >= vector_min_rows and (column not in trained or rows >= VECTOR_INDEX_GROWTH * trained[column]):
                     self._build_vector_index(column, rows)
                     done.append(f"vector index on {column} ({rows} rows)")
-            fragments = self.table.stats()["fragment_stats"]["num_fragments"]
-            unindexed = any(getattr(i, "num_unindexed_rows", 0) for i in self.table.list_indices())
             self.record(NOTES, self.table)
-        if force or unindexed or fragments >= FRAGMENTS_BEFORE_COMPACTION:
-            self.optimize(NOTES, self.table)  # takes the write lock itself
-            done.append(f"compacted {fragments} fragment(s), indexes brought up to date")
         return done
 
     def _build_vector_index(self, column: str, rows: int) -> None:
