@@ -20,7 +20,7 @@ How the stores are built (quickly, through the library, with real text):
   when idle), else `Store.compact()`; its seconds are reported apart from the build's.
 
 What is measured per size, each cold command in its own process (`--home`, `ZK_NO_WORKER=1`, the
-shipped settings), 3 runs, median wall time and peak RSS (from /usr/bin/time):
+shipped settings), 3 runs, median wall time and peak RSS (`os.wait4` in a small timer process):
 `zk search`, `zk ask`'s retrieval (`zk ask` has no retrieval-only flag: a process that runs what
 `zk ask` runs before the model, `Tiers.context.memory_block` + `Memory.ask` without reading the answer,
 which is where the model would load), `zk list --limit 20`, `zk show ID`, `zk links ID`, `zk status`,
@@ -231,25 +231,34 @@ def disk_bytes(path: Path) -> int:
 
 
 # -- measuring a process ---------------------------------------------------------------------------
-def run_measured(argv: list[str], env: dict | None = None, timeout: float = TIMEOUT_S) -> dict:
-    """Run a process under /usr/bin/time: its wall seconds, peak RSS in MB, exit code and output.
+# Runs the command given after the result file, then writes "<wall seconds> <peak RSS KiB>" of it alone.
+TIMER = """import os, subprocess, sys, time
+start = time.perf_counter()
+child = subprocess.Popen(sys.argv[2:])
+_, status, usage = os.wait4(child.pid, 0)
+child.returncode = os.waitstatus_to_exitcode(status)
+open(sys.argv[1], "w").write(f"{time.perf_counter() - start} {usage.ru_maxrss}")
+sys.exit(child.returncode)
+"""
 
-    Not `os.wait4` from here: a child forked from this process (which holds the embedder) reports this
-    process's RSS as its peak; /usr/bin/time is small when it forks the command."""
+
+def run_measured(argv: list[str], env: dict | None = None, timeout: float = TIMEOUT_S) -> dict:
+    """Run a process: its wall seconds, peak RSS in MB, exit code and output.
+
+    Through a small timer process (TIMER), not `os.wait4` from here: a child forked from this process
+    (which holds the embedder) would report this process's RSS as its own peak."""
     with tempfile.TemporaryDirectory() as tmp:
-        out, err, rss = Path(tmp) / "out", Path(tmp) / "err", Path(tmp) / "rss"
+        out, err, result = Path(tmp) / "out", Path(tmp) / "err", Path(tmp) / "result"
         with out.open("wb") as stdout, err.open("wb") as stderr:
-            start = time.perf_counter()
-            proc = subprocess.Popen(["/usr/bin/time", "-f", "%M", "-o", str(rss), *argv], stdout=stdout,
-                                    stderr=stderr, stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+            proc = subprocess.Popen([sys.executable, "-c", TIMER, str(result), *argv], stdout=stdout, stderr=stderr,
+                                    stdin=subprocess.DEVNULL, env=env, start_new_session=True)
             try:
                 code = proc.wait(timeout)
-            except subprocess.TimeoutExpired:  # the command too, not only /usr/bin/time
+            except subprocess.TimeoutExpired:  # the command too, not only the timer
                 os.killpg(proc.pid, signal.SIGKILL)
                 code = proc.wait()
-            wall = time.perf_counter() - start
-        peak = rss.read_text().split() if rss.exists() else []
-        return {"wall_s": round(wall, 3), "rss_mb": round(int(peak[-1]) / 1024, 1) if peak else 0.0, "rc": code,
+        wall, peak = (float(x) for x in result.read_text().split()) if result.exists() else (float(timeout), 0.0)
+        return {"wall_s": round(wall, 3), "rss_mb": round(peak / 1024, 1), "rc": code,
                 "stdout": out.read_text(errors="replace"), "stderr": err.read_text(errors="replace")}
 
 
