@@ -415,6 +415,19 @@ def locomo_recall(memory, sample: dict, variants=("hybrid", "hybrid-window"), k:
     return out
 
 
+def reopened(memory, embedder):
+    """The store after the worker's maintenance, searched by a fresh `Memory` (as a new `zk search` process
+    would): nothing the import left in the object takes part. Both stores get the same maintenance, so
+    one search is compared, not two."""
+    from bench.locomo import configure
+    from zettel_amem.memory import Memory
+
+    maintain(memory)
+    fresh = Memory(memory.home, embedder=embedder)
+    configure(fresh, "raw")
+    return fresh
+
+
 def locomo_in_big_store(samples: list[dict], wanted: list[str], size: int, per_conv: dict[str, list[str]],
                         everything: SentencePool, embedder, out: Path, small_cache: Path, keep: bool) -> dict:
     from bench.locomo import ingest_conversation
@@ -434,10 +447,8 @@ def locomo_in_big_store(samples: list[dict], wanted: list[str], size: int, per_c
             build = build_store(home, size, filler, embedder)
         else:
             build = json.loads((home.parent / "build.json").read_text(encoding="utf-8"))
-        big, _ = ingest_conversation(sample, "raw", None, cache, embedder)  # the `zk import` path, cached
-        maintain(big)
-        small, _ = ingest_conversation(sample, "raw", None, small_cache, embedder)
-        maintain(small)  # the same index state as the big store: one search compared, not two
+        big = reopened(ingest_conversation(sample, "raw", None, cache, embedder)[0], embedder)  # `zk import` path
+        small = reopened(ingest_conversation(sample, "raw", None, small_cache, embedder)[0], embedder)
         log(f"{conv}: scoring in its own store and inside {size} notes")
         in_small, in_big = locomo_recall(small, sample), locomo_recall(big, sample)
         results[conv] = {"filler_sentences": len(filler), "filler_build_s": build["build_s"], "small": in_small,
