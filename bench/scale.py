@@ -20,7 +20,7 @@ How the stores are built (quickly, through the library, with real text):
   when idle), else `Store.compact()`; its seconds are reported apart from the build's.
 
 What is measured per size, each cold command in its own process (`--home`, `ZK_NO_WORKER=1`, the
-shipped settings), 3 runs, median wall time and peak RSS (from /usr/bin/time):
+shipped settings), 3 runs, median wall time and peak RSS (`os.wait4` in a small timer process):
 `zk search`, `zk ask`'s retrieval (`zk ask` has no retrieval-only flag: a process that runs what
 `zk ask` runs before the model, `Tiers.context.memory_block` + `Memory.ask` without reading the answer,
 which is where the model would load), `zk list --limit 20`, `zk show ID`, `zk links ID`, `zk status`,
@@ -231,25 +231,34 @@ def disk_bytes(path: Path) -> int:
 
 
 # -- measuring a process ---------------------------------------------------------------------------
-def run_measured(argv: list[str], env: dict | None = None, timeout: float = TIMEOUT_S) -> dict:
-    """Run a process under /usr/bin/time: its wall seconds, peak RSS in MB, exit code and output.
+# Runs the command given after the result file, then writes "<wall seconds> <peak RSS KiB>" of it alone.
+TIMER = """import os, subprocess, sys, time
+start = time.perf_counter()
+child = subprocess.Popen(sys.argv[2:])
+_, status, usage = os.wait4(child.pid, 0)
+child.returncode = os.waitstatus_to_exitcode(status)
+open(sys.argv[1], "w").write(f"{time.perf_counter() - start} {usage.ru_maxrss}")
+sys.exit(child.returncode)
+"""
 
-    Not `os.wait4` from here: a child forked from this process (which holds the embedder) reports this
-    process's RSS as its peak; /usr/bin/time is small when it forks the command."""
+
+def run_measured(argv: list[str], env: dict | None = None, timeout: float = TIMEOUT_S) -> dict:
+    """Run a process: its wall seconds, peak RSS in MB, exit code and output.
+
+    Through a small timer process (TIMER), not `os.wait4` from here: a child forked from this process
+    (which holds the embedder) would report this process's RSS as its own peak."""
     with tempfile.TemporaryDirectory() as tmp:
-        out, err, rss = Path(tmp) / "out", Path(tmp) / "err", Path(tmp) / "rss"
+        out, err, result = Path(tmp) / "out", Path(tmp) / "err", Path(tmp) / "result"
         with out.open("wb") as stdout, err.open("wb") as stderr:
-            start = time.perf_counter()
-            proc = subprocess.Popen(["/usr/bin/time", "-f", "%M", "-o", str(rss), *argv], stdout=stdout,
-                                    stderr=stderr, stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+            proc = subprocess.Popen([sys.executable, "-c", TIMER, str(result), *argv], stdout=stdout, stderr=stderr,
+                                    stdin=subprocess.DEVNULL, env=env, start_new_session=True)
             try:
                 code = proc.wait(timeout)
-            except subprocess.TimeoutExpired:  # the command too, not only /usr/bin/time
+            except subprocess.TimeoutExpired:  # the command too, not only the timer
                 os.killpg(proc.pid, signal.SIGKILL)
                 code = proc.wait()
-            wall = time.perf_counter() - start
-        peak = rss.read_text().split() if rss.exists() else []
-        return {"wall_s": round(wall, 3), "rss_mb": round(int(peak[-1]) / 1024, 1) if peak else 0.0, "rc": code,
+        wall, peak = (float(x) for x in result.read_text().split()) if result.exists() else (float(timeout), 0.0)
+        return {"wall_s": round(wall, 3), "rss_mb": round(peak / 1024, 1), "rc": code,
                 "stdout": out.read_text(errors="replace"), "stderr": err.read_text(errors="replace")}
 
 
@@ -406,6 +415,19 @@ def locomo_recall(memory, sample: dict, variants=("hybrid", "hybrid-window"), k:
     return out
 
 
+def reopened(memory, embedder):
+    """The store after the worker's maintenance, searched by a fresh `Memory` (as a new `zk search` process
+    would): nothing the import left in the object takes part. Both stores get the same maintenance, so
+    one search is compared, not two."""
+    from bench.locomo import configure
+    from zettel_amem.memory import Memory
+
+    maintain(memory)
+    fresh = Memory(memory.home, embedder=embedder)
+    configure(fresh, "raw")
+    return fresh
+
+
 def locomo_in_big_store(samples: list[dict], wanted: list[str], size: int, per_conv: dict[str, list[str]],
                         everything: SentencePool, embedder, out: Path, small_cache: Path, keep: bool) -> dict:
     from bench.locomo import ingest_conversation
@@ -425,10 +447,8 @@ def locomo_in_big_store(samples: list[dict], wanted: list[str], size: int, per_c
             build = build_store(home, size, filler, embedder)
         else:
             build = json.loads((home.parent / "build.json").read_text(encoding="utf-8"))
-        big, _ = ingest_conversation(sample, "raw", None, cache, embedder)  # the `zk import` path, cached
-        maintain(big)
-        small, _ = ingest_conversation(sample, "raw", None, small_cache, embedder)
-        maintain(small)  # the same index state as the big store: one search compared, not two
+        big = reopened(ingest_conversation(sample, "raw", None, cache, embedder)[0], embedder)  # `zk import` path
+        small = reopened(ingest_conversation(sample, "raw", None, small_cache, embedder)[0], embedder)
         log(f"{conv}: scoring in its own store and inside {size} notes")
         in_small, in_big = locomo_recall(small, sample), locomo_recall(big, sample)
         results[conv] = {"filler_sentences": len(filler), "filler_build_s": build["build_s"], "small": in_small,
@@ -613,6 +633,7 @@ def main(argv: list[str] | None = None) -> int:
 
     shipped_defaults_only()  # inherited by every measured process
     from zettel_amem.embed import load_embedder
+    from zettel_amem.memory import Memory
 
     sizes = [parse_size(s) for s in args.sizes.split(",") if s.strip()]
     samples = json.loads(args.data.read_text(encoding="utf-8"))
@@ -641,7 +662,10 @@ def main(argv: list[str] | None = None) -> int:
         built = home.parent / "build.json"
         if built.exists() and json.loads(built.read_text(encoding="utf-8"))["sentences"] == len(pool):
             build = json.loads(built.read_text(encoding="utf-8"))
-            log(f"{size} notes: reusing {home}")
+            start = time.perf_counter()  # the library may have changed since: let it maintain the store again
+            build["maintain"] = maintain(Memory(home, embedder=embedder))
+            build["maintain_s"] = round(time.perf_counter() - start, 1)
+            log(f"{size} notes: reusing {home} ({build['maintain']} {build['maintain_s']} s)")
         else:
             shutil.rmtree(home.parent, ignore_errors=True)
             log(f"{size} notes: building")
