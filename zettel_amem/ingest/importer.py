@@ -356,9 +356,14 @@ def import_source(memory: Memory, source: Path | BinaryIO, fmt: str = "auto", *,
         else:
             total = _estimate_total(source, fmt)
         importer = _Importer(memory, fmt, name, batch_size, on_progress, total)
-        return importer.run(items)
+        report = importer.run(items)
     except OSError as exc:
         raise ZkError(f"cannot read {name}: {exc.strerror or exc}") from None
+    if report.added:
+        # A bulk write: fold it into the indexes now rather than when the LLM queue is drained, hours later
+        # (the rows are searchable either way; indexed, a big import is searched at indexed speed).
+        memory.store.maintain()
+    return report
 
 
 __all__ = ["DEFAULT_SESSION", "ImportReport", "import_source", "open_source", "read_head", "session_id_for"]
