@@ -213,7 +213,7 @@ def expand(hits: list[Hit], neighbours_of: Callable[[Note], list[Note]], budget_
         nonlocal used
         if hit.note.id in seen:
             return True
-        cost = estimate_tokens(render_for_context(hit.note))
+        cost = estimate_tokens(render_for_context(hit.note)) if budget_tokens is not None else 0  # no budget: free
         if budget_tokens is not None and out and used + cost > budget_tokens:
             return False  # a long note may not fit while a shorter later one does
         seen.add(hit.note.id)
