@@ -29,7 +29,7 @@ from .models import PENDING, REVERTIBLE, Note, ProcessResult, journal_period, no
 from .pipeline import Pipeline
 from .prompts import Prompts
 from .retrieve import Hit
-from .search import Searcher
+from .search import Searcher, background
 from .store import Store
 from .text import has_control_chars, has_lone_surrogate, hashtags, nfc, one_line, tag_key
 
@@ -69,19 +69,6 @@ def validate_content(content: str) -> str:
     return stripped
 
 
-_EXECUTOR = None
-
-
-def _background():
-    """One worker thread for query embeddings, created on first use."""
-    global _EXECUTOR
-    if _EXECUTOR is None:
-        from concurrent.futures import ThreadPoolExecutor
-
-        _EXECUTOR = ThreadPoolExecutor(max_workers=1, thread_name_prefix="zk-embed")
-    return _EXECUTOR
-
-
 class Memory:
     def __init__(self, home: str | Path | None = None, *, settings: Settings | None = None,
                  llm: LLM | None = None, embedder=None, notebook: str = "main"):
@@ -113,7 +100,7 @@ class Memory:
         if future is None:
             if len(self._query_vectors) > 32:  # a long-lived process (zk mcp, the benchmark) asks many queries
                 self._query_vectors.clear()
-            future = self._query_vectors[query] = _background().submit(self.embedder.embed_query, query)
+            future = self._query_vectors[query] = background().submit(self.embedder.embed_query, query)
         return future
 
     def query_vector(self, query: str):

@@ -21,17 +21,18 @@ def has_tag(note: Note, tag: str) -> bool:
     return any(tag_key(t) == key for t in note.user_tags)
 
 
-_READS = None
+_POOL = None
 
 
-def _reads():
-    """Threads for reads that do not depend on each other, created on first use."""
-    global _READS
-    if _READS is None:
+def background():
+    """The threads for work that need not wait: independent store reads and query embeddings (LanceDB and
+    ONNX release the GIL). Created on first use."""
+    global _POOL
+    if _POOL is None:
         from concurrent.futures import ThreadPoolExecutor
 
-        _READS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="zk-read")
-    return _READS
+        _POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="zk-read")
+    return _POOL
 
 
 class Searcher:
@@ -64,7 +65,7 @@ class Searcher:
         once in threads (LanceDB releases the GIL), the keyword ones while the query is being embedded."""
         enriched = use_enrichment and self.memory.store.has_enriched(self.memory.notebook)
         weight = self.memory.settings.search_enrichment_weight if enriched else 0.0
-        reads = _reads()
+        reads = background()
         jobs = {}
         if use_keywords:
             jobs["keywords"] = reads.submit(self._keyword_ranked, query, pool, "terms", tagged)
@@ -112,7 +113,7 @@ class Searcher:
         hits = hits[:k]
         radius = self.memory.settings.search_session_turns if session_turns is None else session_turns
         # The hits in full, their session turns, backlinks and linked notes: independent reads, at once.
-        store, reads, ids = self.memory.store, _reads(), [h.note.id for h in hits]
+        store, reads, ids = self.memory.store, background(), [h.note.id for h in hits]
         full = reads.submit(store.get_many, ids)
         windows_job = reads.submit(self.session_windows, [h.note for h in hits], radius)
         back_job = reads.submit(store.backlinks_many, ids) if follow_links else None
