@@ -325,12 +325,12 @@ class Store(Database):
             f"status != {sql_str(READY)}" if unfinished else None), with_vector)
 
     def newest(self, notebook: str, limit: int | None, *, since: str | None = None, until: str | None = None,
-               tagged: bool = False, keep=None) -> list[Note]:
+               keep=None) -> list[Note]:
         """The `limit` newest notes (by `at`, then creation and position), newest first. Only the ordering
         columns of the matching rows are read, then the whole rows of the few shown. `keep(user_tags)`:
         a last test on each note's #tags (a case-insensitive tag match)."""
         where = all_of(notebook, since and f"at >= {sql_str(since)}", until and f"at < {sql_str(until)}",
-                       "array_length(user_tags) > 0" if tagged or keep else None)
+                       "array_length(user_tags) > 0" if keep else None)
         columns = ["id", "at", "created", "seq", *(["user_tags"] if keep else [])]
         rows = [r for r in self._query(where, columns) if keep is None or keep(r["user_tags"] or [])]
         rows.sort(key=lambda r: (r["at"] or "", r["created"] or "", r["seq"] or 0), reverse=True)
