@@ -65,6 +65,9 @@ def model_tag(model: str) -> str:
     return Path(model).name.removesuffix(".gguf")
 
 
+THREADS = {"llm": 2}  # `--threads`: llama.cpp threads (1 leaves the other core free for other work)
+
+
 def load_model(spec: str):
     """A bundled model name, a .gguf path, or `python:module:Factory` (the mock model in tests)."""
     if spec.startswith("python:"):
@@ -73,7 +76,7 @@ def load_model(spec: str):
         return load_python_backend(spec)
     from zettel_amem.llm.llama import load_llm
 
-    return load_llm(spec)
+    return load_llm(spec, threads=THREADS["llm"])
 
 
 def configure(memory, ingest: str) -> None:
@@ -385,6 +388,7 @@ def evaluate(sample: dict, variant: str, memory, args, answer_llm) -> list[dict]
             record["f1"] = locomo_f1(record["answer"], qa.get("answer", ""), category)
             record["abstained"] = abstains(record["answer"])
             record["answer_mode"] = answer.mode
+            record["cited"] = [mapping.get(i, i) for i in answer.cited()]
             if category != 5:
                 record["paper_f1"] = paper_f1(record["answer"], qa.get("answer", ""))
                 record["bleu1"] = bleu1(record["answer"], qa.get("answer", ""))
@@ -486,6 +490,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--conversations", default="", help="comma-separated sample ids (default: all)")
     parser.add_argument("--variants", default=",".join(RETRIEVAL_VARIANTS))
     parser.add_argument("--llm", default="qwen2.5-0.5b", help="bundled model name or .gguf path")
+    parser.add_argument("--threads", type=int, default=2, help="llama.cpp threads (default 2)")
     parser.add_argument("--k", type=int, default=10, help="hits before expansion for the answer context")
     parser.add_argument("--budget", type=int, default=700, help="context token budget for answers")
     parser.add_argument("--full-context-tokens", type=int, default=2600,
@@ -502,6 +507,7 @@ def main(argv: list[str] | None = None) -> int:
                         "ingest settings are not affected, so cached stores are reused")
     args = parser.parse_args(argv)
     overrides = parse_overrides(args.set)
+    THREADS["llm"] = args.threads
 
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     unknown = set(variants) - set(ALL_VARIANTS)
