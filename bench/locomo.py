@@ -65,18 +65,16 @@ def model_tag(model: str) -> str:
     return Path(model).name.removesuffix(".gguf")
 
 
-THREADS = {"llm": 2}  # `--threads`: llama.cpp threads (1 leaves the other core free for other work)
-
-
-def load_model(spec: str):
-    """A bundled model name, a .gguf path, or `python:module:Factory` (the mock model in tests)."""
+def load_model(spec: str, threads: int | None = None):
+    """A bundled model name, a .gguf path, or `python:module:Factory` (the mock model in tests).
+    `threads`: llama.cpp threads (default: load_llm's; 1 leaves the other core free for other work)."""
     if spec.startswith("python:"):
         from zettel_amem.llm import load_python_backend
 
         return load_python_backend(spec)
     from zettel_amem.llm.llama import load_llm
 
-    return load_llm(spec, threads=THREADS["llm"])
+    return load_llm(spec, threads=threads) if threads else load_llm(spec)
 
 
 def configure(memory, ingest: str) -> None:
@@ -88,7 +86,8 @@ def configure(memory, ingest: str) -> None:
         s.evolve_max_neighbours = 0
 
 
-def ingest_conversation(sample: dict, ingest: str, model: str | None, cache: Path, embedder):
+def ingest_conversation(sample: dict, ingest: str, model: str | None, cache: Path, embedder,
+                        threads: int | None = None):
     """A store holding the conversation, processed with `ingest`'s flags; cached and resumable."""
     from zettel_amem.ingest.importer import import_source
     from zettel_amem.memory import Memory
@@ -100,7 +99,7 @@ def ingest_conversation(sample: dict, ingest: str, model: str | None, cache: Pat
     if (folder / "done").exists():  # cached: no model needed to search it
         return memory, folder
     if ingest != "raw":
-        memory.use_llm(load_model(model))
+        memory.use_llm(load_model(model, threads))
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False, encoding="utf-8") as tmp:
         json.dump([sample], tmp)  # the one conversation, in a temp file outside the repo
     start = time.perf_counter()
@@ -490,7 +489,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--conversations", default="", help="comma-separated sample ids (default: all)")
     parser.add_argument("--variants", default=",".join(RETRIEVAL_VARIANTS))
     parser.add_argument("--llm", default="qwen2.5-0.5b", help="bundled model name or .gguf path")
-    parser.add_argument("--threads", type=int, default=2, help="llama.cpp threads (default 2)")
+    parser.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default 2)")
     parser.add_argument("--k", type=int, default=10, help="hits before expansion for the answer context")
     parser.add_argument("--budget", type=int, default=700, help="context token budget for answers")
     parser.add_argument("--full-context-tokens", type=int, default=2600,
@@ -507,7 +506,6 @@ def main(argv: list[str] | None = None) -> int:
                         "ingest settings are not affected, so cached stores are reused")
     args = parser.parse_args(argv)
     overrides = parse_overrides(args.set)
-    THREADS["llm"] = args.threads
 
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     unknown = set(variants) - set(ALL_VARIANTS)
@@ -525,7 +523,7 @@ def main(argv: list[str] | None = None) -> int:
     embedder = load_embedder()
     answer_llm = None
     if args.answer:
-        answer_llm = load_model(args.llm)
+        answer_llm = load_model(args.llm, args.threads)
     wall = time.perf_counter()
     all_records: list[dict] = []
     costs: dict[str, dict] = {}
@@ -533,7 +531,8 @@ def main(argv: list[str] | None = None) -> int:
         register_sessions(sample)
         for variant in variants:
             ingest = INGEST_OF[variant]
-            memory, folder = ingest_conversation(sample, ingest, args.llm, args.out / "cache", embedder)
+            memory, folder = ingest_conversation(sample, ingest, args.llm, args.out / "cache", embedder,
+                                                 args.threads)
             for key, value in overrides.items():
                 setattr(memory.settings, key, value)
             costs.setdefault(f"{ingest}/{sample['sample_id']}", ingest_costs(folder))
