@@ -7,6 +7,7 @@ from zettel_amem.retrieve import (
     Hit,
     Signal,
     expand,
+    fold_repeats,
     fuse,
     fuse_signals,
     render_for_context,
@@ -138,3 +139,22 @@ def test_session_turns_follow_their_hit_and_links_come_after_all_hits():
                  session_of=lambda n: [before, after] if n.id == a.id else [])
     assert [h.note.id for h in out] == [a.id, before.id, after.id, b.id, link.id]
     assert [h.via for h in out] == [None, a.id, a.id, None, a.id]
+
+
+def test_a_repeated_line_takes_one_place_and_counts_its_copies():
+    copies = [make(ch, "What are you  reading these days?") for ch in "abc"]
+    other = make("d", "I finished Becoming by Michelle Obama.")
+    loud = make("e", "WHAT ARE YOU READING THESE DAYS?")
+    hits = fold_repeats([Hit(copies[0], 0.9), Hit(copies[1], 0.8), Hit(loud, 0.7), Hit(copies[2], 0.6),
+                         Hit(other, 0.5)])
+    assert [(h.note.id, h.repeats) for h in hits] == [(copies[0].id, 3), (other.id, 0)]
+    assert hits[0].to_json()["repeats"] == 3
+
+
+def test_search_gives_the_place_of_a_repeated_line_to_the_next_distinct_note(memory):
+    for day in range(1, 6):
+        memory.add("What book are you reading now?", f"2026-03-0{day}")
+    answer = memory.add("Reading a book about Korean history now.", "2026-03-06")
+    hits = memory.search("what book are you reading", k=2, follow_links=False, session_turns=0)
+    assert [h.note.content for h in hits] == ["What book are you reading now?", answer.content]
+    assert hits[0].repeats == 4

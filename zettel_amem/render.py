@@ -69,8 +69,9 @@ def hits_table(hits: list[Hit], title: str | None = None) -> None:
     for hit in hits:
         via = f"[dim]↳ linked from {hit.via[:8]}[/] " if hit.via else ""
         score = f"{hit.score:.3f}" if not hit.via else "[dim]link[/]"
+        repeats = f" [dim](+{hit.repeats} with the same words)[/]" if hit.repeats else ""
         table.add_row(escape(hit.note.short_id), score, escape(hit.note.at[:10]),
-                      via + escape(one_line(hit.note.content, 100)))
+                      via + escape(one_line(hit.note.content, 100)) + repeats)
     console.print(table)
 
 

@@ -45,11 +45,12 @@ class Hit:
     keyword_score: float = 0.0
     via: str | None = None  # for expansion hits: the id of the hit whose link or session brought it in
     signals: dict[str, int] = field(default_factory=dict)  # signal name -> rank (0-based) in that list
+    repeats: int = 0  # lower-ranked notes with the very same words, folded into this hit
 
     def to_json(self, backlinks: list[str] | None = None, **extra) -> dict:
         return self.note.to_json(backlinks, score=round(self.score, 4),
                                  similarity=None if self.similarity is None else round(self.similarity, 4),
-                                 via=self.via, **extra)
+                                 via=self.via, repeats=self.repeats, **extra)
 
 
 @dataclass
@@ -76,6 +77,27 @@ def fuse_signals(signals: list[Signal], k: int) -> list[Hit]:
             hit.signals[signal.name] = rank
             hit.score += signal.weight * (RRF_K + 1) / (RRF_K + rank + 1) / total
     return sorted(hits.values(), key=lambda h: (-h.score, h.note.at))[:k]
+
+
+def same_words(text: str) -> str:
+    """The key under which two notes say the very same thing (case and spacing aside)."""
+    return " ".join(text.split()).casefold()
+
+
+def fold_repeats(hits: list[Hit]) -> list[Hit]:
+    """One hit per text: a note whose words repeat a better-ranked hit's is folded into it and counted.
+    Ten copies of one line ("What are you reading?" in ten chats) would fill the page and say nothing
+    new; folded, the next distinct notes get their places."""
+    first: dict[str, Hit] = {}
+    out = []
+    for hit in hits:
+        key = same_words(hit.note.content)
+        if key in first:
+            first[key].repeats += 1
+            continue
+        first[key] = hit
+        out.append(hit)
+    return out
 
 
 def fuse(vector_ranked: list[tuple[Note, float]], keyword_ranked: list[tuple[Note, float]], k: int,

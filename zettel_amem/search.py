@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from .errors import InvalidInput
 from .models import Note
-from .retrieve import Hit, Signal, expand, fuse_signals, smooth_by_session
+from .retrieve import Hit, Signal, expand, fold_repeats, fuse_signals, smooth_by_session
 from .text import is_trivial, keyword_terms, tag_key
 
 if TYPE_CHECKING:  # search reads a Memory's parts; it never imports Memory at run time
@@ -106,24 +106,27 @@ class Searcher:
         if tag is not None:
             for signal in signals:
                 signal.ranked = [(n, score) for n, score in signal.ranked if has_tag(n, tag)][:pool]
-        hits = fuse_signals(signals, pool)
+        hits = fold_repeats(fuse_signals(signals, pool))
         weights = (self.memory.settings.search_session_near, self.memory.settings.search_session_far)
         if session_smoothing and any(weights) and tag is None:
             hits = smooth_by_session(hits, self.session_windows([h.note for h in hits], len(weights)), weights)
         hits = hits[:k]
         radius = self.memory.settings.search_session_turns if session_turns is None else session_turns
-        # The hits in full, their session turns, backlinks and linked notes: independent reads, at once.
+        # The hits in full with their linked notes, their session turns and the notes linking to them:
+        # three independent reads, at once.
         store, reads, ids = self.memory.store, background(), [h.note.id for h in hits]
-        full = reads.submit(store.get_many, ids)
+        wanted = [*ids, *(i for h in hits for i in h.note.links)] if follow_links else ids
+        full_job = reads.submit(store.get_many, wanted)
         windows_job = reads.submit(self.session_windows, [h.note for h in hits], radius)
-        back_job = reads.submit(store.backlinks_many, ids) if follow_links else None
-        links_job = reads.submit(store.get_many, [i for h in hits for i in h.note.links]) if follow_links else None
-        hits = self._in_full(hits, full.result())
+        linking_job = reads.submit(store.linking_notes, ids) if follow_links else None
+        found = full_job.result()
+        hits = self._in_full(hits, found)
         windows = windows_job.result()
-        back = back_job.result() if back_job else {}
-        found = links_job.result() if links_job else {}
-        more = [i for ids_ in back.values() for i in ids_ if i not in found]
-        found.update(store.get_many(more) if more else {})
+        back: dict[str, list[str]] = {}  # hit id -> the notes linking to it, oldest first
+        for note in linking_job.result() if linking_job else []:
+            found.setdefault(note.id, note)
+            for target in set(note.links) & set(ids):
+                back.setdefault(target, []).append(note.id)
         if not follow_links and not windows:
             return hits if budget_tokens is None else expand(hits, lambda n: [], budget_tokens, False)
 

@@ -34,9 +34,18 @@ VECTOR_INDEX_GROWTH = 4  # retrain a vector index once the table has grown this 
 FRAGMENTS_BEFORE_COMPACTION = 16  # each single `zk add` writes one
 ROWS_PER_PARTITION = 4_000  # IVF partitions of ~4,000 rows, each with its own HNSW graph
 # HNSW's default beam misses a third of the true top 10 for question-like queries (recall 0.57 at 100k).
-# Measured at 100k: top 10 with a beam of 400 and a re-rank of 5x k on the full vectors, 0.99 in ~6 ms;
-# top 100 (what search ranks) with a beam of 400 alone, 0.99 in ~7 ms (a re-rank of 500 rows costs 12 ms).
-ANN_EF, ANN_REFINE, ANN_REFINE_UP_TO = 400, 5, 20
+# Measured at 100k (bench.scale): half the 25 partitions with a beam of 400 found 0.90 of the exact top 10
+# (0.88 of the top 100); every partition with a beam of 100 and a 3x re-rank, 0.99 (0.98), and no slower.
+ANN_EF, ANN_REFINE, ANN_REFINE_UP_TO = 100, 3, 20
+ANN_PROBE_ALL_UP_TO = 32  # partitions; past this, half of them
+
+
+def ann_probes(partitions: int) -> int:
+    """How many IVF partitions a vector search visits."""
+    partitions = max(1, partitions)
+    return partitions if partitions <= ANN_PROBE_ALL_UP_TO else max(ANN_PROBE_ALL_UP_TO, partitions // 2)
+
+
 _HEX = re.compile(r"^[0-9a-f]{1,32}$")
 
 # Columns read when the vector is not needed (listing, keyword search, rendering).
@@ -442,22 +451,31 @@ class Store(Database):
         rows = self._query(f"array_has_any(links, make_array({sql_str(note_id)}))", ["id", "at"])  # indexed
         return [r["id"] for r in sorted(rows, key=lambda r: r["at"])]
 
+    def _linking_rows(self, note_ids: list[str], columns: list[str]) -> list[dict[str, Any]]:
+        """Rows of the notes that link to any of `note_ids`, each once, oldest first."""
+        # The links index answers array_has_any; a very long id list makes a huge filter, so it goes in chunks.
+        ordered = sorted(set(note_ids))
+        rows = [row for start in range(0, len(ordered), 200) for row in self._query(
+            "array_has_any(links, make_array(" + ", ".join(sql_str(i) for i in ordered[start:start + 200]) + "))",
+            columns)]
+        return sorted({r["id"]: r for r in rows}.values(), key=lambda r: r["at"])
+
     def backlinks_many(self, note_ids: list[str]) -> dict[str, list[str]]:
-        """Backlinks of several notes in one scan (retrieval expands every hit at once)."""
+        """Backlinks of several notes in one read (retrieval expands every hit at once)."""
         if not note_ids:
             return {}
         wanted = set(note_ids)
-        # The links index answers array_has_any; a very long id list makes a huge filter, so it goes in chunks.
-        ordered = sorted(wanted)
-        rows = [row for start in range(0, len(ordered), 200) for row in self._query(
-            "array_has_any(links, make_array(" + ", ".join(sql_str(i) for i in ordered[start:start + 200]) + "))",
-            ["id", "at", "links"])]
         out: dict[str, list[str]] = {i: [] for i in note_ids}
-        for row in sorted({r["id"]: r for r in rows}.values(), key=lambda r: r["at"]):
+        for row in self._linking_rows(note_ids, ["id", "at", "links"]):
             for target in row["links"] or []:
                 if target in wanted:
                     out[target].append(row["id"])
         return out
+
+    def linking_notes(self, note_ids: list[str]) -> list[Note]:
+        """The whole notes that link to any of `note_ids`, oldest first: backlinks and their text in one
+        read (search would otherwise read the ids, then the notes)."""
+        return [row_to_note(r) for r in self._linking_rows(note_ids, TEXT_COLUMNS)] if note_ids else []
 
     # -- keywords ---------------------------------------------------------------------------------
     def keyword_search(self, terms: list[str], k: int, notebook: str | None = None, *,
@@ -494,8 +512,8 @@ class Store(Database):
         if where:
             query = query.where(where, prefilter=True)
         trained = self.vector_indexes().get(column)
-        if trained:  # half the partitions and a wide HNSW beam: recall ~0.99 at 100k (bench.scale)
-            query = query.nprobes(max(12, trained // ROWS_PER_PARTITION // 2)).ef(max(ANN_EF, k))
+        if trained:  # many partitions, a narrow HNSW beam: cheaper than few and wide at the same recall
+            query = query.nprobes(ann_probes(trained // ROWS_PER_PARTITION)).ef(max(ANN_EF, k))
             if k <= ANN_REFINE_UP_TO:  # a short list is re-ranked on the full vectors; a long one needs not
                 query = query.ef(max(ANN_EF, ANN_REFINE * k)).refine_factor(ANN_REFINE)
         rows = self.guarded_read(lambda: query.limit(k).to_list())
