@@ -40,6 +40,32 @@ def test_the_ann_index_finds_what_exact_search_finds_and_sees_newer_notes(memory
     assert not any("vector index" in step for step in memory.store.maintain(vector_min_rows=50))  # no retraining
 
 
+def test_upkeep_adds_new_rows_to_a_vector_index_as_segments_and_merges_them_never_into_the_trained_one(memory):
+    """LanceDB's own optimize rebuilds a whole vector index to fold in a few rows (116 s at 100k notes);
+    the upkeep appends them as a segment, and merges the segments once there are MAX_VECTOR_DELTAS."""
+    from zettel_amem.database import MAX_VECTOR_DELTAS
+
+    for i in range(55):
+        memory.add(f"base note {i} about rain and coffee", f"2026-03-{1 + i % 28:02d}")
+    memory.store.maintain(vector_min_rows=50)
+
+    def segments() -> dict[str, int]:
+        return {i.columns[0]: i.num_segments for i in memory.store.table.list_indices()
+                if i.columns[0] in ("raw_vector", "vector")}
+
+    assert segments() == {"raw_vector": 1, "vector": 1}
+    seen = []
+    for round_ in range(MAX_VECTOR_DELTAS + 1):
+        late = memory.add(f"knee clinic visit number {round_}", "2026-04-01")
+        memory.store.maintain(vector_min_rows=50)
+        seen.append(segments()["raw_vector"])
+        assert all(not i.num_unindexed_rows for i in memory.store.table.list_indices())
+        found = memory.store.nearest(memory.embedder.embed_query(late.content), 1, "main", column="raw_vector")
+        assert [n.id for n, _ in found] == [late.id]
+    assert seen == [2, 3, 4, 5, 2]  # one segment per upkeep, then the four extra ones merged into one
+    assert memory.store.vector_indexes() == {"raw_vector": 55, "vector": 55}  # the trained index is kept
+
+
 def test_the_idle_worker_compacts_the_fragments_single_adds_leave(memory):
     for i in range(FRAGMENTS_BEFORE_COMPACTION + 2):
         memory.add(f"one quick add number {i}", "2026-03-01")

@@ -108,3 +108,14 @@ def test_a_note_deleted_while_the_model_works_on_it_stays_deleted(evolving):
     evolving.llm.link = link_while_deleted
     evolving.process(newest.id)
     assert evolving.store.get(victim) is None and evolving.store.get(newest.id).status == READY
+
+
+def test_rm_rewrites_a_big_file_that_holds_one_deleted_row(memory):
+    """Compaction's default leaves a data file alone below 10 % deleted rows, the deleted words with it;
+    `zk rm` rewrites any file that holds one. (grep cannot see text inside a compressed file: rows are counted.)"""
+    notes = [memory.add(f"note {i} of a long diary", "2026-03-01") for i in range(40)]
+    memory.store.maintain(force=True)  # one file of 40 rows
+    memory.remove(notes[7].id)
+    fragments = memory.store.table.to_lance().get_fragments()
+    assert sum(f.physical_rows for f in fragments) == memory.store.count() == 39
+    assert all(f.metadata.deletion_file is None for f in fragments)

@@ -274,7 +274,7 @@ class Store(Database):
             fragments = self.table.stats()["fragment_stats"]["num_fragments"]
             unindexed = any(getattr(i, "num_unindexed_rows", 0) for i in self.table.list_indices())
         if force or unindexed or fragments >= FRAGMENTS_BEFORE_COMPACTION:
-            self.optimize(NOTES, self.table)  # takes the write lock itself
+            self.upkeep(NOTES, self.table)  # takes the write lock itself
             done.append(f"compacted {fragments} fragment(s), indexes brought up to date")
         with self.write_lock():  # after compaction: a new index is built over the merged files, not remapped
             rows = self.table.count_rows()
@@ -528,5 +528,6 @@ class Store(Database):
         return found
 
     def compact(self) -> None:
-        """Merge small fragments and drop old table versions (deleted text must not survive on disk)."""
-        self.optimize(NOTES, self.table)
+        """After a delete: rewrite the files that hold deleted rows and drop old table versions (deleted text
+        must not survive on disk); indexes are remapped, not rebuilt."""
+        self.upkeep(NOTES, self.table, purge=True)

@@ -201,7 +201,8 @@ class TierStore:
             self._delete(RELATIONS, in_list("id", ids))
 
     def compact(self) -> None:
+        """After deletes: no deleted summary or name survives on disk (see `Database.upkeep`)."""
         for name in (EPISODES, ENTITIES, RELATIONS):
             table = self._table(name)
             if table is not None:
-                self.store.optimize(name, table)
+                self.store.upkeep(name, table, purge=True)
