@@ -96,10 +96,10 @@ def test_status_counts_without_reading_notes(memory):
     assert memory.store.count_by("status", "main") == {"ready": 2}
 
 
-def test_a_vector_search_visits_every_partition_of_a_small_index_and_half_of_a_large_one():
+def test_a_vector_search_visits_every_partition_of_a_small_index_and_a_quarter_of_a_large_one():
     from zettel_amem.store import ANN_PROBE_ALL_UP_TO, ann_probes
 
     assert ann_probes(0) == 1
     assert ann_probes(25) == 25  # 100k notes: all (half of them found 0.90 of the exact top 10)
     assert ann_probes(ANN_PROBE_ALL_UP_TO + 1) == ANN_PROBE_ALL_UP_TO
-    assert ann_probes(250) == 125
+    assert ann_probes(250) == 62  # 1M notes: recall 0.97 at 10 (bench.scale)
