@@ -74,7 +74,7 @@ def load_model(spec: str, threads: int | None = None):
         return load_python_backend(spec)
     from zettel_amem.llm.llama import load_llm
 
-    return load_llm(spec, threads=threads) if threads else load_llm(spec)
+    return load_llm(spec, threads=threads or 2)
 
 
 def configure(memory, ingest: str) -> None:

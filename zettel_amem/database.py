@@ -350,22 +350,17 @@ class Database:
         never with the trained index, once there are MAX_VECTOR_DELTAS of them.
         `purge` (after a delete): rewrite every data file that still holds a deleted row, however few;
         compaction's default leaves a file alone below 10 % deleted rows, and the deleted text in it."""
-        try:
-            os.environ.setdefault("LANCE_LOG", "error")  # "partition 9 is empty, skipping" is not news
-            import lance  # noqa: F401 - pylance: the parts of Lance that lancedb's optimize does not expose
-        except ImportError:  # pragma: no cover - a dependency; kept working without it, only slower
-            return self.optimize(name, table)
+        os.environ.setdefault("LANCE_LOG", "error")  # "partition 9 is empty, skipping" is not news
+        import lance  # noqa: F401 - pylance, imported here only: the parts of Lance lancedb does not expose
 
         def run() -> None:
             table.to_lance().optimize.compact_files(materialize_deletions_threshold=0.0 if purge else 0.1)
             indexes = table.list_indices()
-            vector_indexes = {i.name for i in indexes if i.index_type.startswith("Ivf")}
-            other = [i.name for i in indexes if i.name not in vector_indexes]
-            dataset = table.to_lance()
+            other = [i.name for i in indexes if not i.index_type.startswith("Ivf")]
             if other:
-                dataset.optimize.optimize_indices(index_names=other)  # cheap: scalar and full-text
+                table.to_lance().optimize.optimize_indices(index_names=other)  # cheap: scalar and full-text
             for index in indexes:
-                if index.name in vector_indexes:
+                if index.index_type.startswith("Ivf"):  # a vector index
                     deltas = (index.num_segments or 1) - 1  # the newest segments; the first is the trained one
                     merge = deltas if deltas >= MAX_VECTOR_DELTAS else 0
                     table.to_lance().optimize.optimize_indices(index_names=[index.name], num_indices_to_merge=merge)
@@ -374,11 +369,4 @@ class Database:
         with self.write_lock(), warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
             self.guarded_write(run)
-            self.record(name, table)
-
-    def optimize(self, name: str, table) -> None:
-        """Merge small fragments and drop old versions of one table (deleted text must not survive on disk)."""
-        with self.write_lock(), warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)  # "removes every version": that is the point here
-            self.guarded_write(lambda: table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True))
             self.record(name, table)

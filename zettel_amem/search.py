@@ -123,9 +123,10 @@ class Searcher:
         hits = self._in_full(hits, found)
         windows = windows_job.result()
         back: dict[str, list[str]] = {}  # hit id -> the notes linking to it, oldest first
+        hit_ids = set(ids)
         for note in linking_job.result() if linking_job else []:
             found.setdefault(note.id, note)
-            for target in set(note.links) & set(ids):
+            for target in hit_ids.intersection(note.links):
                 back.setdefault(target, []).append(note.id)
         if not follow_links and not windows:
             return hits if budget_tokens is None else expand(hits, lambda n: [], budget_tokens, False)
