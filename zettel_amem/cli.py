@@ -284,6 +284,9 @@ def search(query: str = typer.Argument(..., help="What to look for."),
                                              "notes, as `zk ask` gives them (default from config; 0: none)."),
            episodes_only: bool = typer.Option(False, "--episodes", help="Only matching episodes (L1)."),
            tag: str | None = typer.Option(None, "--tag", help="Only notes with this #tag of yours."),
+           everywhere: bool = typer.Option(False, "--everywhere", help="A query naming someone from your chats "
+                                           "still ranks every note (default: their chats and your notes naming "
+                                           "them)."),
            as_json: bool = JSON_OPT) -> None:
     """Retrieval only, no LLM: the notes `zk ask` would be given (hybrid search plus linked notes)
     and matching episodes (L1). `--json` prints the notes; `--episodes --json` the episodes.
@@ -303,13 +306,17 @@ def search(query: str = typer.Argument(..., help="What to look for."),
             render.episodes_table(episodes)
         return
     budget = memory.settings.context_budget_tokens if budget is None else budget
-    hits = memory.search(query, limit, follow_links=not no_links, budget_tokens=budget or None, tag=tag)
+    hits = memory.search(query, limit, follow_links=not no_links, budget_tokens=budget or None, tag=tag,
+                         scoped=not everywhere)
     if as_json:
         render.print_json(_notes_json(memory, hits))
         return
     if episodes:
         render.episodes_table(episodes)
     render.hits_table(hits, title="notes" if episodes else None)
+    scope = memory.searcher.last_scope
+    if scope is not None and scope.narrows:
+        render.scope_line(scope)
 
 
 @app.command("list")

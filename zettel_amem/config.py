@@ -82,6 +82,10 @@ class Settings:
     # it lifted R@10 over plain hybrid but stayed below following each hit with its turns (README).
     search_session_near: float = 0.0
     search_session_far: float = 0.0
+    # A query naming someone who speaks in imported chats ranks inside their sessions and the notes naming
+    # them, with those notes' own word statistics (search.Searcher.signals). README: LoCoMo in 100k notes.
+    search_person_scope: bool = True
+    search_scope_mentions: int = 1000  # the user's own notes (outside chats) naming them, at most (0: chats only)
     search_session_turns: int = 2  # expansion: each hit is followed by its session turns this many places away
     context_budget_tokens: int = 700  # for `zk ask`
     # Let the model reply "No information available." (templates/answer_decline.txt). Off by default:

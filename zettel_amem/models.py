@@ -119,6 +119,22 @@ def session_id_for(notebook: str, session_key: str) -> str:
 
 
 @dataclass
+class Scope:
+    """Whom a search is about: the people a query names who speak in imported chats. Search then ranks
+    inside the chat sessions they speak in and the user's own notes (outside chats) that name them."""
+
+    people: list[str]  # as the chats spell them (`Note.speaker`)
+    sessions: list[str]  # session ids in which one of them speaks
+    mentions: list[str] = field(default_factory=list)  # ids of notes outside chats naming one of them
+    rows: int = 0  # notes inside the scope
+    narrows: bool = True  # False: their notes are most of the notebook, so search looks everywhere
+
+    def to_json(self) -> dict[str, Any]:
+        return {"people": self.people, "sessions": len(self.sessions), "mentions": len(self.mentions),
+                "notes": self.rows, "narrows": self.narrows}
+
+
+@dataclass
 class JournalPeriod:
     """The session a journal entry (`zk add`) belongs to: its day or its ISO week (config `journal_session`).
 

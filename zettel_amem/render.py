@@ -13,7 +13,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.tree import Tree
 
-from .models import Note, ProcessResult
+from .models import Note, ProcessResult, Scope
 from .retrieve import Hit
 from .text import one_line, visible
 
@@ -58,6 +58,14 @@ def notes_list(notes: Iterable[Note]) -> None:
         count += 1
     if not count:
         err_console.print("[dim]no notes[/]")
+
+
+def scope_line(scope: Scope) -> None:
+    """Why a search looked only at some notes: the people the query names."""
+    people = " and ".join(scope.people)
+    mentions = f" and {len(scope.mentions)} note(s) of yours naming them" if scope.mentions else ""
+    console.print(f"[dim]Searched {people}'s chats ({len(scope.sessions)} session(s)){mentions}; "
+                  "--everywhere searches every note.[/dim]")
 
 
 def hits_table(hits: list[Hit], title: str | None = None) -> None:

@@ -79,6 +79,31 @@ def fuse_signals(signals: list[Signal], k: int) -> list[Hit]:
     return sorted(hits.values(), key=lambda h: (-h.score, h.note.at))[:k]
 
 
+BM25_K1, BM25_B = 1.2, 0.75  # the usual constants (LanceDB's full-text index uses the same)
+
+
+def bm25_ranked(docs: Sequence[tuple[Note, list[str]]], terms: list[str], k: int) -> list[tuple[Note, float]]:
+    """Top-k notes by BM25 of `terms` over their own term lists, with these notes' own statistics. A search
+    inside a person scope ranks this way: which words are rare among *their* notes decides, whatever the
+    rest of a big store says about them."""
+    wanted = list(dict.fromkeys(terms))
+    if not docs or not wanted:
+        return []
+    lengths = [len(d) for _, d in docs]
+    average = sum(lengths) / len(docs) or 1.0
+    counts = [Counter(t for t in d if t in wanted) for _, d in docs]
+    df = Counter(t for c in counts for t in c)
+    idf = {t: math.log(1 + (len(docs) - df[t] + 0.5) / (df[t] + 0.5)) for t in wanted}
+    out = []
+    for (note, _), tf, length in zip(docs, counts, lengths):
+        norm = BM25_K1 * (1 - BM25_B + BM25_B * length / average)
+        score = sum(idf[t] * f * (BM25_K1 + 1) / (f + norm) for t, f in tf.items())
+        if score > 0:
+            out.append((note, score))
+    out.sort(key=lambda pair: (pair[1], pair[0].at), reverse=True)  # a tie: the newer note first
+    return out[:k]
+
+
 def same_words(text: str) -> str:
     """The key under which two notes say the very same thing (case and spacing aside)."""
     return " ".join(text.split()).casefold()

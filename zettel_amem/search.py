@@ -7,9 +7,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .errors import InvalidInput
-from .models import Note
-from .retrieve import Hit, Signal, expand, fold_repeats, fuse_signals, smooth_by_session
-from .text import is_trivial, keyword_terms, tag_key
+from .models import Note, Scope
+from .retrieve import Hit, Signal, bm25_ranked, expand, fold_repeats, fuse_signals, smooth_by_session
+from .text import is_trivial, keyword_terms, name_candidates, tag_key
+
+SCOPE_MAX_SHARE = 0.5  # a scope holding more of the notebook than this narrows nothing: no scope
+SCOPE_IN_PLACE = 5_000  # a scope up to this many notes is ranked here (one read); a bigger one by the indexes
 
 if TYPE_CHECKING:  # search reads a Memory's parts; it never imports Memory at run time
     from .memory import Memory
@@ -40,44 +43,113 @@ class Searcher:
 
     def __init__(self, memory: Memory):
         self.memory = memory
+        self.last_scope: Scope | None = None  # the person scope of the latest search (shown by `zk search`)
 
-    def _keyword_ranked(self, query: str, pool: int, column: str, tagged: bool = False) -> list[tuple[Note, float]]:
+    def _keyword_ranked(self, terms: list[str], pool: int, column: str, tagged: bool = False,
+                        within: Scope | None = None) -> list[tuple[Note, float]]:
         """BM25 over the store's full-text index of `column`, on the same terms the index holds."""
-        return self.memory.store.keyword_search(keyword_terms(query), pool, self.memory.notebook, column=column,
-                                                tagged=tagged, light=True)
+        return self.memory.store.keyword_search(terms, pool, self.memory.notebook, column=column, tagged=tagged,
+                                                light=True, within=within)
 
-    def _vector_ranked(self, vector, pool: int, column: str, tagged: bool = False, enriched: bool = False
-                       ) -> list[tuple[Note, float]]:
+    def _vector_ranked(self, vector, pool: int, column: str, tagged: bool = False, enriched: bool = False,
+                       within: Scope | None = None) -> list[tuple[Note, float]]:
         """Nearest notes by one embedding column, without short filler ("ok", "ㅇㅋ"): it sits close to
         every query in embedding space. Filler is still found by its words."""
         for size in (pool, pool * 8):  # a chat full of filler: look further for real notes
             found = self.memory.store.nearest(vector, size, self.memory.notebook, column=column, tagged=tagged,
-                                             enriched=enriched, light=True)
+                                             enriched=enriched, light=True, within=within)
             ranked = [(n, s) for n, s in found if not is_trivial(n.content)]
             if len(ranked) >= pool // 2 or len(found) < size:
                 break
         return ranked[:pool]
 
+    def person_scope(self, query: str) -> Scope | None:
+        """The people `query` names who speak in imported chats (None: no one), the sessions they speak
+        in and up to `search_scope_mentions` notes of the user's own (outside chats) that name them. A scope
+        holding most of the notebook narrows nothing (it would only hide the notes outside chats):
+        `narrows` is then False."""
+        store, notebook = self.memory.store, self.memory.notebook
+        found = store.speakers(name_candidates(query), notebook)
+        if not found:
+            return None
+        scope = Scope(sorted(found), sorted(set().union(*found.values())))
+        scope.rows = store.count_within(scope, notebook)
+        if scope.rows > SCOPE_MAX_SHARE * store.count(notebook):
+            scope.narrows = False
+            return scope
+        limit = self.memory.settings.search_scope_mentions
+        scope.mentions = store.mentioning(sorted({t for p in scope.people for t in keyword_terms(p)}), limit,
+                                          notebook) if limit > 0 else []
+        scope.rows += len(scope.mentions)
+        return scope
+
     def signals(self, query: str, pool: int, use_vector: bool = True, use_keywords: bool = True,
-                use_enrichment: bool = True, tagged: bool = False) -> list[Signal]:
+                use_enrichment: bool = True, tagged: bool = False, scoped: bool = True) -> list[Signal]:
         """The ranked lists search fuses: raw words (vector, keywords) and, beside them, the enrichment.
         `tagged`: the vector searches read only notes with #tags of the user's. The lists are read at
-        once in threads (LanceDB releases the GIL), the keyword ones while the query is being embedded."""
+        once in threads (LanceDB releases the GIL), the keyword ones while the query is being embedded.
+
+        A query that names someone who speaks in imported chats ("what did Jon say about Paris?") is a
+        question about them: with `scoped`, the lists rank only their sessions and the notes naming them
+        (`person_scope`), a small scope in place with its own word statistics. Their name is not a
+        keyword: every one of their turns carries it, so it would only reward short turns."""
+        if use_vector:
+            self.memory.start_embedding(query)  # embedding runs while the scope and the keyword lists are read
         enriched = use_enrichment and self.memory.store.has_enriched(self.memory.notebook)
         weight = self.memory.settings.search_enrichment_weight if enriched else 0.0
+        terms = keyword_terms(query)
+        scope = self.person_scope(query) if scoped and not tagged and self.memory.settings.search_person_scope \
+            else None
+        self.last_scope = scope
+        if scope is not None:
+            named = {t for p in scope.people for t in keyword_terms(p)}
+            terms = [t for t in terms if t not in named]
+            scope = scope if scope.narrows else None
+        if scope is not None and scope.rows <= SCOPE_IN_PLACE:
+            return self._ranked_in_place(query, terms, scope, pool, use_vector, use_keywords, weight)
         reads = background()
         jobs = {}
         if use_keywords:
-            jobs["keywords"] = reads.submit(self._keyword_ranked, query, pool, "terms", tagged)
+            jobs["keywords"] = reads.submit(self._keyword_ranked, terms, pool, "terms", tagged, scope)
             if weight > 0:
-                jobs["enriched-keywords"] = reads.submit(self._keyword_ranked, query, pool, "enrichment_terms", tagged)
+                jobs["enriched-keywords"] = reads.submit(self._keyword_ranked, terms, pool, "enrichment_terms",
+                                                         tagged, scope)
         if use_vector:
             vector = self.memory.query_vector(query)
-            jobs["vector"] = reads.submit(self._vector_ranked, vector, pool, "raw_vector", tagged)
+            jobs["vector"] = reads.submit(self._vector_ranked, vector, pool, "raw_vector", tagged, False, scope)
             if weight > 0:
-                jobs["enriched-vector"] = reads.submit(self._vector_ranked, vector, pool, "vector", tagged, True)
+                jobs["enriched-vector"] = reads.submit(self._vector_ranked, vector, pool, "vector", tagged, True,
+                                                       scope)
         order = {"vector": 1.0, "keywords": 1.0, "enriched-vector": weight, "enriched-keywords": weight}
         return [Signal(name, jobs[name].result(), w) for name, w in order.items() if name in jobs]
+
+    def _ranked_in_place(self, query: str, terms: list[str], scope: Scope, pool: int, use_vector: bool,
+                         use_keywords: bool, weight: float) -> list[Signal]:
+        """The same lists as `signals`, ranked here over every note of a small scope (one read): exact
+        cosine, and BM25 with the scope's own statistics."""
+        import numpy as np
+
+        rows = self.memory.store.within(scope, self.memory.notebook, enrichment=weight > 0)
+        out = []
+        if use_vector and rows:
+            vector = np.asarray(self.memory.query_vector(query), dtype=np.float32)
+            for name, w, column, only_enriched in (("vector", 1.0, "raw_vector", False),
+                                                   ("enriched-vector", weight, "vector", True)):
+                if w <= 0:
+                    continue
+                notes = [n for n, _, _ in rows if not is_trivial(n.content) and (n.context or not only_enriched)
+                         and getattr(n, column) is not None]
+                if not notes:
+                    continue
+                scores = np.stack([np.asarray(getattr(n, column), dtype=np.float32) for n in notes]) @ vector
+                best = np.argsort(-scores, kind="stable")[:pool]
+                out.append(Signal(name, [(notes[i], float(scores[i])) for i in best], w))
+        if use_keywords:
+            out.append(Signal("keywords", bm25_ranked([(n, t) for n, t, _ in rows], terms, pool)))
+            if weight > 0:
+                out.append(Signal("enriched-keywords", bm25_ranked([(n, e) for n, _, e in rows], terms, pool), weight))
+        order = ["vector", "keywords", "enriched-vector", "enriched-keywords"]
+        return sorted(out, key=lambda signal: order.index(signal.name))
 
     @staticmethod
     def _in_full(hits: list[Hit], full: dict[str, Note]) -> list[Hit]:
@@ -93,16 +165,17 @@ class Searcher:
     def search(self, query: str, k: int | None = None, *, follow_links: bool = True,
                budget_tokens: int | None = None, use_vector: bool = True, use_keywords: bool = True,
                use_enrichment: bool = True, session_smoothing: bool = True, session_turns: int | None = None,
-               tag: str | None = None) -> list[Hit]:
+               tag: str | None = None, scoped: bool = True) -> list[Hit]:
         """k direct hits (fused signals), each followed by its session turns (`session_turns`, default
         `search_session_turns`; 0: none), then their linked notes (`follow_links`), within the budget.
-        `tag`: only notes with that #tag of the user's, hits and neighbours alike."""
+        `tag`: only notes with that #tag of the user's, hits and neighbours alike. `scoped`: a query naming
+        someone from the chats ranks inside their chats and the notes naming them (`signals`)."""
         if not query.strip():
             raise InvalidInput("the query is empty")
         k = k or self.memory.settings.search_k
         pool = max(self.memory.settings.search_pool, 2 * k)  # the same pool whatever k: k=10 is a prefix of k=25
         signals = self.signals(query, pool if tag is None else 20 * pool, use_vector, use_keywords, use_enrichment,
-                               tag is not None)
+                               tag is not None, scoped)
         if tag is not None:
             for signal in signals:
                 signal.ranked = [(n, score) for n, score in signal.ranked if has_tag(n, tag)][:pool]
@@ -112,19 +185,18 @@ class Searcher:
             hits = smooth_by_session(hits, self.session_windows([h.note for h in hits], len(weights)), weights)
         hits = hits[:k]
         radius = self.memory.settings.search_session_turns if session_turns is None else session_turns
-        # The hits in full with their linked notes, their session turns and the notes linking to them:
-        # three independent reads, at once.
+        # The hits in full with their linked notes and the notes linking to them (one read), and their
+        # session turns (another), at once.
         store, reads, ids = self.memory.store, background(), [h.note.id for h in hits]
         wanted = [*ids, *(i for h in hits for i in h.note.links)] if follow_links else ids
-        full_job = reads.submit(store.get_many, wanted)
+        full_job = reads.submit(store.notes_and_linking, wanted, ids if follow_links else [])
         windows_job = reads.submit(self.session_windows, [h.note for h in hits], radius)
-        linking_job = reads.submit(store.linking_notes, ids) if follow_links else None
-        found = full_job.result()
+        found, linking = full_job.result()
         hits = self._in_full(hits, found)
         windows = windows_job.result()
         back: dict[str, list[str]] = {}  # hit id -> the notes linking to it, oldest first
         hit_ids = set(ids)
-        for note in linking_job.result() if linking_job else []:
+        for note in linking:
             found.setdefault(note.id, note)
             for target in hit_ids.intersection(note.links):
                 back.setdefault(target, []).append(note.id)

@@ -20,13 +20,14 @@ from typing import Any
 
 from .database import SCHEMA_VERSION, Database, all_of, in_list, lance_message, sql_str
 from .errors import AmbiguousId, InvalidInput, NotFound, StoreDamaged, ZkError
-from .models import PENDING, READY, SHORT_ID, Note
+from .models import PENDING, READY, SHORT_ID, Note, Scope
 from .text import hashtags, keyword_terms
 
 NOTES = "notes"
 KEYWORD_COLUMNS = ("terms", "enrichment_terms")  # full-text (BM25) indexes over text.keyword_terms
 # Scalar indexes: id and hash lookups, a session's turns, backlinks (which notes list an id in `links`).
-SCALAR_INDEXES = {"id": "BTREE", "session_id": "BTREE", "content_hash": "BTREE", "links": "LABEL_LIST"}
+SCALAR_INDEXES = {"id": "BTREE", "session_id": "BTREE", "content_hash": "BTREE", "links": "LABEL_LIST",
+                  "speaker": "BITMAP"}  # speaker: who a query names (search's person scope)
 VECTOR_COLUMNS = ("raw_vector", "vector")
 # Below this an exact search is fast enough: ~1.6 ms per 1,000 rows per vector column (bench.scale).
 VECTOR_INDEX_MIN_ROWS = 20_000
@@ -57,10 +58,15 @@ TEXT_COLUMNS = [
 
 
 # Columns a ranking reads (search fuses several ranked lists of 100): what fusion, session smoothing and
-# filtering look at. Notes read this way are for ranking only and never written back; search re-reads
-# the few it returns in full.
-RANK_COLUMNS = ["id", "content", "at", "created", "kind", "session_id", "seq", "speaker", "notebook", "status",
-                "user_tags", "links"]
+# filtering look at, and the links (read with the hits in full). Each column costs every list a read per
+# row: these 7 instead of 12 take 1.5-2 ms off each list at 100k notes. Notes read this way are for
+# ranking only and never written back; search re-reads the few it returns in full.
+RANK_COLUMNS = ["id", "content", "at", "kind", "session_id", "seq", "links"]
+
+
+def rank_columns(tagged: bool = False) -> list[str]:
+    """RANK_COLUMNS, and the user's #tags when a tag filter looks at them."""
+    return [*RANK_COLUMNS, "user_tags"] if tagged else RANK_COLUMNS
 
 
 def _arrow_schema(dim: int):
@@ -111,6 +117,13 @@ def note_to_row(note: Note) -> dict[str, Any]:
     }
 
 
+def scope_filter(scope: Scope) -> str:
+    """The notes of a person scope: the sessions the people speak in, and the notes naming them."""
+    parts = [in_list("session_id", scope.sessions)] if scope.sessions else []
+    parts += [in_list("id", scope.mentions)] if scope.mentions else []
+    return " OR ".join(f"({p})" for p in parts) or "false"
+
+
 def _floats(vector) -> list[float] | None:
     return [float(x) for x in vector] if vector is not None else None
 
@@ -138,6 +151,7 @@ class Store(Database):
         super().__init__(home, embedder_name, dim)
         self._vector_indexes: tuple[int, dict[str, int]] | None = None  # (table version, what it has)
         self._has_enriched: tuple[tuple[int, str | None], bool] | None = None
+        self._sole_notebook: dict[tuple[int, str], bool] = {}
         self._open()
 
     def _open(self) -> None:
@@ -339,8 +353,11 @@ class Store(Database):
         """The `limit` newest notes (by `at`, then creation and position), newest first. Only the ordering
         columns of the matching rows are read, then the whole rows of the few shown. `keep(user_tags)`:
         a last test on each note's #tags (a case-insensitive tag match)."""
-        where = all_of(notebook, since and f"at >= {sql_str(since)}", until and f"at < {sql_str(until)}",
-                       "array_length(user_tags) > 0" if keep else None)
+        where = self._where(notebook, since and f"at >= {sql_str(since)}", until and f"at < {sql_str(until)}",
+                            "array_length(user_tags) > 0" if keep else None)
+        if limit and keep is None:  # one column of every matching row, then the ordering columns of a few
+            cutoff = self._newest_at(where, limit)
+            where = all_of(None, where, cutoff is not None and f"at >= {sql_str(cutoff)}")
         columns = ["id", "at", "created", "seq", *(["user_tags"] if keep else [])]
         rows = [r for r in self._query(where, columns) if keep is None or keep(r["user_tags"] or [])]
         rows.sort(key=lambda r: (r["at"] or "", r["created"] or "", r["seq"] or 0), reverse=True)
@@ -348,31 +365,61 @@ class Store(Database):
         found = self.get_many(ids)
         return [found[i] for i in ids if i in found]
 
+    def _newest_at(self, where: str | None, limit: int) -> str | None:
+        """The `at` of the `limit`-th newest matching note (None: there are no more than `limit`), from the
+        `at` column alone: at 1M notes, reading four ordering columns of every row took ~2 s and 800 MB."""
+        import pyarrow.compute as pc
+
+        def run():
+            query = self.table.search().select(["at"]).limit(max(self.table.count_rows(), 1))
+            return (query.where(where) if where else query).to_arrow()["at"]
+
+        stamps = self.guarded_read(run).drop_null()
+        if len(stamps) <= limit:
+            return None
+        return pc.min(pc.take(stamps, pc.top_k_unstable(stamps, k=limit))).as_py()
+
     def count_by(self, column: str, notebook: str | None = None) -> dict[str, int]:
         """How many notes hold each value of a plain column (`status`, `kind`): one column read."""
         counts: dict[str, int] = {}
-        for row in self._query(all_of(notebook), [column]):
+        for row in self._query(self._where(notebook), [column]):
             counts[row[column]] = counts.get(row[column], 0) + 1
         return dict(sorted(counts.items()))
 
     def unfinished_ids(self, notebook: str | None = None) -> list[str]:
         """Ids of the notes with LLM work left (not `ready`), oldest first; only the ordering columns are read."""
-        rows = self._query(all_of(notebook, f"status != {sql_str(READY)}"), ["id", "created", "at", "seq"])
+        rows = self._query(self._where(notebook, f"status != {sql_str(READY)}"), ["id", "created", "at", "seq"])
         return [r["id"] for r in sorted(rows, key=lambda r: (r["created"] or "", r["at"] or "", r["seq"] or 0))]
+
+    def _where(self, notebook: str | None, *clauses: str | None | bool) -> str | None:
+        """A read's filter: the notebook (when the store holds others too) and every clause given."""
+        return all_of(self._notebook_filter(notebook), *clauses)
+
+    def _notebook_filter(self, notebook: str | None) -> str | None:
+        """The notebook a read must filter on: None when every note is in it (the usual one-notebook store).
+        A filter that keeps every row still costs each vector and keyword search a pass over all of them
+        (~3 ms each at 100k); the answer is remembered per table version."""
+        if notebook is None:
+            return None
+        key = (self.table.version, notebook)
+        if key not in self._sole_notebook:
+            others = self.guarded_read(lambda: self.table.count_rows(f"notebook != {sql_str(notebook)}"))
+            self._sole_notebook = {key: others == 0}
+        return None if self._sole_notebook[key] else notebook
 
     def has_enriched(self, notebook: str | None = None) -> bool:
         """Whether any note of the notebook has what the LLM adds (a context); remembered per table version,
         so a store the LLM never touched does not pay for the enrichment signals on every search."""
         key = (self.table.version, notebook)
         if self._has_enriched is None or self._has_enriched[0] != key:
-            self._has_enriched = (key, self.guarded_read(lambda: self.table.count_rows(all_of(notebook,
+            self._has_enriched = (key, self.guarded_read(lambda: self.table.count_rows(self._where(notebook,
                                                                                               "context != ''"))) > 0)
         return self._has_enriched[1]
 
     def count(self, notebook: str | None = None, unfinished: bool = False) -> int:
         """Rows of a notebook (None: all); `unfinished`: only those with LLM work left. Read from the
         table's metadata and one column, never the rows."""
-        where = all_of(notebook, f"status != {sql_str(READY)}" if unfinished else None)
+        where = self._where(notebook, f"status != {sql_str(READY)}" if unfinished else None)
         return self.guarded_read(lambda: self.table.count_rows(where) if where else self.table.count_rows())
 
     def resolve(self, prefix: str, notebook: str | None = None) -> str:
@@ -381,7 +428,7 @@ class Store(Database):
         cleaned = prefix.strip().lower()
         if not _HEX.match(cleaned):
             raise InvalidInput(f"'{prefix}' is not a note id (expected hex characters, e.g. 3f9a12bc)")
-        rows = self._query(all_of(notebook, f"id LIKE {sql_str(cleaned + '%')}"), ["id"], limit=6)
+        rows = self._query(self._where(notebook, f"id LIKE {sql_str(cleaned + '%')}"), ["id"], limit=6)
         ids = list(dict.fromkeys(r["id"] for r in rows))  # one id stored twice (an old doubled restore) is one note
         if not ids:
             raise NotFound(f"no note with id {cleaned}")
@@ -394,7 +441,7 @@ class Store(Database):
 
     def ids_starting(self, prefix: str, notebook: str, limit: int = 500) -> list[dict[str, Any]]:
         """(id, content, at) rows whose id starts with `prefix` (shell completion)."""
-        return self._query(all_of(notebook, f"id LIKE {sql_str(prefix + '%')}"), ["id", "content", "at"], limit)
+        return self._query(self._where(notebook, f"id LIKE {sql_str(prefix + '%')}"), ["id", "content", "at"], limit)
 
     def changed_by(self, note_id: str) -> list[Note]:
         """Notes whose version history names `note_id` (the notes it evolved), with vectors."""
@@ -406,19 +453,19 @@ class Store(Database):
     def turns_saying(self, notebook: str, content: str, speaker: str | None) -> list[Note]:
         """Chat turns (in a session) with exactly this text and speaker: where a re-imported log may resume."""
         said_by = "speaker IS NULL" if speaker is None else f"speaker = {sql_str(speaker)}"
-        return self._notes(all_of(notebook, "kind = 'turn'", "session_id IS NOT NULL",
+        return self._notes(self._where(notebook, "kind = 'turn'", "session_id IS NOT NULL",
                                        f"content = {sql_str(content)}", said_by))
 
     # -- sessions ---------------------------------------------------------------------------------
     def session_turns(self, session_id: str, notebook: str | None = None) -> list[Note]:
         """A session's notes in order (turns by position, journal entries by time)."""
-        notes = self._notes(all_of(notebook, f"session_id = {sql_str(session_id)}"))
+        notes = self._notes(self._where(notebook, f"session_id = {sql_str(session_id)}"))
         return sorted(notes, key=lambda n: (n.seq, n.at, n.created))
 
     def session_notes(self, notebook: str, prefix: str = "") -> list[Note]:
         """Every note of the notebook that belongs to a session (whose id starts with `prefix`)."""
         which = f"session_id LIKE {sql_str(prefix + '%')}" if prefix else "session_id IS NOT NULL"
-        return self._notes(all_of(notebook, which))
+        return self._notes(self._where(notebook, which))
 
     def notebook_of_session(self, session_id: str) -> str | None:
         rows = self._query(f"session_id = {sql_str(session_id)}", ["notebook"], limit=1)
@@ -439,7 +486,7 @@ class Store(Database):
         # Two IN lists (a superset, narrowed below) read several times faster than an OR of ranges.
         seqs = ", ".join(str(q) for q in sorted({n.seq + d for n in turns for d in range(-radius, radius + 1)}))
         sessions = in_list("session_id", sorted({n.session_id for n in turns}))
-        rows = self._notes(all_of(notebook, "kind = 'turn'", sessions, f"seq IN ({seqs})"))
+        rows = self._notes(self._where(notebook, "kind = 'turn'", sessions, f"seq IN ({seqs})"))
         out: dict[str, list[Note]] = {}
         for centre in turns:
             around = [n for n in rows if n.session_id == centre.session_id and n.id != centre.id
@@ -473,22 +520,76 @@ class Store(Database):
                     out[target].append(row["id"])
         return out
 
+    def notes_and_linking(self, ids: list[str], targets: list[str]) -> tuple[dict[str, Note], list[Note]]:
+        """The notes `ids` (as `get_many`) and the notes linking to any of `targets` (as `linking_notes`),
+        in one read: search needs both for its hits, and one read costs less than two at once."""
+        ids, targets = list(dict.fromkeys(ids)), sorted(set(targets))
+        if not targets or len(targets) > 200:
+            return self.get_many(ids), self.linking_notes(targets)
+        clauses = [f"array_has_any(links, make_array({', '.join(sql_str(t) for t in targets)}))"]
+        clauses += [in_list("id", ids)] if ids else []
+        notes = self._notes(" OR ".join(f"({c})" for c in clauses))
+        wanted, aimed = set(ids), set(targets)
+        linking = sorted((n for n in notes if aimed.intersection(n.links)), key=lambda n: n.at)
+        return {n.id: n for n in notes if n.id in wanted}, linking
+
     def linking_notes(self, note_ids: list[str]) -> list[Note]:
         """The whole notes that link to any of `note_ids`, oldest first: backlinks and their text in one
         read (search would otherwise read the ids, then the notes)."""
         return [row_to_note(r) for r in self._linking_rows(note_ids, TEXT_COLUMNS)] if note_ids else []
 
-    # -- keywords ---------------------------------------------------------------------------------
-    def keyword_search(self, terms: list[str], k: int, notebook: str | None = None, *,
-                       column: str = "terms", tagged: bool = False, light: bool = False) -> list[tuple[Note, float]]:
-        """Top-k by BM25 over the full-text index of `column` ("terms": the raw words; "enrichment_terms":
-        what the LLM added), for query terms from `text.keyword_terms`. Best first; only positive scores.
-        `light`: notes hold only RANK_COLUMNS (for ranking; never write them back)."""
+    # -- people -----------------------------------------------------------------------------------
+    def speakers(self, candidates: list[str], notebook: str | None = None) -> dict[str, set[str]]:
+        """Which of `candidates` speak in chat sessions, each with the sessions they speak in: two columns
+        of their turns, found through the speaker index."""
+        if not candidates:
+            return {}
+        rows = self._query(self._where(notebook, in_list("speaker", candidates),
+                                  "session_id IS NOT NULL"), ["speaker", "session_id"])
+        out: dict[str, set[str]] = {}
+        for row in rows:
+            out.setdefault(row["speaker"], set()).add(row["session_id"])
+        return out
+
+    def mentioning(self, terms: list[str], k: int, notebook: str | None = None) -> list[str]:
+        """Ids of up to `k` of the user's own notes (not chat turns) whose words hold any of `terms` (a
+        name's keyword terms), best BM25 first."""
         if not terms:
             return []
-        where = all_of(notebook, "array_length(user_tags) > 0" if tagged else None)
+        where = self._where(notebook, "kind IS NULL OR kind != 'turn'")
+        query = self.table.search(" ".join(terms), query_type="fts", fts_columns="terms").select(["id", "_score"])
+        if where:
+            query = query.where(where, prefilter=True)
+        return [r["id"] for r in self.guarded_read(lambda: query.limit(k).to_list()) if r["_score"] > 0]
+
+    def count_within(self, scope: Scope, notebook: str | None = None) -> int:
+        return self.guarded_read(lambda: self.table.count_rows(self._where(notebook,
+                                                                      scope_filter(scope))))
+
+    def within(self, scope: Scope, notebook: str | None = None, *, enrichment: bool = False
+               ) -> list[tuple[Note, list[str], list[str]]]:
+        """Every note of a person scope for ranking in place: (note with RANK_COLUMNS and both vectors,
+        its keyword terms, its enrichment terms; the latter read only with `enrichment`)."""
+        columns = [*RANK_COLUMNS, "raw_vector", "terms", *(["vector", "context", "enrichment_terms"] if enrichment
+                                                           else [])]
+        rows = self._query(self._where(notebook, scope_filter(scope)), columns)
+        return [(row_to_note(r), (r["terms"] or "").split(), (r.get("enrichment_terms") or "").split())
+                for r in rows]
+
+    # -- keywords ---------------------------------------------------------------------------------
+    def keyword_search(self, terms: list[str], k: int, notebook: str | None = None, *,
+                       column: str = "terms", tagged: bool = False, light: bool = False,
+                       within: Scope | None = None) -> list[tuple[Note, float]]:
+        """Top-k by BM25 over the full-text index of `column` ("terms": the raw words; "enrichment_terms":
+        what the LLM added), for query terms from `text.keyword_terms`. Best first; only positive scores.
+        `light`: notes hold only RANK_COLUMNS (for ranking; never write them back); `within`: only the
+        notes of a person scope."""
+        if not terms:
+            return []
+        where = self._where(notebook, "array_length(user_tags) > 0" if tagged else None,
+                       within and scope_filter(within))
         query = self.table.search(" ".join(terms), query_type="fts", fts_columns=column) \
-            .select([*(RANK_COLUMNS if light else TEXT_COLUMNS), "_score"])
+            .select([*(rank_columns(tagged) if light else TEXT_COLUMNS), "_score"])
         if where:
             query = query.where(where, prefilter=True)
         rows = self.guarded_read(lambda: query.limit(k).to_list())
@@ -497,19 +598,21 @@ class Store(Database):
     # -- vectors ----------------------------------------------------------------------------------
     def nearest(self, vector, k: int, notebook: str | None = None, *, column: str = "vector",
                 exclude: str | None = None, processed: bool = False, tagged: bool = False,
-                enriched: bool = False, light: bool = False) -> list[tuple[Note, float]]:
+                enriched: bool = False, light: bool = False, within: Scope | None = None
+                ) -> list[tuple[Note, float]]:
         """Top-k by cosine similarity (1 - cosine distance) over `column` ("vector" = the full, enriched
         embedding; "raw_vector" = the raw words). `exclude`: one note id left out; `processed`: only notes
         past construction (link candidates); `tagged`: only notes with #tags; `enriched`: only notes with a
         context (the enriched embedding differs from the raw one); `light`: notes hold only RANK_COLUMNS
-        (for ranking; never write them back)."""
+        (for ranking; never write them back); `within`: only the notes of a person scope."""
         if self.count() == 0:
             return []
-        where = all_of(notebook, exclude and f"id != {sql_str(exclude)}",
+        where = self._where(notebook, exclude and f"id != {sql_str(exclude)}",
                             f"status != {sql_str(PENDING)}" if processed else None,
-                            "array_length(user_tags) > 0" if tagged else None, "context != ''" if enriched else None)
+                            "array_length(user_tags) > 0" if tagged else None, "context != ''" if enriched else None,
+                       within and scope_filter(within))
         query = self.table.search(list(vector), vector_column_name=column).distance_type("cosine") \
-            .select([*(RANK_COLUMNS if light else TEXT_COLUMNS), "_distance"])
+            .select([*(rank_columns(tagged) if light else TEXT_COLUMNS), "_distance"])
         if where:
             query = query.where(where, prefilter=True)
         trained = self.vector_indexes().get(column)

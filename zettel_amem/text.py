@@ -202,3 +202,17 @@ def keyword_terms(text: str, romanised: bool = False) -> list[str]:
             if romanised:
                 out.append(romanise(word))
     return out
+
+
+def name_candidates(text: str) -> list[str]:
+    """Strings in a query that could be someone's name as a chat stores it (`Note.speaker`): each word as
+    written, lower-cased and capitalised ("jon" finds "Jon"), pairs of words ("Mi Rae"), and a Hangul
+    word without its particle ("지민이가" -> "지민이", "지민"). Stop words never name anyone ("Me")."""
+    words = [w for w in re.findall(r"[^\W_]+", nfc(text)) if w.lower() not in KEYWORD_STOP_WORDS]
+    out: dict[str, None] = {}
+    for word in words:
+        out.update(dict.fromkeys([word, word.lower(), word[:1].upper() + word[1:].lower()]))
+        if "\uac00" <= word[0] <= "\ud7a3":
+            out.update(dict.fromkeys(word[:end] for end in range(2, len(word))))
+    out.update(dict.fromkeys(f"{a} {b}" for a, b in zip(words, words[1:])))
+    return list(out)
