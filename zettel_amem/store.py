@@ -454,7 +454,7 @@ class Store(Database):
         """Chat turns (in a session) with exactly this text and speaker: where a re-imported log may resume."""
         said_by = "speaker IS NULL" if speaker is None else f"speaker = {sql_str(speaker)}"
         return self._notes(self._where(notebook, "kind = 'turn'", "session_id IS NOT NULL",
-                                       f"content = {sql_str(content)}", said_by))
+                                        f"content = {sql_str(content)}", said_by))
 
     # -- sessions ---------------------------------------------------------------------------------
     def session_turns(self, session_id: str, notebook: str | None = None) -> list[Note]:
@@ -544,8 +544,8 @@ class Store(Database):
         of their turns, found through the speaker index."""
         if not candidates:
             return {}
-        rows = self._query(self._where(notebook, in_list("speaker", candidates),
-                                  "session_id IS NOT NULL"), ["speaker", "session_id"])
+        rows = self._query(self._where(notebook, in_list("speaker", candidates), "session_id IS NOT NULL"),
+                           ["speaker", "session_id"])
         out: dict[str, set[str]] = {}
         for row in rows:
             out.setdefault(row["speaker"], set()).add(row["session_id"])
@@ -563,8 +563,8 @@ class Store(Database):
         return [r["id"] for r in self.guarded_read(lambda: query.limit(k).to_list()) if r["_score"] > 0]
 
     def count_within(self, scope: Scope, notebook: str | None = None) -> int:
-        return self.guarded_read(lambda: self.table.count_rows(self._where(notebook,
-                                                                      scope_filter(scope))))
+        where = self._where(notebook, scope_filter(scope))
+        return self.guarded_read(lambda: self.table.count_rows(where))
 
     def within(self, scope: Scope, notebook: str | None = None, *, enrichment: bool = False
                ) -> list[tuple[Note, list[str], list[str]]]:
