@@ -80,6 +80,7 @@ def load_model(spec: str, threads: int | None = None):
 def configure(memory, ingest: str) -> None:
     s = memory.settings
     s.auto_worker = False
+    s.enrich_turns = ingest not in ("raw", "episodes")  # off by default for chat turns: the LLM variants measure it on
     if ingest in ("raw", "episodes"):  # episodes: raw turns, the LLM works on the sessions only
         s.construct, s.link = False, False
     elif ingest == "links":

@@ -104,3 +104,31 @@ def test_decline_when_the_named_speaker_never_said_it(memory, fake_llm):
     assert answered.mode == "model" and len(fake_llm.calls) == 1
     memory.settings.answer_attribution_hits = 0  # switched off: the model answers
     assert "".join(memory.ask("What is Jon's favorite style of painting?").pieces) != "No information available."
+
+
+def test_decline_only_when_the_named_speaker_is_clearly_behind(memory, fake_llm):
+    """The named speaker's best turn within `answer_attribution_margin` of the best one: no decline (who said
+    it is unclear); the cosine to the question counts beside the words (`answer_attribution_vector_weight`)."""
+    from zettel_amem.answer import decide
+    from zettel_amem.retrieve import Hit
+
+    gina = memory.new_note("I love contemporary painting, the bold colours.", "2023-01-20T10:00", speaker="Gina",
+                           kind="turn", session_id="s1", seq=0)
+    jon = memory.new_note("Painting? I like contemporary painting too.", "2023-01-20T10:01", speaker="Jon",
+                          kind="turn", session_id="s1", seq=1)
+    hits = [Hit(gina, 1.0), Hit(jon, 0.9)]
+    question = "What is Jon's favorite style of painting?"
+    settings = memory.settings
+    settings.answer_attribution_vector_weight = 1.0
+
+    def similarity(gap):
+        return lambda text, given: [0.8 if h.note is gina else 0.8 - gap for h in given]
+
+    assert decide(question, hits, settings, similarity=similarity(0.0)) is None  # level: not clearly someone else's
+    settings.answer_attribution_margin = 0.5
+    assert decide(question, hits, settings, similarity=similarity(0.3)) is None  # Jon's best above half the top
+    settings.answer_attribution_margin = 0.96
+    declined = decide(question, hits, settings, similarity=similarity(0.3))
+    assert declined is not None and "Jon" in declined.reason
+    settings.answer_attribution_vector_weight = 0.0  # words alone: Jon's turn covers "painting" and "contemporary" too
+    assert decide(question, hits, settings, similarity=similarity(0.6)) is None

@@ -69,7 +69,7 @@ def test_text_korean_bom_crlf_and_bad_lines(memory: Memory, tmp_path: Path) -> N
     assert [(t.speaker, t.seq) for t in turns] == [("민수", 0), ("Alice", 1), ("Alice", 3)]
     korean = turns[0]
     assert korean.content.encode("utf-8") == KOREAN.split(": ", 1)[1].encode("utf-8")
-    assert korean.at == "2026-03-29T09:15:00" and korean.kind == "turn" and korean.status == "pending"
+    assert korean.at == "2026-03-29T09:15:00" and korean.kind == "turn" and korean.status == "ready"
     assert turns[2].at == "2026-03-29T09:16:00"  # an untimed turn follows the previous timed one
     assert all(t.source == "chat.txt" for t in turns)
 
@@ -388,3 +388,37 @@ def test_7_chatgpt_mapping_cycle_is_reported(zk, tmp_path):
     report = json.loads(out)
     assert code == 3 and report["added"] == 1
     assert len(report["failed"]) == 1 and "cycle" in report["failed"][0]["message"]
+
+
+# --------------------------------------------------------------------------- enrichment of chat turns
+
+
+def test_chat_turns_are_searched_as_written_unless_enriched(tmp_path: Path, embedder) -> None:
+    """Off by default (config.enrich_turns): imported chat turns are ready at once and no model call is
+    queued. `enrich` (or the setting) queues them for the model; markdown notes are always queued."""
+    from tests.fake_llm import FakeLLM
+
+    log = write_lines(tmp_path / "chat.txt", ["민수: 내일 강남역에서 만나요", "Amy: see you at Gangnam"])
+    llm = FakeLLM()
+    plain = Memory(tmp_path / "plain", llm=llm, embedder=embedder)
+    plain.settings.auto_worker = False
+    import_source(plain, log)
+    assert {n.status for n in plain.store.notes()} == {"ready"}
+    assert plain.pipeline.pending_ids() == [] and plain.process_pending() == [] and llm.calls == []
+    assert plain.search("강남역")[0].note.content == "내일 강남역에서 만나요"
+
+    for how in ("flag", "setting"):
+        enriched = Memory(tmp_path / how, llm=llm, embedder=embedder)
+        enriched.settings.auto_worker = False
+        enriched.settings.enrich_turns = how == "setting"
+        import_source(enriched, log, enrich=True if how == "flag" else None)
+        assert len(enriched.pipeline.pending_ids()) == 2
+        assert [r.status for r in enriched.process_pending()] == ["ready", "ready"]
+        assert all(n.keywords for n in enriched.store.notes())
+    assert llm.tasks().count("annotate") == 4
+
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "knee.md").write_text("Knee hurts after the run.\n", encoding="utf-8")
+    import_source(plain, vault)
+    assert len(plain.pipeline.pending_ids()) == 1  # the user's own writing, enriched as `zk add` is

@@ -84,10 +84,14 @@ def speakers_named(question: str, hits: list[Hit]) -> set[str]:
     return {s for s in speakers if re.search(rf"(?<!\w){re.escape(s)}(?!\w)", question, re.IGNORECASE)}
 
 
-def decide(question: str, hits: list[Hit], settings: Settings, pool: Callable[[], list[Hit]] | None = None
-           ) -> Decision | None:
+Similarity = Callable[[str, list[Hit]], list[float]]  # each hit's cosine to a text
+
+
+def decide(question: str, hits: list[Hit], settings: Settings, pool: Callable[[], list[Hit]] | None = None,
+           similarity: Similarity | None = None) -> Decision | None:
     """A decline decided from the evidence, or None (let the model answer). `pool()` gives the wider
-    ranked list (`answer_attribution_pool` direct hits) the attribution check reads; default: `hits`."""
+    ranked list (`answer_attribution_pool` direct hits) the attribution check reads; default: `hits`.
+    `similarity(text, hits)` gives each hit's cosine to a text (without it, words alone decide)."""
     direct = [h for h in hits if h.via is None]
     if not direct:
         return Decision("declined", "no note matches the question")
@@ -95,20 +99,32 @@ def decide(question: str, hits: list[Hit], settings: Settings, pool: Callable[[]
     if len(named) == 1 and settings.answer_attribution_hits > 0:
         person = next(iter(named))
         evidence = pool() if pool is not None else direct
-        top = best_by_content(question, person, evidence)[: settings.answer_attribution_hits]
-        if top and not any(h.note.speaker == person for h in top):
+        scores = attribution_scores(question, person, evidence, settings.answer_attribution_vector_weight,
+                                    similarity)
+        order = sorted(range(len(evidence)), key=lambda i: (-scores[i], i))
+        top = [evidence[i] for i in order[: settings.answer_attribution_hits] if scores[i] > 0]
+        theirs = max((scores[i] for i in order if evidence[i].note.speaker == person), default=0.0)
+        if top and not any(h.note.speaker == person for h in top) \
+                and theirs < settings.answer_attribution_margin * scores[order[0]]:
             return Decision("declined", f"the notes that match are not {person}'s own words")
     return None
 
 
-def best_by_content(question: str, person: str, hits: list[Hit]) -> list[Hit]:
-    """The hits whose words cover some of the question *without the person's name* (the name matches
-    every turn of that speaker; what is asked about decides who said it), most covered first; ties keep
-    the retrieval order."""
-    topic = re.sub(rf"(?<!\w){re.escape(person)}(?:'s)?(?!\w)", " ", question, flags=re.IGNORECASE)
+def without_person(question: str, person: str) -> str:
+    """What is asked about someone: the question without their name (and its possessive)."""
+    return re.sub(rf"(?<!\w){re.escape(person)}(?:'s)?(?!\w)", " ", question, flags=re.IGNORECASE)
+
+
+def attribution_scores(question: str, person: str, hits: list[Hit], vector_weight: float = 0.0,
+                       similarity: Similarity | None = None) -> list[float]:
+    """How well each hit matches what is asked about `person`, whoever said it: the share of the question's
+    words it covers, plus `vector_weight` times its cosine to the question, both without the name (the
+    name matches every turn of that speaker; what is asked about decides who said it)."""
+    topic = without_person(question, person)
     scores = CoverageIndex([h.note.content for h in hits]).scores(topic)
-    order = sorted((i for i in range(len(hits)) if scores[i] > 0), key=lambda i: (-scores[i], i))
-    return [hits[i] for i in order]
+    if vector_weight > 0 and similarity is not None and hits:
+        scores = [c + vector_weight * v for c, v in zip(scores, similarity(topic, hits))]
+    return scores
 
 
 def extractive(question: str, hits: list[Hit]) -> tuple[str, list[str]]:
@@ -160,8 +176,8 @@ class Answerer:
         if hits is None:
             budget = budget_tokens or self.memory.settings.context_budget_tokens
             hits = self.memory.search(question, k, budget_tokens=budget, **search_options)
-        declined = decide(question, hits, self.memory.settings, lambda: self.attribution_pool(question)) \
-            if not memory_block.strip() or hits else None
+        declined = decide(question, hits, self.memory.settings, lambda: self.attribution_pool(question),
+                          self.similarity) if not memory_block.strip() or hits else None
         if declined is not None:  # decided from the evidence, without spending a model call
             return Answer(pieces=iter([DECLINED]), notes=hits, text=DECLINED, mode=declined.mode,
                           reason=declined.reason)
@@ -178,6 +194,15 @@ class Answerer:
         """The wider list of direct hits `answer.decide` reads to tell who said what is asked about."""
         pool = self.memory.settings.answer_attribution_pool
         return self.memory.search(question, pool, follow_links=False, session_turns=0)
+
+    def similarity(self, text: str, hits: list[Hit]) -> list[float]:
+        """Cosine of each hit's raw-words embedding to `text` (one query embedding, one read)."""
+        import numpy as np
+
+        stored = self.memory.store.get_many([h.note.id for h in hits], with_vector=True)
+        query = np.asarray(self.memory.query_vector(text), dtype=np.float32)
+        vectors = [stored[h.note.id].raw_vector if h.note.id in stored else None for h in hits]
+        return [float(np.dot(np.asarray(v, dtype=np.float32), query)) if v is not None else 0.0 for v in vectors]
 
     def _answer(self, question: str, hits: list[Hit], memory_block: str, today: str | None,
                 answer: Answer) -> None:

@@ -522,9 +522,12 @@ def process(limit: int | None = typer.Option(None, "--limit", help="Process at m
 def import_(source: str = typer.Argument(..., help="File, Markdown folder, or - for standard input."),
             fmt: str = typer.Option("auto", "--format", "-f",
                                     help="auto, text, jsonl, chatgpt, locomo or markdown."),
-            no_llm: bool = typer.Option(False, "--no-llm", help="Store and embed only; enrich later with "
-                                        "`zk process`."),
-            wait: bool = typer.Option(False, "--wait", help="Run the LLM enrichment now, in the foreground."),
+            enrich: bool = typer.Option(False, "--enrich", help="Let the model annotate and link the chat "
+                                        "turns too (setting enrich_turns; off by default: slow, and no "
+                                        "recall gain measured with the bundled model)."),
+            no_llm: bool = typer.Option(False, "--no-llm", help="Store and embed only; the model's work "
+                                        "(episodes, enrichment) waits for `zk process`."),
+            wait: bool = typer.Option(False, "--wait", help="Do the model's work now, in the foreground."),
             quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
             jobs: int | None = JOBS_OPT,
             as_json: bool = JSON_OPT) -> None:
@@ -556,13 +559,14 @@ def import_(source: str = typer.Argument(..., help="File, Markdown folder, or - 
         if report["failed"]:
             raise typer.Exit(3)
         return
+    enrich = True if enrich else None  # None: the enrich_turns setting
     if quiet or as_json:
-        report = import_source(memory, stream, fmt, source_name=name)
+        report = import_source(memory, stream, fmt, source_name=name, enrich=enrich)
     else:
         with render.progress() as bar:
             task = bar.add_task("importing turns", total=None)
             how = "detected" if fmt == "auto" else "given"
-            report = import_source(memory, stream, fmt, source_name=name,
+            report = import_source(memory, stream, fmt, source_name=name, enrich=enrich,
                                    on_progress=lambda done, total: bar.update(task, completed=done, total=total),
                                    on_format=lambda found: bar.update(task, description=f"importing {found} ({how})"))
     if not quiet and not as_json:

@@ -34,8 +34,10 @@ never `at` (a LoCoMo session has one time for all its turns).
 
 Durability: every batch is embedded once and written in one atomic store commit; turns whose hash
 is already stored are dropped before embedding. A killed import re-run from the start therefore
-skips what was committed and finishes the rest, with nothing lost or duplicated. Notes are stored
-`pending`; the LLM enrichment runs later through the usual queue (`Memory.process_pending`).
+skips what was committed and finishes the rest, with nothing lost or duplicated. Chat turns are stored
+`ready`, searched as written: with the bundled model the LLM steps did not pay for themselves on chats
+(`enrich_turns`, README). With `enrich` (and for markdown notes) they are stored `pending`, and the
+enrichment runs later through the usual queue (`Memory.process_pending`).
 Two imports of the same log running at the same time cannot both write a turn: the store re-checks
 the hashes inside its write lock (`Store.add(skip_existing=True)`).
 """
@@ -49,7 +51,7 @@ from typing import BinaryIO
 
 from ..errors import NotFound, ZkError
 from ..memory import Memory, content_hash
-from ..models import Note, now_iso, session_id_for
+from ..models import READY, Note, now_iso, session_id_for
 from . import parsers
 from .parsers import ParseProblem, Turn
 
@@ -142,8 +144,9 @@ def _estimate_total(source: Path | BinaryIO, fmt: str) -> int | None:
 
 class _Importer:
     def __init__(self, memory: Memory, fmt: str, source_name: str, batch_size: int,
-                 on_progress: Progress | None, total: int | None):
+                 on_progress: Progress | None, total: int | None, enrich: bool):
         self.memory = memory
+        self.enrich = enrich
         self.notebook = memory.notebook
         self.report = ImportReport(format=fmt)
         self.fmt = fmt
@@ -232,6 +235,8 @@ class _Importer:
         try:
             note = self.memory.new_note(turn.text, self._display_time(turn), kind="turn",
                                         speaker=turn.speaker, seq=turn.index)
+            if not self.enrich:  # searched as written: no LLM work is queued for it (config.enrich_turns)
+                note.status = READY
         except ZkError as exc:
             self.fail(turn.line, f"{self._where(turn)}{exc}; skipped")
             return
@@ -320,8 +325,11 @@ class _Importer:
 def import_source(memory: Memory, source: Path | BinaryIO, fmt: str = "auto", *,
                   source_name: str | None = None, batch_size: int = 64,
                   on_progress: Progress | None = None,
-                  on_format: Callable[[str], None] | None = None) -> ImportReport:
-    """Import a chat log / notes into `memory` as raw `pending` turn notes; see the module docstring.
+                  on_format: Callable[[str], None] | None = None, enrich: bool | None = None) -> ImportReport:
+    """Import a chat log / notes into `memory` as raw turn notes; see the module docstring.
+
+    `enrich` (default: the `enrich_turns` setting) stores chat turns `pending`, for the LLM steps; else
+    they are `ready` as written. Markdown notes are the user's own writing: always enriched, as `zk add`.
 
     `source` is a file, a markdown folder, or a binary stream (stdin). `fmt` is one of
     `parsers.FORMATS` or "auto". `on_progress(items_done, total_or_None)` is called after each batch;
@@ -355,7 +363,8 @@ def import_source(memory: Memory, source: Path | BinaryIO, fmt: str = "auto", *,
             items = iter(parsed)
         else:
             total = _estimate_total(source, fmt)
-        importer = _Importer(memory, fmt, name, batch_size, on_progress, total)
+        enrich = (memory.settings.enrich_turns if enrich is None else enrich) or fmt == "markdown"
+        importer = _Importer(memory, fmt, name, batch_size, on_progress, total, enrich)
         report = importer.run(items)
     except OSError as exc:
         raise ZkError(f"cannot read {name}: {exc.strerror or exc}") from None
