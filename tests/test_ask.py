@@ -132,3 +132,16 @@ def test_decline_only_when_the_named_speaker_is_clearly_behind(memory, fake_llm)
     assert declined is not None and "Jon" in declined.reason
     settings.answer_attribution_vector_weight = 0.0  # words alone: Jon's turn covers "painting" and "contemporary" too
     assert decide(question, hits, settings, similarity=similarity(0.6)) is None
+
+
+def test_decline_reads_korean_names_with_their_particles(memory, fake_llm):
+    turns = [("민수", "나는 현대 미술 그림을 좋아해, 강렬한 색깔이 좋아."), ("지민", "은행 일을 그만뒀어."),
+             ("지민", "춤이 내 열정이야, 지역 대회에서 우승했어."), ("민수", "내 가게가 다음 주에 문을 열어.")]
+    notes = [memory.new_note(text, "2023-01-20T10:00", speaker=who, kind="turn", session_id="s1", seq=i)
+             for i, (who, text) in enumerate(turns)]
+    memory.add_notes(notes)
+    declined = memory.ask("지민이가 좋아하는 그림 스타일은?")
+    assert declined.mode == "declined" and "지민" in declined.reason and fake_llm.calls == []
+    answered = memory.ask("민수가 좋아하는 그림 스타일은?")
+    "".join(answered.pieces)
+    assert answered.mode == "model"

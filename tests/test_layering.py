@@ -42,7 +42,7 @@ ALLOWED = {
     # services over a Memory (they reach it only through TYPE_CHECKING imports)
     "pipeline": {"construct", "embed", "errors", "evolve", "link", "llm", "models", "retrieve", "text"},
     "search": {"errors", "models", "retrieve", "text"},
-    "answer": {"config", "errors", "llm", "models", "prompts", "retrieve"},
+    "answer": {"config", "errors", "llm", "models", "prompts", "retrieve", "text"},
     "memory": {"answer", "config", "dates", "embed", "errors", "evolve", "llm", "models", "pipeline", "prompts",
                "retrieve", "search", "store", "text"},
     "worker": {"models"},

@@ -27,6 +27,7 @@ from .llm import LLMError
 from .models import Usage
 from .prompts import language_of
 from .retrieve import CoverageIndex, Hit, render_for_context
+from .text import name_pattern, nfc
 
 if TYPE_CHECKING:  # answering reads a Memory's parts; it never imports Memory at run time
     from .memory import Memory
@@ -81,7 +82,7 @@ def echoes_prompt(text: str, prompt_lines: list[str]) -> bool:
 def speakers_named(question: str, hits: list[Hit]) -> set[str]:
     """Speakers of the retrieved turns whose name the question uses (word boundaries, any case)."""
     speakers = {h.note.speaker for h in hits if h.note.speaker}
-    return {s for s in speakers if re.search(rf"(?<!\w){re.escape(s)}(?!\w)", question, re.IGNORECASE)}
+    return {s for s in speakers if re.search(name_pattern(s), nfc(question), re.IGNORECASE)}
 
 
 Similarity = Callable[[str, list[Hit]], list[float]]  # each hit's cosine to a text
@@ -112,7 +113,7 @@ def decide(question: str, hits: list[Hit], settings: Settings, pool: Callable[[]
 
 def without_person(question: str, person: str) -> str:
     """What is asked about someone: the question without their name (and its possessive)."""
-    return re.sub(rf"(?<!\w){re.escape(person)}(?:'s)?(?!\w)", " ", question, flags=re.IGNORECASE)
+    return re.sub(name_pattern(person), " ", nfc(question), flags=re.IGNORECASE)
 
 
 def attribution_scores(question: str, person: str, hits: list[Hit], vector_weight: float = 0.0,

@@ -216,3 +216,14 @@ def name_candidates(text: str) -> list[str]:
             out.update(dict.fromkeys(word[:end] for end in range(2, len(word))))
     out.update(dict.fromkeys(f"{a} {b}" for a, b in zip(words, words[1:])))
     return list(out)
+
+
+# After a Hangul name: an optional "이" (지민이), title (씨, 님) and particle (가, 는, 의, 한테, ...).
+_HANGUL_NAME_TAIL = (r"이?(?:씨|님)?(?:가|는|은|을|를|의|에게|한테|께서|께|와|과|랑|하고|도|만|야|아)?"
+                     r"(?![\uac00-\ud7a3])")
+
+
+def name_pattern(name: str) -> str:
+    """A regex for `name` as a word of a question: "Jon" and "Jon's", "지민" and "지민이가", "지민씨는"."""
+    tail = _HANGUL_NAME_TAIL if name and "\uac00" <= name[-1] <= "\ud7a3" else r"(?:['’]s)?(?!\w)"
+    return rf"(?<!\w){re.escape(nfc(name))}{tail}"
