@@ -373,9 +373,10 @@ def evaluate(sample: dict, variant: str, memory, args, answer_llm) -> list[dict]
         if variant != "full-context":  # what `zk ask` decides from the evidence alone, before any model call
             from zettel_amem.answer import decide
 
-            wider = memory.answerer.attribution_pool
+            answerer = memory.answerer  # the same pool and cosine `zk ask` reads
             record["declined_by_evidence"] = decide(qa["question"], hits, memory.settings,
-                                                    lambda q=qa["question"], wider=wider: wider(q)) is not None
+                                                    lambda q=qa["question"], a=answerer: a.attribution_pool(q),
+                                                    answerer.similarity) is not None
         if answer_llm is not None:
             memory.use_llm(answer_llm)
             start = time.perf_counter()

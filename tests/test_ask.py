@@ -134,6 +134,23 @@ def test_decline_only_when_the_named_speaker_is_clearly_behind(memory, fake_llm)
     assert decide(question, hits, settings, similarity=similarity(0.6)) is None
 
 
+def test_a_question_the_named_speaker_asks_is_not_their_own_evidence(memory, fake_llm):
+    """In a chat the one who asks "what got you into running?" is asking about the other: only the
+    statements of a turn count as covering what the question asks about its named person."""
+    from zettel_amem.answer import decide
+    from zettel_amem.retrieve import Hit
+
+    asked = memory.new_note("Wow, Mel! What got you into running?", "2023-05-01T10:00", speaker="Caroline",
+                            kind="turn", session_id="s1", seq=0)
+    told = memory.new_note("My doctor said running would help, so I started in March.", "2023-05-01T10:01",
+                           speaker="Melanie", kind="turn", session_id="s1", seq=1)
+    hits = [Hit(asked, 1.0), Hit(told, 0.9)]
+    level = lambda text, given: [0.8 for _ in given]  # noqa: E731 - the same cosine for both turns
+    declined = decide("What got Caroline into running?", hits, memory.settings, similarity=level)
+    assert declined is not None and "Caroline" in declined.reason
+    assert decide("What got Melanie into running?", hits, memory.settings, similarity=level) is None
+
+
 def test_decline_reads_korean_names_with_their_particles(memory, fake_llm):
     turns = [("민수", "나는 현대 미술 그림을 좋아해, 강렬한 색깔이 좋아."), ("지민", "은행 일을 그만뒀어."),
              ("지민", "춤이 내 열정이야, 지역 대회에서 우승했어."), ("민수", "내 가게가 다음 주에 문을 열어.")]

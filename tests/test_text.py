@@ -47,3 +47,14 @@ def test_decomposed_hangul_is_cut_on_syllables_and_matches_composed_text():
 def test_token_estimate_counts_hangul_per_character():
     assert estimate_tokens("무릎") == 2
     assert estimate_tokens("knee hurts") == 3
+
+
+def test_statements_drop_the_questions_of_a_turn():
+    from zettel_amem.text import statements
+
+    assert statements("Wow, Mel! What got you into running?") == "Wow, Mel!"
+    # What a turn shows is kept: the photo's caption is the sender's.
+    assert statements("Love it, any special meaning to it? [image: a necklace]") == "[image: a necklace]"
+    assert statements("I made it myself. Do you like it? It took a week.") == "I made it myself. It took a week."
+    assert statements("지난주에 새 타투를 했어. 어때 보여？ 의미가 있어.") == "지난주에 새 타투를 했어. 의미가 있어."
+    assert statements("No question here") == "No question here"

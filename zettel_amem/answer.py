@@ -27,7 +27,7 @@ from .llm import LLMError
 from .models import Usage
 from .prompts import language_of
 from .retrieve import CoverageIndex, Hit, render_for_context
-from .text import name_pattern, nfc
+from .text import name_pattern, nfc, statements
 
 if TYPE_CHECKING:  # answering reads a Memory's parts; it never imports Memory at run time
     from .memory import Memory
@@ -119,10 +119,11 @@ def without_person(question: str, person: str) -> str:
 def attribution_scores(question: str, person: str, hits: list[Hit], vector_weight: float = 0.0,
                        similarity: Similarity | None = None) -> list[float]:
     """How well each hit matches what is asked about `person`, whoever said it: the share of the question's
-    words it covers, plus `vector_weight` times its cosine to the question, both without the name (the
-    name matches every turn of that speaker; what is asked about decides who said it)."""
+    words its statements cover, plus `vector_weight` times its cosine to the question, both without the
+    name (the name matches every turn of that speaker; what is asked about decides who said it). Questions
+    in a turn do not count as covering: "Did you make that bowl?" is the asker's question about the other."""
     topic = without_person(question, person)
-    scores = CoverageIndex([h.note.content for h in hits]).scores(topic)
+    scores = CoverageIndex([statements(h.note.content) for h in hits]).scores(topic)
     if vector_weight > 0 and similarity is not None and hits:
         scores = [c + vector_weight * v for c, v in zip(scores, similarity(topic, hits))]
     return scores

@@ -98,13 +98,14 @@ class Settings:
     answer_max_tokens: int = 128  # the JSON answer: a short answer (<= 160 characters) and up to 3 ids
     # Decline without the model when the question names one speaker of the retrieved turns, and the turn
     # that best matches the rest of the question (among the first `answer_attribution_pool` hits; words
-    # covered + `answer_attribution_vector_weight` x cosine) is someone else's, with the named speaker's
-    # best below `answer_attribution_margin` of it. `answer_attribution_hits`: how many best turns must all
-    # be someone else's (0 = never decline on attribution). Tuned on LoCoMo conv-26 + conv-30 (README).
+    # its statements cover, not its questions, + `answer_attribution_vector_weight` x cosine) is someone
+    # else's, with the named speaker's best below `answer_attribution_margin` of it.
+    # `answer_attribution_hits`: how many best turns must all be someone else's (0 = never decline on
+    # attribution). Tuned on LoCoMo conv-26 + conv-30 (docs/benchmarks.md).
     answer_attribution_hits: int = 1
     answer_attribution_pool: int = 30
-    answer_attribution_vector_weight: float = 1.5
-    answer_attribution_margin: float = 0.95
+    answer_attribution_vector_weight: float = 2.0
+    answer_attribution_margin: float = 0.97
     auto_worker: bool = True  # spawn the background worker after `zk add`
     # Upper tiers.
     episodes: bool = True  # close imported sessions and past journal periods into episodes automatically

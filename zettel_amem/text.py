@@ -227,3 +227,13 @@ def name_pattern(name: str) -> str:
     """A regex for `name` as a word of a question: "Jon" and "Jon's", "지민" and "지민이가", "지민씨는"."""
     tail = _HANGUL_NAME_TAIL if name and "\uac00" <= name[-1] <= "\ud7a3" else r"(?:['’]s)?(?!\w)"
     return rf"(?<!\w){re.escape(nfc(name))}{tail}"
+
+
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?。？])\s+|\n+")
+
+
+def statements(text: str) -> str:
+    """`text` without its questions (sentences ending in "?"). In a chat, "What got you into running?"
+    says nothing about the one who asks it."""
+    kept = [s for s in _SENTENCE_BREAK.split(text) if s.strip() and not s.rstrip(" \"'’”)").endswith(("?", "？"))]
+    return " ".join(kept)
