@@ -97,6 +97,8 @@ def ingest_conversation(sample: dict, ingest: str, model: str | None, cache: Pat
     folder.mkdir(parents=True, exist_ok=True)
     memory = Memory(folder / "home", embedder=embedder)
     configure(memory, ingest)
+    if model and ingest != "raw":  # searched with the defaults a user of that model gets
+        memory.settings.llm_model = model
     if (folder / "done").exists():  # cached: no model needed to search it
         return memory, folder
     if ingest != "raw":
@@ -467,7 +469,8 @@ def parse_overrides(items: list[str]) -> dict:
 
     from zettel_amem.config import Settings
 
-    types = {f.name: type(getattr(Settings(), f.name)) for f in fields(Settings)}
+    kinds = {"bool": bool, "int": int, "float": float, "float | None": float, "str": str}
+    types = {f.name: kinds.get(str(f.type), str) for f in fields(Settings)}
     out = {}
     for item in items:
         key, _, value = item.partition("=")

@@ -158,3 +158,23 @@ def test_search_gives_the_place_of_a_repeated_line_to_the_next_distinct_note(mem
     hits = memory.search("what book are you reading", k=2, follow_links=False, session_turns=0)
     assert [h.note.content for h in hits] == ["What book are you reading now?", answer.content]
     assert hits[0].repeats == 4
+
+
+def test_enrichment_is_ranked_unless_the_model_made_it_worse(memory, fake_llm, zk_home):
+    """SmolLM2-135M's enrichment lowered LoCoMo recall: with it, search ranks the raw words only unless
+    `search_enrichment_weight` is set; other models' enrichment ranks beside the raw words at 0.5."""
+    from zettel_amem.config import Settings
+
+    note = memory.add("Knee hurts after the long run on Saturday.", "2026-03-29T09:15")
+    memory.process(note.id)
+    assert memory.resolve(note.id).context  # enriched by the (fake) model
+
+    def signals() -> set[str]:
+        return set(memory.search("knee", 3, follow_links=False)[0].signals)
+
+    assert {"enriched-vector", "enriched-keywords"} <= signals()
+    memory.settings.llm_model = "smollm2-135m"
+    assert signals() == {"vector", "keywords"}
+    (zk_home / "config.toml").write_text("search_enrichment_weight = 0.3\n", encoding="utf-8")
+    memory.settings.search_enrichment_weight = Settings.load(zk_home).search_enrichment_weight
+    assert memory.settings.enrichment_weight() == 0.3 and "enriched-vector" in signals()

@@ -15,6 +15,9 @@ from pathlib import Path
 from .errors import ZkError, ZkWarning
 
 APP_NAME = "zettel-amem"
+# Models whose enrichment search does not rank by default: SmolLM2-135M's keywords, tags and contexts
+# lowered LoCoMo conv-30 R@10 from 65.4 to 55.6-56.8 at weight 0.5 (docs/benchmarks.md, issue #11).
+UNRANKED_ENRICHMENT = frozenset({"smollm2-135m"})
 
 
 def home_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
@@ -81,7 +84,8 @@ class Settings:
     search_k: int = 8
     search_pool: int = 100  # candidates each signal ranks before fusion (and session smoothing)
     # What the LLM added ranks beside the raw words, at this weight per signal (raw signals weigh 1).
-    search_enrichment_weight: float = 0.5
+    # None: 0.5, or 0 with a model whose enrichment lowered recall (UNRANKED_ENRICHMENT; `enrichment_weight`).
+    search_enrichment_weight: float | None = None
     # A chat turn gains these shares of its best neighbour's score at 1 and 2 turns away. Off: on LoCoMo
     # it lifted R@10 over plain hybrid but stayed below following each hit with its turns (README).
     search_session_near: float = 0.0
@@ -118,6 +122,12 @@ class Settings:
     context_keyword_weight: float = 0.7  # L0: text 0.7 / vector 0.3
     context_query_chars: int = 300  # L0: message + last 2 user turns, newest end kept
     extra: dict[str, str] = field(default_factory=dict)
+
+    def enrichment_weight(self) -> float:
+        """The weight search gives what the LLM added: the setting, else its default for the model in use."""
+        if self.search_enrichment_weight is not None:
+            return self.search_enrichment_weight
+        return 0.0 if self.llm_model in UNRANKED_ENRICHMENT else 0.5
 
     @classmethod
     def load(cls, home: Path) -> Settings:

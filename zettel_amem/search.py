@@ -96,7 +96,7 @@ class Searcher:
         if use_vector:
             self.memory.start_embedding(query)  # embedding runs while the scope and the keyword lists are read
         enriched = use_enrichment and self.memory.store.has_enriched(self.memory.notebook)
-        weight = self.memory.settings.search_enrichment_weight if enriched else 0.0
+        weight = self.memory.settings.enrichment_weight() if enriched else 0.0
         terms = keyword_terms(query)
         scope = self.person_scope(query) if scoped and not tagged and self.memory.settings.search_person_scope \
             else None
