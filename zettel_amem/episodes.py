@@ -18,24 +18,23 @@ from .construct import text_schema
 from .llm import LLM
 from .models import Note, Usage
 from .prompts import Prompts, language_of
-from .text import clip, estimate_tokens, one_line
+from .text import clip, estimate_tokens, one_line, sentences
 
 ABSTRACT_CHARS = 200
 MIN_ABSTRACT_CHARS = 20
 FACT_CHARS = 140  # one fact sentence, as the model may write it
 TURN_CHARS = 300  # a turn is shown to the summariser from its beginning
-_SENTENCE_END = re.compile(r"(?<=[.!?。])\s+|\n+")
 _BULLET = re.compile(r"^\s*(?:[-*•·]|\d+[.)])\s*")
 
 
 def abstract_of(summary: str, max_chars: int = ABSTRACT_CHARS) -> str:
     """The first sentence of `summary` with at least 20 characters, clipped on characters."""
-    sentences = [one_line(_BULLET.sub("", s)) for s in _SENTENCE_END.split(summary)]
-    sentences = [s for s in sentences if s]
-    for sentence in sentences:
+    pieces = [one_line(_BULLET.sub("", s)) for s in sentences(summary)]
+    pieces = [s for s in pieces if s]
+    for sentence in pieces:
         if len(sentence) >= MIN_ABSTRACT_CHARS:
             return clip(sentence, max_chars)
-    return clip(" ".join(sentences), max_chars)
+    return clip(" ".join(pieces), max_chars)
 
 
 def render_turn(note: Note) -> str:

@@ -232,8 +232,12 @@ def name_pattern(name: str) -> str:
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?。？])\s+|\n+")
 
 
+def sentences(text: str) -> list[str]:
+    """`text` cut after each sentence's end mark (. ! ? 。 ？) and at line breaks; empty pieces dropped."""
+    return [s for s in _SENTENCE_BREAK.split(text) if s.strip()]
+
+
 def statements(text: str) -> str:
     """`text` without its questions (sentences ending in "?"). In a chat, "What got you into running?"
     says nothing about the one who asks it."""
-    kept = [s for s in _SENTENCE_BREAK.split(text) if s.strip() and not s.rstrip(" \"'’”)").endswith(("?", "？"))]
-    return " ".join(kept)
+    return " ".join(s for s in sentences(text) if not s.rstrip(" \"'’”)").endswith(("?", "？")))
