@@ -16,6 +16,7 @@ flags, in a fresh store per conversation and ingest configuration:
 | +construction  | construction + links, evolution off         | hybrid over enriched notes         |
 | +links         | construction + links, evolution off         | hybrid + linked-neighbour expansion|
 | +evolution     | full pipeline                               | hybrid + linked-neighbour expansion|
+| +evolution-unguarded | full pipeline, evolution's topic guard off | as +evolution                 |
 | full-context   | raw turns                                   | the whole conversation (answers)   |
 | +episodes      | raw turns + each session summarised (tiers) | hybrid, boosted to the sessions of |
 |                |                                             | the L0 hints; hints in the prompt  |
@@ -45,12 +46,13 @@ from bench.scoring import CATEGORY_NAMES, abstains, bleu1, evidence_ids, evidenc
 
 DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "locomo-dev.json"
 RETRIEVAL_VARIANTS = ["raw-vector", "bm25", "hybrid", "hybrid-window", "default"]
-LLM_VARIANTS = ["+construction", "+links", "+evolution"]
+LLM_VARIANTS = ["+construction", "+links", "+evolution", "+evolution-unguarded"]
 TIER_VARIANTS = ["+episodes", "+graph", "+graph-static"]
 ALL_VARIANTS = [*RETRIEVAL_VARIANTS, *LLM_VARIANTS, "full-context", *TIER_VARIANTS]
 INGEST_OF = {"raw-vector": "raw", "bm25": "raw", "hybrid": "raw", "hybrid-window": "raw", "default": "raw",
              "full-context": "raw",
              "+construction": "links", "+links": "links", "+evolution": "full",
+             "+evolution-unguarded": "full-unguarded",
              "+episodes": "episodes", "+graph": "episodes", "+graph-static": "episodes"}
 KS = (5, 10, 25)
 
@@ -85,6 +87,8 @@ def configure(memory, ingest: str) -> None:
         s.construct, s.link = False, False
     elif ingest == "links":
         s.evolve_max_neighbours = 0
+    elif ingest == "full-unguarded":  # what the topic guard on evolution does to recall
+        s.evolve_on_topic = False
 
 
 def ingest_conversation(sample: dict, ingest: str, model: str | None, cache: Path, embedder,

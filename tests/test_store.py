@@ -187,6 +187,15 @@ def test_3_missing_table_directory_is_never_rebuilt_empty(zk, zk_home, tmp_path)
     assert zk("list")[0] == 0 and len(Memory(zk_home).store.notes()) == 2
 
 
+def test_a_new_store_whose_creation_never_committed_opens(zk, zk_home):
+    """A first `zk add` killed inside table creation (or one racing another first open) leaves the table's
+    folder without a commit: the next open creates it under the lock instead of failing "not found"."""
+    (zk_home / "lancedb" / "notes.lance" / "_versions").mkdir(parents=True)
+    code, out, err = zk("add", "the first note after an aborted start", "--json")
+    assert code == 0, err
+    assert [n.content for n in Memory(zk_home).store.notes()] == ["the first note after an aborted start"]
+
+
 def test_3_damaged_meta_json_is_one_line(zk, zk_home):
     _notes(zk, 1)
     meta = json.loads((zk_home / "meta.json").read_text())

@@ -13,12 +13,13 @@ Every listing method takes the notebook it reads (None: every notebook, only for
 from __future__ import annotations
 
 import re
+import shutil
 import warnings
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .database import SCHEMA_VERSION, Database, all_of, in_list, lance_message, sql_str
+from .database import SCHEMA_VERSION, Database, all_of, in_list, lance_message, manifest_versions, sql_str
 from .errors import AmbiguousId, InvalidInput, NotFound, StoreDamaged, ZkError
 from .models import PENDING, READY, SHORT_ID, Note, Scope
 from .text import hashtags, keyword_terms
@@ -165,14 +166,16 @@ class Store(Database):
         try:
             self.connect(meta)
             if not self.table_dir(NOTES).is_dir():
-                with self.write_lock(check=False):  # only a new store takes the lock to open: reads work read-only
-                    if NOTES not in self.db.list_tables().tables:
-                        self.db.create_table(NOTES, schema=_arrow_schema(self.dim))
-                        self.table = self.db.open_table(NOTES)
-                        self._ensure_indexes()
-                    if not meta:
-                        self._write_meta()
-            self.table = self.db.open_table(NOTES)
+                self._create_table(meta)
+            try:
+                self.table = self.db.open_table(NOTES)
+            except ValueError:  # "not found": the folder is there, its first commit is not
+                if recorded:
+                    raise
+                # Another zk is creating this new store right now; it does so under the lock, so once the
+                # lock is ours the table is complete (or still absent, and we create it).
+                self._create_table(meta)
+                self.table = self.db.open_table(NOTES)
             self.damage = self.compare_with_meta(meta)
             if meta and meta.get("schema_version", 0) < SCHEMA_VERSION:
                 self._migrate(meta.get("schema_version", 0))
@@ -180,6 +183,20 @@ class Store(Database):
             raise
         except Exception as exc:  # noqa: BLE001 - any LanceDB/IO failure means the store is unusable
             raise StoreDamaged(f"cannot open the store at {self.db_path}: {lance_message(exc)}") from None
+
+    def _create_table(self, meta: dict[str, Any]) -> None:
+        """Create the notes table of a new store under the lock (only a new store takes the lock to open:
+        reads of an existing one work read-only)."""
+        with self.write_lock(check=False):
+            folder = self.table_dir(NOTES)
+            if folder.is_dir() and not manifest_versions(folder):
+                shutil.rmtree(folder)  # a creation killed before its first commit: it holds no rows
+            if NOTES not in self.db.list_tables().tables:
+                self.db.create_table(NOTES, schema=_arrow_schema(self.dim))
+                self.table = self.db.open_table(NOTES)
+                self._ensure_indexes()
+            if not meta:
+                self._write_meta()
 
     def _migrate(self, from_version: int) -> None:
         """Bring an older store up to SCHEMA_VERSION: add every column it lacks, with its default (a list
