@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from tests.harness import FAKE_MODEL
+from zettel_amem.retrieve import Hit
 
 
 def test_ask_with_no_matching_note_spends_no_llm_call(memory, fake_llm):
@@ -68,6 +69,24 @@ def test_the_answer_is_grammar_bound_to_the_notes_given(memory, fake_llm):
     assert sorted(schema["properties"]["ids"]["items"]["enum"]) == sorted(n.short_id for n in notes)
     assert schema["properties"]["ids"]["minItems"] == 1  # every answer cites
     assert schema["required"] == ["answer", "ids"] and answer.mode == "model"
+
+
+def test_only_cited_notes_that_hold_the_answer_are_shown_as_its_source(memory, fake_llm):
+    """The 0.5B model padded its ids with unrelated notes (a running goal cited for a database answer):
+    a cited note must share a word with the answer, unless none does (then the model's list stands)."""
+    meeting = memory.add("온비서 회의: SQLite로는 부족하다는 결론. PostgreSQL로 옮기기로 했다.", at="2026-01-28T17:50")
+    goal = memory.add("새해 목표는 매주 주말 여의도 한강공원에서 10km 달리기.", at="2026-01-03T08:00")
+    hits = [Hit(goal, 0.9), Hit(meeting, 0.8)]
+    fake_llm.enqueue("answer", {"answer": "PostgreSQL", "ids": [goal.short_id, meeting.short_id]})
+    answer = memory.ask("온비서는 지금 어떤 데이터베이스를 써?", hits=hits)
+    assert "".join(answer.pieces) == "PostgreSQL" and answer.cited() == [meeting.id]
+    yesterday = memory.add("Lost my job yesterday.", at="2023-01-20T10:00")  # matched through its resolved date
+    fake_llm.enqueue("answer", {"answer": "19 January 2023", "ids": [goal.short_id, yesterday.short_id]})
+    answer = memory.ask("When did I lose my job?", hits=[Hit(goal, 0.9), Hit(yesterday, 0.8)])
+    assert "".join(answer.pieces) == "19 January 2023" and answer.cited() == [yesterday.id]
+    fake_llm.enqueue("answer", {"answer": "예", "ids": [goal.short_id, meeting.short_id]})
+    answer = memory.ask("온비서를 아직 해?", hits=hits)
+    assert "".join(answer.pieces) == "예" and answer.cited() == [goal.id, meeting.id]
 
 
 def test_a_failed_model_falls_back_to_the_best_sentence_marked_extractive(memory, fake_llm):

@@ -27,7 +27,7 @@ from .llm import LLMError
 from .models import Usage
 from .prompts import language_of
 from .retrieve import CoverageIndex, Hit, render_for_context
-from .text import name_pattern, nfc, statements
+from .text import keyword_terms, name_pattern, nfc, statements
 
 if TYPE_CHECKING:  # answering reads a Memory's parts; it never imports Memory at run time
     from .memory import Memory
@@ -71,6 +71,15 @@ def read_answer(data: dict[str, Any], hits: list[Hit]) -> tuple[str, list[str]]:
     ids = data.get("ids") if isinstance(data.get("ids"), list) else []
     cited = [by_short[i] for i in dict.fromkeys(i for i in ids if isinstance(i, str)) if i in by_short]
     return text, cited
+
+
+def supporting(text: str, cited: list[str], hits: list[Hit]) -> list[str]:
+    """The cited notes that share a word with the answer, read as the model saw them (with the day and the
+    resolved dates); all of them when none does ("yes", a count). A 0.5B model fills its id list with
+    notes the answer never came from; a citation a user cannot trace erodes trust in the rest."""
+    words = set(keyword_terms(text))
+    shown = {h.note.id: set(keyword_terms(render_for_context(h.note))) for h in hits}
+    return [i for i in cited if words & shown.get(i, set())] or cited
 
 
 def echoes_prompt(text: str, prompt_lines: list[str]) -> bool:
@@ -221,6 +230,7 @@ class Answerer:
             limit = self.memory.settings.answer_max_tokens
             data, answer.usage = self.memory.llm.complete_json(system, user, schema, limit)
             answer.text, answer.cited_ids = read_answer(data, hits)
+            answer.cited_ids = supporting(answer.text, answer.cited_ids, hits)
             if not answer.text or echoes_prompt(answer.text, frame):
                 raise LLMError("the model's answer was empty or repeated the question")
         except LLMError as exc:  # the user still gets their own words, with the id, marked as such
