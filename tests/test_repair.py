@@ -175,13 +175,17 @@ def test_3_repair_restores_every_note_it_read_even_ones_a_backup_restore_refuses
 
 
 # -- 4: damage to one table keeps the healthy ones as they are ---------------------------------------
-@pytest.mark.parametrize("damaged", ["notes", "entities", "meta.json"])
+@pytest.mark.parametrize("damaged", ["notes", "entities", "entities-every-version", "meta.json"])
 def test_4_healthy_tables_are_kept_as_they_are(home, damaged):
     tables = ("notes", "episodes", "entities", "relations")
     before = {name: store_rows(home, name) for name in tables}
     versions = {name: manifest_versions(home / "lancedb" / f"{name}.lance")[-1] for name in tables}
     if damaged == "meta.json":
         (home / "meta.json").write_text("{garbage")
+    elif damaged == "entities-every-version":  # each commit gives back what it wrote, from its own files
+        damaged = "entities"
+        for manifest in (home / "lancedb" / "entities.lance" / "_versions").glob("*.manifest"):
+            damage(manifest, "zeros")
     else:  # the newest commit of that table lost (for entities: the hand-made merge)
         damage(newest_manifest(home / "lancedb" / f"{damaged}.lance"), "empty")
 

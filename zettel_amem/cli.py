@@ -826,8 +826,10 @@ def _show_repair_plan(found) -> None:
                                  soft_wrap=True)
     for name, rec in found.tables.items():
         what = "note(s)" if name == "notes" else f"{name} row(s)"
-        line = (f"read {len(rec.rows)} {what}: version {rec.newest} holds {rec.newest_rows} ({len(rec.versions)} "
-                f"version(s) on disk; {rec.from_older} from older versions, {rec.lost} unreadable)")
+        held = (f"version {rec.newest} holds {rec.newest_rows}" if rec.newest is not None
+                else "no version file reads, every row comes from the commits' own files")
+        line = (f"read {len(rec.rows)} {what}: {held} ({len(rec.versions)} version(s) on disk; {rec.from_older} "
+                f"from older versions, {rec.lost} unreadable)")
         saved = f"; saved to {found.file}" if name == "notes" and found.file else ""
         render.console.print(render.escape(line + saved), soft_wrap=True)
         for commit in rec.lost_commits:
@@ -852,8 +854,10 @@ def _lost_commit_line(table: str, commit) -> str:
         line += f"; {commit.unreadable_files} of its data file(s) are damaged too: what they held is lost"
     if commit.operation == "delete":
         line += "; what it deleted is back (delete it again)"
+    elif commit.operation == "unknown" and not commit.rows:
+        line += "; its record cannot be read: what it changed is lost"
     elif not commit.rows and not commit.unreadable_files:
-        line += "; it wrote no rows (an index, a compaction or a deletion); nothing of it is needed"
+        line += "; it wrote no rows: nothing is missing"
     return line
 
 

@@ -29,7 +29,7 @@ from typing import Any
 from .database import EMBEDDER_KEY, SCHEMA_VERSION, lance_message, manifest_versions, meta_problem
 from .errors import ZkError
 from .store import NOTES
-from .versions import LostCommit, is_interrupt, lost_commits, table_version
+from .versions import LostCommit, is_interrupt, lost_commits, manifest_whole, table_version
 
 _CHUNK = 1024  # rows per read while salvaging
 
@@ -102,10 +102,12 @@ def open_version(table_dir: Path, version: int | None = None):
 def newest_openable(table_dir: Path, versions: list[int]) -> int | None:
     """The newest version whose manifest Lance can read (its data files may still be damaged)."""
     for version in reversed(versions):
+        if not manifest_whole(table_dir, version):
+            continue
         try:
             open_version(table_dir, version)
             return version
-        except BaseException as exc:  # noqa: BLE001 - an empty, cut or zero-filled manifest surfaces as any Lance error
+        except BaseException as exc:  # noqa: BLE001 - any Lance error, or a Rust panic
             if is_interrupt(exc):
                 raise
             continue
@@ -240,29 +242,30 @@ def _read_rows(dataset, count: int) -> tuple[list[dict[str, Any]], list[int]]:
 
 
 def recover(home: Path, name: str = NOTES) -> Recovery:
-    """Everything that can still be read of one table, newest state first; see the module docstring."""
+    """Everything that can still be read of one table, newest state first; see the module docstring.
+    When no version file reads at all, every commit counts as lost: each gives back what it wrote."""
     meta, _ = read_meta(home)
     table_dir = home / "lancedb" / f"{name}.lance"
     recorded = (meta.get("tables") or {}).get(name)
     versions = manifest_versions(table_dir)
     base = newest_openable(table_dir, versions) if table_dir.is_dir() else None
-    if base is None:
-        return Recovery(name, versions, None, 0, recorded=recorded)
-    try:
-        dataset = open_version(table_dir, base)
-        count = dataset.count_rows()
-    except BaseException as exc:  # noqa: BLE001
-        if is_interrupt(exc):
-            raise
-        raise ZkError(f"cannot open the {name} table at all: {lance_message(exc)}") from None
-    rows, bad = _read_rows(dataset, count)
-    recovery = Recovery(name, versions, base, count, rows, recorded=recorded)
-    if bad:
-        _add_older_rows(recovery, table_dir)
+    recovery, bad = Recovery(name, versions, base, 0, recorded=recorded), []
+    if base is not None:
+        try:
+            dataset = open_version(table_dir, base)
+            recovery.newest_rows = dataset.count_rows()
+        except BaseException as exc:  # noqa: BLE001
+            if is_interrupt(exc):
+                raise
+            raise ZkError(f"cannot open the {name} table at all: {lance_message(exc)}") from None
+        recovery.rows, bad = _read_rows(dataset, recovery.newest_rows)
+        if bad:
+            _add_older_rows(recovery, table_dir)
     newest = max([*versions, int((recorded or {}).get("version") or 0)])
-    recovery.lost_commits = lost_commits(table_dir, base, list(range(base + 1, newest + 1)))
-    _apply_lost_commits(recovery)
-    expected = recorded["rows"] if recorded and recorded["version"] >= newest else count
+    if table_dir.is_dir():
+        recovery.lost_commits = lost_commits(table_dir, base or 0, list(range((base or 0) + 1, newest + 1)))
+        _apply_lost_commits(recovery)
+    expected = recorded["rows"] if recorded and recorded["version"] >= newest else recovery.newest_rows
     recovery.lost = max(expected - len(recovery.rows), len(bad) - recovery.from_older, 0)
     return recovery
 

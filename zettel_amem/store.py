@@ -159,15 +159,15 @@ def open_damage(store: Store, meta: dict[str, Any], tables: dict[str, TableVersi
     """Why a store just opened may be read but not written (tables read at an older version, lost
     commits), or None. A store with notes and no meta.json is refused: which embedder wrote it is not
     known, and a write would label it with the one configured now."""
-    rows = store.table.count_rows()
-    if not meta and rows:
+    if not meta and store.table.count_rows():
         embedder = (store.table.schema.metadata or {}).get(EMBEDDER_KEY.encode(), b"?").decode()
-        raise StoreDamaged(f"meta.json is missing, but the store holds {rows} note(s) (embedded with "
-                           f"'{embedder}'); nothing was read or written — `zk repair` re-creates it", written=True)
+        raise StoreDamaged(f"meta.json is missing, but the store holds {store.table.count_rows()} note(s) "
+                           f"(embedded with '{embedder}'); nothing was read or written — `zk repair` re-creates it",
+                           written=True)
     pinned = describe(tables)
     if pinned and tables.get(NOTES) and tables[NOTES].pinned:
         recorded = (meta.get("tables") or {}).get(NOTES) or {}
-        pinned += f", with {rows} of the {recorded.get('rows', '?')} note(s) of the last write"
+        pinned += f", with {store.table.count_rows()} of the {recorded.get('rows', '?')} note(s) of the last write"
     return "; ".join(filter(None, [pinned, store.compare_with_meta(meta)])) or None
 
 
@@ -194,8 +194,11 @@ class Store(Database):
         if notes and notes.problem and notes.readable is None:
             raise StoreDamaged(f"the notes table cannot be read: no version of it is whole ({notes.problem})",
                                written=True)
+        view = readable_view(self.db_path, tables, self)
+        if view is not None and (notes is None or notes.readable is None):  # never create a table in a view
+            raise StoreDamaged(f"{describe(tables)}; nothing was written", written=True)
         try:
-            self.connect(meta, readable_view(self.db_path, tables, self))
+            self.connect(meta, view)
             if not self.table_dir(NOTES).is_dir():
                 self._create_table(meta)
             try:

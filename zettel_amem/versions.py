@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import struct
 import tempfile
 import weakref
 from dataclasses import dataclass, field
@@ -66,22 +67,36 @@ def table_version(table_dir: Path, verified: set | None = None) -> TableVersion:
     return found
 
 
+def manifest_whole(table_dir: Path, version: int) -> bool:
+    """Whether a version's manifest file is complete (its footer ends in `LANC` and points inside the
+    file): one cut short or zero-filled is never handed to Lance, which may panic on it."""
+    path = manifest_path(table_dir, version)
+    try:
+        raw = path.read_bytes() if path else b""
+        start = struct.unpack("<Q", raw[-16:-8])[0]
+        return raw[-4:] == b"LANC" and start + 4 + struct.unpack("<I", raw[start:start + 4])[0] <= len(raw)
+    except (OSError, struct.error):
+        return False
+
+
 def table_versions(db_path: Path, verified: set | None = None) -> dict[str, TableVersion]:
     return {d.name.removesuffix(".lance"): table_version(d, verified) for d in sorted(db_path.glob("*.lance"))}
 
 
 def describe(tables: dict[str, TableVersion]) -> str | None:
-    """One line saying which tables are read at an older version and why, or None."""
-    parts = [f"the {t.name} table's newest version ({t.newest}) cannot be read ({t.problem}): version "
-             f"{t.readable} is read instead" for t in tables.values() if t.pinned]
+    """One line saying which tables are read at an older version (or not at all) and why, or None."""
+    parts = [f"the {t.name} table's newest version ({t.newest}) cannot be read ({t.problem}): "
+             + (f"version {t.readable} is read instead" if t.pinned else "no version of it is whole, it reads as empty")
+             for t in tables.values() if t.problem]
     return "; ".join(parts) or None
 
 
 def readable_view(db_path: Path, tables: dict[str, TableVersion], owner: object) -> Path | None:
     """A temporary folder in which each table ends at its newest readable version (links to the real
-    files; the damaged manifests left out), or None when every table reads at its newest version.
-    The folder is removed when `owner` is collected or the process exits."""
-    pinned = {name: t.readable for name, t in tables.items() if t.pinned}
+    files; the damaged manifests left out; a table with no whole version left out altogether), or None
+    when every table reads at its newest version. The folder is removed when `owner` is collected or
+    the process exits."""
+    pinned = {name: t.readable for name, t in tables.items() if t.problem}
     if not pinned:
         return None
     root = Path(tempfile.mkdtemp(prefix="zk-readable-"))
@@ -90,6 +105,8 @@ def readable_view(db_path: Path, tables: dict[str, TableVersion], owner: object)
         name = table_dir.name.removesuffix(".lance")
         if name not in pinned:
             (root / table_dir.name).symlink_to(table_dir, target_is_directory=True)
+            continue
+        if pinned[name] is None:
             continue
         view = root / table_dir.name
         view.mkdir()
