@@ -1188,6 +1188,7 @@ def advice_for(exc: Exception) -> str:
 def main() -> None:
     """Entry point: one clear line on stderr and a non-zero exit for every expected failure."""
     _install_warning_line()
+    _HELD_WARNINGS.clear()  # an earlier main() in this process (tests) ended without saying them
     try:
         code = typer.main.get_command(app).main(prog_name="zk", standalone_mode=False)
         _say_held_warnings()
@@ -1202,6 +1203,7 @@ def main() -> None:
     except BrokenPipeError:
         sys.exit(0)
     except SystemExit:
+        _say_held_warnings()
         raise
     except Exception as exc:  # noqa: BLE001 - last resort: never show a traceback to a user
         _say_held_warnings()
