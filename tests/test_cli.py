@@ -206,13 +206,16 @@ def test_missing_and_corrupt_model_files_and_bad_store_paths(zk, tmp_path, monke
     blocker.write_text("x")
     code, _, err = zk("--home", str(blocker / "sub"), "add", "hello")
     assert code == 1 and "cannot create the store directory" in err
-    # A corrupted data file: reads fail with one line, never a traceback.
+    # Corrupted data files: reads show the newest version whose files are whole (here the empty table
+    # before the first note) and say so in one line; writes are refused in one line; never a traceback.
     data_files = [p for p in (home / "lancedb").rglob("*") if p.is_file() and p.parent.name == "data"]
     assert data_files
     for data in data_files:
         data.write_bytes(b"garbage" * 10)
-    code, _, err = zk("list")
-    assert code == 1 and "cannot read the store" in err and "Traceback" not in err
+    code, out, err = zk("list")
+    assert code == 0 and err.count("zk: warning") == 1 and "cannot be read" in err and "0 of the" in err
+    code, _, err = zk("add", "not over the damage")
+    assert code == 1 and one_line(err) and "zk repair" in err
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -27,9 +27,11 @@ ALLOWED = {
     "prompts": {"errors", "text"},
     # storage (the only modules that build a filter), embeddings, model backends
     "database": {"errors"},
-    "store": {"database", "errors", "models", "text"},
+    "store": {"database", "errors", "models", "text", "versions"},
     "tier_store": {"database", "models"},
-    "health": {"database", "errors", "store"},  # storage health below the CLI: diagnose and read what is left
+    "versions": {"database"},  # which table versions read after a crash; the rows of lost commits
+    "health": {"database", "errors", "store", "versions"},  # storage health: diagnose and read what is left
+    "repair": {"database", "errors", "health", "store", "tier_store"},  # rebuild only what is damaged
     "embed": {"config", "errors"},
     "llm": {"config", "errors", "llm", "models"},
     # the LLM steps, each a pure function of a model and prompts
@@ -60,9 +62,10 @@ ALLOWED = {
                "worker"},
     "mcp_server": {"errors", "llm", "memory", "models", "retrieve", "tiers"},
     "cli": {"config", "dates", "doctor", "editor", "errors", "graphpage", "health", "ingest", "mcp_server", "memory",
-            "models", "prompts", "render", "tiers", "worker"},
+            "models", "prompts", "render", "repair", "tiers", "worker"},
 }
-STORAGE = {"database", "store", "tier_store", "health"}  # the only layers that may build a filter string
+# The only layers that may build a filter string.
+STORAGE = {"database", "store", "tier_store", "health", "versions", "repair"}
 # Text that only a LanceDB filter contains.
 FILTER_MARKS = (" LIKE ", " IS NULL", " IS NOT NULL", "array_length(", "array_has", " IN (", "notebook = ")
 

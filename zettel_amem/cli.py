@@ -761,53 +761,127 @@ def doctor(as_json: bool = JSON_OPT) -> None:
 
 @app.command()
 def repair(yes: bool = typer.Option(False, "--yes", "-y", help="Restore without asking (for scripts)."),
+           output: str | None = typer.Option(None, "--output", "-o", help="Save the readable notes to FILE "
+                                             "instead of the home (for a read-only home)."),
            as_json: bool = JSON_OPT) -> None:
-    """Recover a damaged store: save every note LanceDB can still read (newest readable state) to a
-    file, then, with your consent, move the damaged store aside (kept, never deleted) and restore."""
-    from . import render
-    from .doctor import restore_salvage, salvage, set_aside
-    from .health import diagnose
+    """Recover a damaged store: save every note that can still be read to a file, then, with your consent,
+    rebuild only the damaged tables from it (their files kept, never deleted) and re-create meta.json."""
+    from pathlib import Path
 
-    problems = [f for f in diagnose(_home()) if not f.ok]
-    if not problems:
-        render.print_json({"damaged": False}) if as_json else render.console.print("the store is healthy; "
-                                                                                    "nothing to repair")
+    from . import render
+    from .health import writable_problem
+    from .repair import plan
+
+    found = plan(_home(), Path(output).expanduser() if output else None)
+    if found is None:
+        read_only = writable_problem(_home())
+        render.print_json({"damaged": False, "read_only": read_only}) if as_json else render.console.print(
+            "the store is healthy; nothing to repair" + (f" ({render.escape(read_only)})" if read_only else ""))
         return
-    saved = salvage(State.home)
-    rec = saved.recovery
-    data = {"damaged": True, "problems": [f.message for f in problems], **rec.to_json(),
-            "file": str(saved.path) if saved.path else None, "restored": None, "kept": None}
+    data = {**found.to_json(), "restored": None, "kept": None}
     if not as_json:
-        for finding in problems:
-            render.err_console.print(f"[red]{render.escape(finding.check)}:[/] {render.escape(finding.message)}",
-                                     soft_wrap=True)
-        render.console.print(f"read {len(rec.rows)} of {rec.newest_rows} note(s) of version {rec.newest} "
-                             f"({len(rec.versions)} version(s) on disk; {rec.from_older} from older versions, "
-                             f"{rec.lost} unreadable)"
-                             + (f"; saved to {render.escape(str(saved.path))}" if saved.path else ""), soft_wrap=True)
-    if saved.path is None:
-        render.print_json(data) if as_json else render.console.print(
-            "nothing readable to restore; nothing was changed (is the drive mounted? a backup: `zk import FILE`)")
+        _show_repair_plan(found)
+    stop = None
+    if found.missing:
+        stop = ("nothing readable in the notes table; nothing was changed (is the drive mounted? a backup: "
+                "`zk import FILE`)")
+    elif found.read_only:
+        stop = (f"{found.read_only}: nothing was changed" + (f"; `zk --home NEW import {found.file}` restores the "
+                                                              "saved notes elsewhere" if found.file else ""))
+    elif not found.embedder:
+        _identify_embedder(found)
+    if stop is None and not yes:
+        asked = sys.stdin is not None and sys.stdin.isatty() and not as_json
+        if not (asked and typer.confirm(_repair_question(found))):
+            stop = "nothing was changed; `zk repair --yes` repairs it" + (
+                f", or `zk --home NEW import {found.file}` restores the saved notes elsewhere" if found.file else "")
+    if stop is not None:
+        render.print_json(data) if as_json else render.console.print(render.escape(stop), soft_wrap=True)
         raise typer.Exit(1)
-    asked = not yes and sys.stdin is not None and sys.stdin.isatty() and not as_json
-    if not yes and not (asked and typer.confirm(f"replace the damaged store with these {len(rec.rows)} note(s)? "
-                                                "(it is kept, renamed, next to the new one)")):
-        if as_json:
-            render.print_json(data)
-        else:
-            render.console.print("nothing was changed; `zk repair --yes` restores them, or `zk --home NEW "
-                                 f"import {render.escape(str(saved.path))}` elsewhere", soft_wrap=True)
-        raise typer.Exit(1)
-    kept, embedder = set_aside(State.home)
-    report = restore_salvage(State.home, saved.path, embedder)
-    memory = report.pop("memory")
-    _queue_after_import(memory, report["session_ids"], spawn_worker=bool(report["added"]))
-    data.update(restored=report["added"], kept=str(kept))
+    _repair_consented(found, data, as_json)
+
+
+def _identify_embedder(found) -> None:
+    """meta.json is lost and no table records the embedder: the configured one, if it reproduces the
+    stored vectors."""
+    from .repair import identify_embedder
+
+    identify_embedder(found, _memory().embedder)
+
+
+def _repair_question(found) -> str:
+    notes = f" with the {len(found.notes.rows)} note(s) read" if found.notes else ""
+    tables = ", ".join([*found.tables, *found.emptied]) or "none"
+    return (f"rebuild the damaged table(s) ({tables}){notes} and re-create meta.json? (the damaged files are "
+            "kept, renamed, next to the new ones)")
+
+
+def _show_repair_plan(found) -> None:
+    """What was read, what comes back in an older state or from a lost commit, and what does not come back."""
+    from . import render
+    from .repair import describe_note
+
+    for finding in found.problems:
+        render.err_console.print(f"[red]{render.escape(finding.check)}:[/] {render.escape(finding.message)}",
+                                 soft_wrap=True)
+    for name, rec in found.tables.items():
+        what = "note(s)" if name == "notes" else f"{name} row(s)"
+        held = (f"version {rec.newest} holds {rec.newest_rows}" if rec.newest is not None
+                else "no version file reads, every row comes from the commits' own files")
+        line = (f"read {len(rec.rows)} {what}: {held} ({len(rec.versions)} version(s) on disk; {rec.from_older} "
+                f"from older versions, {rec.lost} unreadable)")
+        saved = f"; saved to {found.file}" if name == "notes" and found.file else ""
+        render.console.print(render.escape(line + saved), soft_wrap=True)
+        for commit in rec.lost_commits:
+            render.console.print(render.escape(_lost_commit_line(name, commit)), soft_wrap=True)
+        rows = {r["id"]: r for r in rec.rows}
+        for label, ids in (("newest version read back from a lost commit", rec.changed),
+                           ("newest version lost, restored as it was before", rec.older)):
+            for note_id in ids[:20] if name == "notes" else []:
+                render.console.print(f"  {label}: {render.escape(describe_note(rows[note_id]))}", soft_wrap=True)
+            if name == "notes" and len(ids) > 20:
+                render.console.print(f"  … and {len(ids) - 20} more ({label})")
+    for name in found.emptied:
+        render.console.print(f"nothing of the {name} table could be read: it starts empty (the worker derives new "
+                             "rows from the notes; merges you made by hand do not come back)", soft_wrap=True)
+
+
+def _lost_commit_line(table: str, commit) -> str:
+    line = f"{table} version {commit.version} ({commit.operation}) was lost"
+    if commit.rows:
+        line += f"; the {len(commit.rows)} row(s) it wrote were read back from its own files"
+    if commit.unreadable_files:
+        line += f"; {commit.unreadable_files} of its data file(s) are damaged too: what they held is lost"
+    if commit.operation == "delete":
+        line += "; what it deleted is back (delete it again)"
+    elif commit.operation == "unknown" and not commit.rows:
+        line += "; its record cannot be read: what it changed is lost"
+    elif not commit.rows and not commit.unreadable_files:
+        line += "; it wrote no rows: nothing is missing"
+    return line
+
+
+def _repair_consented(found, data: dict, as_json: bool) -> None:
+    from . import render
+    from .repair import apply
+
+    report = apply(found)
+    store = report.pop("store")
+    restored = report["restored"]
+    data.update(restored=restored.get("notes", 0), restored_tables=restored, kept=str(report["kept"]))
+    read = len(found.notes.rows) if found.notes else 0
+    if found.notes and store.count(unfinished=True):  # restored notes with model work left: the worker goes on
+        _queue_after_import(_memory(), [], spawn_worker=True)
     if as_json:
         render.print_json(data)
-    else:
-        render.console.print(f"restored [green]{report['added']}[/] note(s) into a fresh store; the damaged one "
-                             f"is kept in {render.escape(str(kept))}", soft_wrap=True)
+        return
+    if found.notes:
+        render.console.print(f"restored [green]{restored['notes']}[/] of the {read} note(s) read into a fresh notes "
+                             "table", soft_wrap=True)
+    for name in (n for n in found.tables if n != "notes"):
+        render.console.print(f"restored {restored[name]} {name} row(s) into a fresh {name} table", soft_wrap=True)
+    render.console.print(f"meta.json re-created; healthy tables kept as they were; the damaged files are kept in "
+                         f"{render.escape(str(report['kept']))}", soft_wrap=True)
 
 
 def _home():
@@ -1065,11 +1139,14 @@ def _interrupted(detail: str = "") -> None:
     os._exit(130)
 
 
+_HELD_WARNINGS: list[str] = []  # DamageWarnings, said when the command ends
+
+
 def _install_warning_line() -> None:
     """`ZkWarning`s (unknown config keys, a store that can only be read) are one line each on stderr."""
     import warnings
 
-    from .errors import ZkWarning
+    from .errors import DamageWarning, ZkWarning
 
     warnings.simplefilter("always", ZkWarning)
     if getattr(warnings.showwarning, "__name__", "") == "_zk_showwarning":
@@ -1077,12 +1154,23 @@ def _install_warning_line() -> None:
     original = warnings.showwarning
 
     def _zk_showwarning(message, category, *rest, **kwargs) -> None:
-        if issubclass(category, ZkWarning):
+        if issubclass(category, DamageWarning):
+            _HELD_WARNINGS.append(f"zk: warning: {_one_line(str(message))}\n")
+        elif issubclass(category, ZkWarning):
             sys.stderr.write(f"zk: warning: {_one_line(str(message))}\n")
         else:
             original(message, category, *rest, **kwargs)
 
     warnings.showwarning = _zk_showwarning
+
+
+def _say_held_warnings(error: Exception | None = None) -> None:
+    """The damage warnings of this command, unless it failed on the damage itself (its error says it)."""
+    from .errors import StoreDamaged
+
+    if not isinstance(error, StoreDamaged):
+        sys.stderr.writelines(_HELD_WARNINGS)
+    _HELD_WARNINGS.clear()
 
 
 def advice_for(exc: Exception) -> str:
@@ -1100,11 +1188,14 @@ def advice_for(exc: Exception) -> str:
 def main() -> None:
     """Entry point: one clear line on stderr and a non-zero exit for every expected failure."""
     _install_warning_line()
+    _HELD_WARNINGS.clear()  # an earlier main() in this process (tests) ended without saying them
     try:
         code = typer.main.get_command(app).main(prog_name="zk", standalone_mode=False)
+        _say_held_warnings()
         if isinstance(code, int) and code:  # click returns (not raises) Exit codes in this mode
             sys.exit(code)
     except ZkError as exc:
+        _say_held_warnings(exc)
         sys.stderr.write(f"zk: error: {_one_line(str(exc) + advice_for(exc))}\n")
         sys.exit(1)
     except (KeyboardInterrupt, EOFError):
@@ -1112,8 +1203,10 @@ def main() -> None:
     except BrokenPipeError:
         sys.exit(0)
     except SystemExit:
+        _say_held_warnings()
         raise
     except Exception as exc:  # noqa: BLE001 - last resort: never show a traceback to a user
+        _say_held_warnings()
         # Typer vendors its own click; its usage errors are recognised by shape, not by class.
         if type(exc).__name__ == "NoArgsIsHelpError":  # bare `zk`: show the help, like --help
             sys.stdout.write(exc.format_message().removeprefix("Usage: ").join(["Usage: ", "\n"]))

@@ -23,7 +23,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from .errors import StoreBusy, StoreDamaged, ZkError, ZkWarning
+from .errors import DamageWarning, StoreBusy, StoreDamaged, ZkError
 
 SCHEMA_VERSION = 3  # 2: raw_vector (the raw words' embedding beside the enriched one), user_tags (#tags);
 #                   3: terms, enrichment_terms (the full-text index's words) and the indexes
@@ -32,6 +32,8 @@ MAX_VECTOR_DELTAS = 4  # extra segments of a vector index (new rows since traini
 # Data file names inside a manifest (protobuf; the names are plain strings in it).
 _DATA_FILE = re.compile(rb"(?:[01]{24}[0-9a-f]{26}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})"
                         rb"\.lance")
+DATA_FILE = _DATA_FILE
+EMBEDDER_KEY = "zk.embedder"  # the table schema's record of the embedder, for when meta.json is lost
 _RUST_PATH = re.compile(r",?\s*/[^\s,]*\.rs:\d+(?::\d+)?")
 
 
@@ -201,8 +203,9 @@ class Database:
         self._verified: set = set()  # data files found complete; Lance never rewrites one
         self._warned = False
 
-    def connect(self, meta: dict[str, Any]) -> None:
-        """Check meta.json against this zk and this embedder, then connect (creating the home if new)."""
+    def connect(self, meta: dict[str, Any], root: Path | None = None) -> None:
+        """Check meta.json against this zk and this embedder, then connect (creating the home if new).
+        `root`: a read-only view of the database to read instead (versions.readable_view)."""
         lancedb = import_lancedb()
 
         if meta:
@@ -220,7 +223,7 @@ class Database:
             except OSError as exc:
                 raise ZkError(f"cannot create the store directory {self.home}: {exc.strerror}") from None
         # read_consistency_interval=0: every read sees commits made by other processes.
-        self.db = lancedb.connect(str(self.db_path), read_consistency_interval=timedelta(0))
+        self.db = lancedb.connect(str(root or self.db_path), read_consistency_interval=timedelta(0))
 
     def table_dir(self, name: str) -> Path:
         return self.db_path / f"{name}.lance"
@@ -275,7 +278,14 @@ class Database:
         tmp.replace(self.meta_path)
 
     def record(self, name: str, table) -> None:
-        """After a commit: the table's version and row count go into meta.json (see compare_with_meta)."""
+        """After a commit: the table's version and row count go into meta.json (see compare_with_meta), and
+        the embedder into the table's own schema once, so a lost meta.json can be re-created."""
+        try:
+            if EMBEDDER_KEY.encode() not in (table.schema.metadata or {}):
+                table.to_lance().update_schema_metadata({EMBEDDER_KEY: self.embedder_name})
+                table.checkout_latest()
+        except Exception:  # noqa: BLE001 - a second record only; meta.json still names the embedder
+            pass
         try:
             self._write_meta({name: {"version": int(table.version), "rows": int(table.count_rows())}})
         except OSError:
@@ -332,7 +342,7 @@ class Database:
         said once."""
         if self.damage and not self._warned:  # readable, but older than it should be: say so once
             self._warned = True
-            warnings.warn(ZkWarning(f"{self.damage}; showing what is left, writes are refused until `zk repair`"),
+            warnings.warn(DamageWarning(f"{self.damage}; showing what is left, writes are refused until `zk repair`"),
                           stacklevel=2)
         try:
             return action()

@@ -1,31 +1,24 @@
-"""`zk doctor` and `zk repair`: every check a user can act on, one line each, and the way back from a
-damaged store.
+"""`zk doctor`: every check a user can act on, one line each.
 
 The storage checks are `health.py`'s; this module adds the rest (config, models, the llama.cpp build,
-pending work, the worker, disk) and the repair: read what LanceDB can still read, save it as a
-`zk export` file next to the store, and only with consent move the damaged store aside (renamed,
-never deleted) and restore the file into a fresh one.
+pending work, the worker, disk). The way back from a damaged store, `zk repair`, is `repair.py`.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import shutil
-import time
 import warnings
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 from . import health
 from .config import Settings, home_dir
-from .database import SCHEMA_VERSION
 from .errors import ZkError, ZkWarning
-from .health import Finding, Recovery
+from .health import Finding
 from .models import now_iso
-from .store import NOTES, Store, note_to_row, row_to_note
+from .store import Store
 from .worker import worker_state
 
 STUCK_AFTER_S = 600  # a pending note older than this with no worker running is stuck
@@ -154,65 +147,3 @@ def _size(n: float) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n:.1f} GB"
-
-
-# -- repair ------------------------------------------------------------------------------------------
-@dataclass
-class Salvage:
-    """What `salvage` read and where it saved it."""
-
-    recovery: Recovery
-    path: Path | None  # the zk export file holding every readable note (None when nothing was readable)
-
-
-def salvage(home_arg: str | Path | None) -> Salvage:
-    """Read every note LanceDB can still read and save it as a `zk export` file in the home (a new file:
-    nothing existing is touched)."""
-    home = home_dir(home_arg)
-    recovery = health.recover(home, NOTES)
-    if not recovery.rows:
-        return Salvage(recovery, None)
-    meta, _ = health.read_meta(home)
-    notes = [row_to_note({**row, "vector": None}) for row in recovery.rows]
-    notes.sort(key=lambda n: (n.created, n.at, n.seq, n.id))
-    path = home / f"recovered-{time.strftime('%Y%m%d-%H%M%S')}.jsonl"
-    with open(path, "w", encoding="utf-8") as out:
-        out.write(json.dumps({"type": "zk-export", "schema_version": SCHEMA_VERSION,
-                              "embedder": meta.get("embedder"), "notes": len(notes),
-                              "notebooks": sorted({n.notebook for n in notes}),
-                              "recovered_from_version": recovery.newest}, ensure_ascii=False) + "\n")
-        for note in notes:  # the same lines as `zk export` writes
-            row = note_to_row(note)
-            row.pop("vector")
-            row["history"] = json.loads(row["history"] or "[]")
-            out.write(json.dumps({"type": "note", **row}, ensure_ascii=False) + "\n")
-    return Salvage(recovery, path)
-
-
-def set_aside(home_arg: str | Path | None) -> tuple[Path, str | None]:
-    """Move the damaged store out of the way (renamed, never deleted): returns the folder it now lives
-    in, and the embedder its meta.json named (the fresh store should use the same one)."""
-    home = home_dir(home_arg)
-    meta, _ = health.read_meta(home)
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    kept = home / f"damaged-{stamp}"
-    kept.mkdir()
-    for name in ("lancedb", "meta.json"):
-        if (home / name).exists():
-            (home / name).rename(kept / name)
-    return kept, meta.get("embedder")
-
-
-def restore_salvage(home_arg: str | Path | None, path: Path, embedder: str | None, notebook: str = "main") -> dict:
-    """Restore a salvage file into the (now empty) home, with the embedder the old store used."""
-    from .ingest.export import restore
-    from .memory import Memory
-
-    home = home_dir(home_arg)
-    settings = Settings.load(home)
-    if embedder:
-        settings.embedder = embedder
-    memory = Memory(home, settings=settings, notebook=notebook)
-    report = restore(memory, path)
-    report["memory"] = memory
-    return report

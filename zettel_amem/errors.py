@@ -44,3 +44,8 @@ class NoteTooLong(InvalidInput):
 class ZkWarning(UserWarning):
     """Something the user should know that does not stop the command (an unknown config key, a store
     that can be read but not written). The CLI shows each as one `zk: warning:` line on stderr."""
+
+
+class DamageWarning(ZkWarning):
+    """A damaged store read at an older version: the CLI says it once, when the command ends, and not at
+    all when the command fails with a `StoreDamaged` error (whose one line says the same)."""

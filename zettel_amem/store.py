@@ -19,10 +19,20 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .database import SCHEMA_VERSION, Database, all_of, in_list, lance_message, manifest_versions, sql_str
+from .database import (
+    EMBEDDER_KEY,
+    SCHEMA_VERSION,
+    Database,
+    all_of,
+    in_list,
+    lance_message,
+    manifest_versions,
+    sql_str,
+)
 from .errors import AmbiguousId, InvalidInput, NotFound, StoreDamaged, ZkError
 from .models import PENDING, READY, SHORT_ID, Note, Scope
 from .text import hashtags, keyword_terms
+from .versions import TableVersion, describe, readable_view, table_versions
 
 NOTES = "notes"
 KEYWORD_COLUMNS = ("terms", "enrichment_terms")  # full-text (BM25) indexes over text.keyword_terms
@@ -145,6 +155,22 @@ def row_to_note(row: dict[str, Any]) -> Note:
     )
 
 
+def open_damage(store: Store, meta: dict[str, Any], tables: dict[str, TableVersion]) -> str | None:
+    """Why a store just opened may be read but not written (tables read at an older version, lost
+    commits), or None. A store with notes and no meta.json is refused: which embedder wrote it is not
+    known, and a write would label it with the one configured now."""
+    if not meta and store.table.count_rows():
+        embedder = (store.table.schema.metadata or {}).get(EMBEDDER_KEY.encode(), b"?").decode()
+        raise StoreDamaged(f"meta.json is missing, but the store holds {store.table.count_rows()} note(s) "
+                           f"(embedded with '{embedder}'); nothing was read or written — `zk repair` re-creates it",
+                           written=True)
+    pinned = describe(tables)
+    if pinned and tables.get(NOTES) and tables[NOTES].pinned:
+        recorded = (meta.get("tables") or {}).get(NOTES) or {}
+        pinned += f", with {store.table.count_rows()} of the {recorded.get('rows', '?')} note(s) of the last write"
+    return "; ".join(filter(None, [pinned, store.compare_with_meta(meta)])) or None
+
+
 class Store(Database):
     """The notes table of one home (the database's meta file, lock and guards come from `Database`)."""
 
@@ -163,8 +189,16 @@ class Store(Database):
             raise StoreDamaged(f"the notes table is missing ({self.table_dir(NOTES)}), but meta.json "
                           f"records {recorded.get('rows', '?')} row(s) at version {recorded.get('version', '?')}; "
                           "nothing was written — is the drive mounted?")
+        tables = table_versions(self.db_path, self._verified)
+        notes = tables.get(NOTES)
+        if notes and notes.problem and notes.readable is None:
+            raise StoreDamaged(f"the notes table cannot be read: no version of it is whole ({notes.problem})",
+                               written=True)
+        view = readable_view(self.db_path, tables, self)
+        if view is not None and (notes is None or notes.readable is None):  # never create a table in a view
+            raise StoreDamaged(f"{describe(tables)}; nothing was written", written=True)
         try:
-            self.connect(meta)
+            self.connect(meta, view)
             if not self.table_dir(NOTES).is_dir():
                 self._create_table(meta)
             try:
@@ -176,7 +210,7 @@ class Store(Database):
                 # lock is ours the table is complete (or still absent, and we create it).
                 self._create_table(meta)
                 self.table = self.db.open_table(NOTES)
-            self.damage = self.compare_with_meta(meta)
+            self.damage = open_damage(self, meta, tables)
             if meta and meta.get("schema_version", 0) < SCHEMA_VERSION:
                 self._migrate(meta.get("schema_version", 0))
         except ZkError:
@@ -192,7 +226,8 @@ class Store(Database):
             if folder.is_dir() and not manifest_versions(folder):
                 shutil.rmtree(folder)  # a creation killed before its first commit: it holds no rows
             if NOTES not in self.db.list_tables().tables:
-                self.db.create_table(NOTES, schema=_arrow_schema(self.dim))
+                self.db.create_table(NOTES, schema=_arrow_schema(self.dim).with_metadata(
+                    {EMBEDDER_KEY: self.embedder_name}))
                 self.table = self.db.open_table(NOTES)
                 self._ensure_indexes()
             if not meta:

@@ -200,6 +200,10 @@ class TierStore:
         if ids:
             self._delete(RELATIONS, in_list("id", ids))
 
+    def put_rows(self, name: str, rows: list[dict[str, Any]]) -> None:
+        """Rows as a repair read them back from a damaged table, written as they were (vectors included)."""
+        self._upsert(name, [_from_row(name, row) for row in rows])
+
     def compact(self) -> None:
         """After deletes: no deleted summary or name survives on disk (see `Database.upkeep`)."""
         for name in (EPISODES, ENTITIES, RELATIONS):
