@@ -1048,7 +1048,11 @@ def mcp(http: int | None = typer.Option(None, "--http", min=1, max=65535, metava
 
 
 def _one_line(message: str) -> str:
-    """An error is one line: control characters the user typed (a CR in a date) are shown escaped."""
+    """An error is one line: control characters the user typed (a CR in a date) are shown escaped, and
+    known secrets (the model server's API key, a URL password) masked."""
+    from .llm import mask_secrets  # here, not at the top: `zk --help` stays instant
+
+    message = mask_secrets(message)
     return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii")
                    for ch in message.strip())
 

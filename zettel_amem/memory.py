@@ -24,7 +24,7 @@ from .config import Settings, home_dir, templates_override_dirs
 from .dates import parse_when
 from .errors import InvalidInput, NoteTooLong, NotFound, ZkError
 from .evolve import forget_changes_by, record
-from .llm import LLM, LLMError
+from .llm import LLM, LLMError, mask_spec
 from .models import PENDING, REVERTIBLE, Note, ProcessResult, journal_period, now_iso, session_id_for
 from .pipeline import Pipeline
 from .prompts import Prompts
@@ -280,7 +280,7 @@ class Memory:
         return {"home": str(self.home), "notebook": self.notebook, "notes": self.store.count(self.notebook),
                 "pending": self.store.count(self.notebook, unfinished=True),  # "queue": the worker's, all notebooks
                 "queue": self.store.count(unfinished=True), "all_notes": self.store.count(),
-                "embedder": self.store.embedder_name, "llm": self.settings.llm_model}
+                "embedder": self.store.embedder_name, "llm": mask_spec(self.settings.llm_model)}  # no URL password
 
     def backlinks(self, note_id: str) -> list[str]:
         return self.store.backlinks(note_id)
