@@ -114,7 +114,8 @@ def hostile_texts(base: str) -> dict[str, str]:
     return {
         "__DATA__": f"shared recipe list {exfil} <svg onload=\"fetch('{base}/svg')\">",
         "main": (f"see __LIBRARY__ and __TITLE__ and __CSP__ in the docs <!-- draft --> </script><script>"
-                 f"new Image().src='{base}/script'</script> line\u2028separated\u2029 & &amp; ]]> <img src={base}/img>"),
+                 f"new Image().src='{base}/script'</script> line\u2028separated\u2029 & &amp; ]]> "
+                 f"<img src={base}/img>"),
     }
 
 

@@ -312,7 +312,8 @@ def test_28_midnight_and_iso_basic(phrase, at):
 
 @pytest.mark.parametrize("phrase, message", [
     ("1", "a bare number is not a date"), ("12", "a bare number is not a date"),
-    ("1700000000", "a bare number is not a date"), pytest.param("1" * 1000, "a bare number is not a date", id="1000-digits"),
+    ("1700000000", "a bare number is not a date"),
+    pytest.param("1" * 1000, "a bare number is not a date", id="1000-digits"),
     ("-1 days ago", "a count cannot be signed"), ("+3 days ago", "a count cannot be signed"),
     ("-2일 전", "a count cannot be signed"),
     ("yesterday\x1b[31m", "control characters"), ("어제\t밤", "control characters"), ("어제\x00", "control characters"),

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import stat
 import threading
 import time
@@ -141,7 +140,8 @@ def test_11_a_call_ends_at_its_deadline_whatever_the_server_does(hostile, mode):
     if mode != "hang":
         OpenAICompatLLM("fake", server.url).served_models()  # /models answers; the completion misbehaves
     llm = OpenAICompatLLM("fake", server.url, timeout=2.0, retries=2, backoff=0.1)
-    for call in (lambda: llm.complete_json("s", "u", {"type": "object"}, 20), lambda: "".join(llm.stream("s", "u", 20))):
+    for call in (lambda: llm.complete_json("s", "u", {"type": "object"}, 20),
+                 lambda: "".join(llm.stream("s", "u", 20))):
         start = time.monotonic()
         with pytest.raises(LLMError, match=r"did not answer within 2 s \(timeout\)"):
             call()
@@ -174,7 +174,8 @@ def test_11_rm_and_edit_never_wait_for_a_hung_model_call(hostile, tmp_path):
     worker = harness.start("process", env=env)
     try:
         deadline = time.monotonic() + 20
-        while not any(s["path"].endswith("/chat/completions") for s in server.seen[-1:]) and time.monotonic() < deadline:
+        while time.monotonic() < deadline and not any(s["path"].endswith("/chat/completions")
+                                                      for s in server.seen[-1:]):
             time.sleep(0.1)
         time.sleep(0.5)
         start = time.monotonic()
