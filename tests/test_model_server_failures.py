@@ -19,7 +19,7 @@ import pytest
 from tests import harness
 from tests.llm_server import free_port
 from zettel_amem.llm import LLMError
-from zettel_amem.llm.openai_compat import OpenAICompatLLM, parse_spec, schema_problem
+from zettel_amem.llm.openai_compat import OpenAICompatLLM, parse_spec
 
 ANNOTATION = {"keywords": ["knee"], "tags": ["health"], "context": "About a sore knee."}
 IGNORED_SCHEMA = {"keywords": 5, "tags": {"a": 1}, "context": ["x"], "links": ["../etc"], "answer": {"nested": True},
@@ -187,15 +187,21 @@ def test_11_rm_and_edit_never_wait_for_a_hung_model_call(hostile, tmp_path):
                     timeout=60)
         assert time.monotonic() - start < 15  # on main both waited for the 40 s call
         assert worker.poll() is None  # the model call is still hanging
+        server.mode = "ok"  # the next call (the edited note) is answered
     finally:
         worker.wait(120)
     notes = {n["id"]: n for n in json.loads(harness.run("list", "--json", env=env, check=True).stdout)}
-    assert ids[1] not in notes
-    assert notes[ids[2]]["content"] == "third note, edited" and notes[ids[2]]["status"] == "pending"
+    assert ids[1] not in notes  # the hung call's failure did not bring the deleted note back
+    edited = json.loads(harness.run("show", ids[2][:8], "--json", env=env, check=True).stdout)
+    assert edited["content"] == "third note, edited" and edited["status"] == "ready"
+    annotated = [s["body"]["messages"][1]["content"] for s in server.seen if "body" in s]
+    assert "third note, edited" in annotated[-1]  # annotated from the edited text, not the old one
 
 
 # -- item 12: replies checked ------------------------------------------------------------------------------
 def test_12_schema_problems_are_named():
+    from zettel_amem.llm.openai_compat import schema_problem
+
     schema = {"type": "object", "properties": {"keywords": {"type": "array", "items": {"type": "string"}},
                                                "context": {"type": "string"}}, "required": ["keywords", "context"]}
     assert schema_problem({"keywords": ["a"], "context": "c"}, schema) is None

@@ -34,6 +34,9 @@ from .store import Store
 from .text import has_control_chars, has_lone_surrogate, hashtags, nfc, one_line, tag_key
 
 MAX_NOTE_CHARS = 100_000  # a note is an atomic thought; longer input belongs in `zk import`
+# A search query or question: beyond this it is a pasted document, not a question (and ranking it would
+# hold `zk mcp` and every call behind it for minutes); refused in one line (CLI and MCP alike).
+MAX_QUERY_CHARS = 2_000
 
 
 @dataclass
@@ -51,6 +54,12 @@ def content_hash(content: str, speaker: str | None = None, at: str | None = None
     """Identity of a raw note for idempotent imports: content + speaker + time + source."""
     key = nfc("\x1f".join([content, speaker or "", at or "", source or ""]))  # NFD and NFC text are one turn
     return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
+
+
+def validate_query(query: str, what: str = "the query") -> str:
+    if len(query) > MAX_QUERY_CHARS:
+        raise InvalidInput(f"{what} is too long ({len(query):,} characters; the limit is {MAX_QUERY_CHARS:,})")
+    return query
 
 
 def validate_content(content: str) -> str:
@@ -96,6 +105,7 @@ class Memory:
     def start_embedding(self, query: str) -> Future:
         """Embed a query in a background thread: the model's first run (~0.3 s) overlaps opening the store
         (mostly Python imports; ONNX runs outside the GIL). `query_vector` collects it."""
+        validate_query(query)
         future = self._query_vectors.get(query)
         if future is None:
             if len(self._query_vectors) > 32:  # a long-lived process (zk mcp, the benchmark) asks many queries
@@ -325,8 +335,8 @@ class Memory:
     # -- search and answers (search.py, answer.py) -----------------------------------------------------
     def search(self, query: str, k: int | None = None, **options) -> list[Hit]:
         """See `Searcher.search`."""
-        return self.searcher.search(query, k, **options)
+        return self.searcher.search(validate_query(query), k, **options)
 
     def ask(self, question: str, k: int | None = None, budget_tokens: int | None = None, **options) -> Answer:
         """See `Answerer.ask`."""
-        return self.answerer.ask(question, k, budget_tokens, **options)
+        return self.answerer.ask(validate_query(question, "the question"), k, budget_tokens, **options)
