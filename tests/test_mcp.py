@@ -237,6 +237,8 @@ def test_8_http_needs_the_notebooks_bearer_token(prepared):
         assert httpx.post(url, json=INIT, headers=good | {"Origin": "http://evil.example"},
                           timeout=10).status_code == 403
         assert httpx.post(url, json=INIT, headers=good, timeout=10).status_code == 200
+        garbled = httpx.post(url, content=b"{bad json", headers=good, timeout=10)
+        assert garbled.status_code == 400 and garbled.json()["error"]["code"] == -32700
         new = zk(home, "-n", "work", "mcp", "--new-token", env=env).strip()
         assert new != token and zk(home, "-n", "work", "mcp", "--print-token", env=env).strip() == new
     finally:
