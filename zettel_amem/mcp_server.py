@@ -321,8 +321,6 @@ def _server_class():
 
 def build_server(home: str | Path | None, notebook: str, spawn_worker: Callable[[Path], None] | None = None):
     """An `MCPServer` with zk's tools and note resources, bound to `notebook`."""
-    from mcp.server.mcpserver.exceptions import ResourceNotFoundError
-
     zk = ZkTools(home, notebook, spawn_worker)
     server = _server_class()(name="zk", title=f"zk memory (notebook {notebook})", instructions=INSTRUCTIONS,
                        log_level="WARNING")
@@ -373,6 +371,13 @@ def build_server(home: str | Path | None, notebook: str, spawn_worker: Callable[
     def ask(question: str) -> AskOut:
         return zk.call(lambda: zk.ask(question))
 
+    _add_note_resource(server, zk)
+    return server
+
+
+def _add_note_resource(server, zk: ZkTools) -> None:
+    from mcp.server.mcpserver.exceptions import ResourceNotFoundError
+
     @server.resource("zk://note/{id}", name="note", mime_type="application/json",
                      description="One note of this notebook as JSON (id or unique prefix).")
     def note_resource(id: str) -> str:  # noqa: A002
@@ -381,8 +386,6 @@ def build_server(home: str | Path | None, notebook: str, spawn_worker: Callable[
                 return zk.read_note(id)
             except ZkError as exc:
                 raise ResourceNotFoundError(str(exc)) from None
-
-    return server
 
 
 def serve(home: str | Path | None, notebook: str, http_port: int | None = None,

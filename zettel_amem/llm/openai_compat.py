@@ -171,9 +171,9 @@ class OpenAICompatLLM:
                 if mode == "json_object":
                     raise LLMError(refused.message) from None
                 self._json_mode = "json_object"  # llama-cpp-python's server: the schema rides on json_object
-        usage = self._usage(body, start)
+        usage = _usage(body, start, self.base_url)
         self._local.usage = usage
-        text, finish = self._message(body, usage)
+        text, finish = _message(body, usage, self.base_url)
         data = parse_json_object(text)
         if data is None:
             cut = " (cut off at max_tokens)" if finish == "length" else ""
@@ -207,7 +207,7 @@ class OpenAICompatLLM:
             raise LLMError(self._transport_error(exc, deadline)) from None
         finally:
             try:
-                usage = self._usage(counts["body"] or {}, start)
+                usage = _usage(counts["body"] or {}, start, self.base_url)
             except LLMError:
                 usage = Usage(calls=1, seconds=time.perf_counter() - start)
             usage.completion_tokens = usage.completion_tokens or counts["pieces"]
@@ -218,7 +218,7 @@ class OpenAICompatLLM:
         if "event-stream" not in response.headers.get("content-type", ""):
             response.read()
             counts["body"] = self._whole_body(response)
-            text, _ = self._message(counts["body"], None)
+            text, _ = _message(counts["body"], None, self.base_url)
             if text:
                 yield text
             return
@@ -254,32 +254,11 @@ class OpenAICompatLLM:
             return {"type": "json_schema", "json_schema": {"name": "zk_output", "schema": schema}}
         return {"type": "json_object", "schema": schema}
 
-    @contextmanager
-    def _guard(self, deadline: _Deadline) -> Iterator[dict[str, Any]]:
-        """Request extensions that note the request's TCP stream when it connects; when the deadline
-        passes, that socket is shut down, which ends a read in progress (a trickling or endless body)."""
+    def _guard(self, deadline: _Deadline):
+        """`_cut_at(deadline)`, or the timeout error at once when no time is left."""
         if deadline.left() <= 0:
             raise LLMError(self._late(deadline))
-        streams: list[Any] = []
-
-        def trace(event: str, info: dict[str, Any]) -> None:
-            if event == "connection.connect_tcp.complete" and info.get("return_value") is not None:
-                streams.append(info["return_value"])
-
-        def cut() -> None:
-            for stream in streams:
-                try:
-                    stream.get_extra_info("socket").shutdown(socket.SHUT_RDWR)
-                except (OSError, AttributeError):
-                    pass
-
-        timer = threading.Timer(deadline.left(), cut)
-        timer.daemon = True
-        timer.start()
-        try:
-            yield {"trace": trace}
-        finally:
-            timer.cancel()
+        return _cut_at(deadline)
 
     @staticmethod
     def _timeouts(deadline: _Deadline):
@@ -331,19 +310,6 @@ class OpenAICompatLLM:
         if not isinstance(body, dict):
             raise LLMError(f"the LLM server at {self.base_url} returned unexpected JSON: {_short(response.text)!r}")
         return body
-
-    def _message(self, body: dict[str, Any], usage: Usage | None) -> tuple[str, str | None]:
-        """(the first choice's text, its finish_reason); LLMError when there is none or it is not text."""
-        try:
-            choice = body["choices"][0]
-            content = choice["message"].get("content")
-        except (KeyError, IndexError, TypeError, AttributeError):
-            raise LLMError(f"the LLM server at {self.base_url} sent an answer without a message: "
-                           f"{_short(json.dumps(body))!r}", usage) from None
-        if content is not None and not isinstance(content, str):
-            raise LLMError(f"the LLM server at {self.base_url} sent a message that is not text: "
-                           f"{_short(json.dumps(content))!r}", usage)
-        return content or "", choice.get("finish_reason")
 
     def _late(self, deadline: _Deadline) -> str:
         return f"the LLM server at {self.base_url} did not answer within {deadline.seconds:g} s (timeout)"
@@ -412,32 +378,72 @@ class OpenAICompatLLM:
         except (ValueError, AttributeError, TypeError):
             return None
 
-    def _usage(self, body: dict[str, Any], start: float) -> Usage:
-        """Counts from the server's `usage`; `evaluated` drops prompt tokens it reports as cached."""
-        raw, timings = body.get("usage") or {}, body.get("timings") or {}
-        details = raw.get("prompt_tokens_details") or {} if isinstance(raw, dict) else None
-        if not isinstance(raw, dict) or not isinstance(details, dict) or not isinstance(timings, dict):
-            raise LLMError(f"the LLM server at {self.base_url} sent usage that is not an object: "
-                           f"{_short(json.dumps(body.get('usage')))!r}")
-        prompt = self._count(raw.get("prompt_tokens"))
-        cached = self._count(details.get("cached_tokens"))
-        # llama-server reports the tokens it actually evaluated
-        evaluated = self._count(timings["prompt_n"]) if "prompt_n" in timings else prompt - cached
-        return Usage(calls=1, prompt_tokens=prompt, evaluated_tokens=evaluated,
-                     completion_tokens=self._count(raw.get("completion_tokens")),
-                     seconds=time.perf_counter() - start)
-
-    def _count(self, value: Any) -> int:
-        if value is None:
-            return 0
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value < 0 \
-                or value == float("inf"):
-            raise LLMError(f"the LLM server at {self.base_url} sent usage that is not a number: "
-                           f"{_short(json.dumps(value))!r}")
-        return int(value)
-
     def close(self) -> None:
         self._client.close()
+
+
+def _message(body: dict[str, Any], usage: Usage | None, where: str) -> tuple[str, str | None]:
+    """(the first choice's text, its finish_reason); LLMError when there is none or it is not text."""
+    try:
+        choice = body["choices"][0]
+        content = choice["message"].get("content")
+    except (KeyError, IndexError, TypeError, AttributeError):
+        raise LLMError(f"the LLM server at {where} sent an answer without a message: "
+                       f"{_short(json.dumps(body))!r}", usage) from None
+    if content is not None and not isinstance(content, str):
+        raise LLMError(f"the LLM server at {where} sent a message that is not text: "
+                       f"{_short(json.dumps(content))!r}", usage)
+    return content or "", choice.get("finish_reason")
+
+
+def _usage(body: dict[str, Any], start: float, where: str) -> Usage:
+    """Counts from the server's `usage`; `evaluated` drops prompt tokens it reports as cached."""
+    raw, timings = body.get("usage") or {}, body.get("timings") or {}
+    details = raw.get("prompt_tokens_details") or {} if isinstance(raw, dict) else None
+    if not isinstance(raw, dict) or not isinstance(details, dict) or not isinstance(timings, dict):
+        raise LLMError(f"the LLM server at {where} sent usage that is not an object: "
+                       f"{_short(json.dumps(body.get('usage')))!r}")
+    prompt = _count(raw.get("prompt_tokens"), where)
+    cached = _count(details.get("cached_tokens"), where)
+    # llama-server reports the tokens it actually evaluated
+    evaluated = _count(timings["prompt_n"], where) if "prompt_n" in timings else prompt - cached
+    return Usage(calls=1, prompt_tokens=prompt, evaluated_tokens=evaluated,
+                 completion_tokens=_count(raw.get("completion_tokens"), where), seconds=time.perf_counter() - start)
+
+
+def _count(value: Any, where: str) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value < 0 \
+            or value == float("inf"):
+        raise LLMError(f"the LLM server at {where} sent usage that is not a number: {_short(json.dumps(value))!r}")
+    return int(value)
+
+
+@contextmanager
+def _cut_at(deadline: _Deadline) -> Iterator[dict[str, Any]]:
+    """Request extensions that note the request's TCP stream when it connects; when the deadline passes,
+    that socket is shut down, which ends a read in progress (a trickling or endless body)."""
+    streams: list[Any] = []
+
+    def trace(event: str, info: dict[str, Any]) -> None:
+        if event == "connection.connect_tcp.complete" and info.get("return_value") is not None:
+            streams.append(info["return_value"])
+
+    def cut() -> None:
+        for stream in streams:
+            try:
+                stream.get_extra_info("socket").shutdown(socket.SHUT_RDWR)
+            except (OSError, AttributeError):
+                pass
+
+    timer = threading.Timer(max(deadline.left(), 0.0), cut)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield {"trace": trace}
+    finally:
+        timer.cancel()
 
 
 class _Refused(Exception):
