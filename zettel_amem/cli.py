@@ -1060,17 +1060,17 @@ def mcp(http: int | None = typer.Option(None, "--http", min=1, max=65535, metava
         return
     from .worker import spawn
 
+    token = token_for(home_dir(State.home), State.notebook) if http is not None else None
     if http is not None:
-        token_for(home_dir(State.home), State.notebook)  # made now, so the line below can point at it
         sys.stderr.write(f"zk: MCP server for notebook '{State.notebook}' on http://127.0.0.1:{http}/mcp; send "
                          f"'Authorization: Bearer TOKEN' (`zk -n {State.notebook} mcp --print-token`)\n")
-    serve(State.home, State.notebook, http, spawn_worker=spawn)
+    serve(State.home, State.notebook, http, spawn_worker=spawn, token=token)
 
 
 def _one_line(message: str) -> str:
     """An error is one line: control characters the user typed (a CR in a date) are shown escaped, and
     known secrets (the model server's API key, a URL password) masked."""
-    from .llm import mask_secrets  # here, not at the top: `zk --help` stays instant
+    from .errors import mask_secrets
 
     message = mask_secrets(message)
     return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii")

@@ -7,6 +7,8 @@ kind without parsing the message.
 
 from __future__ import annotations
 
+import re
+
 
 class ZkError(Exception):
     """An expected failure with a message fit for one line on stderr."""
@@ -44,3 +46,22 @@ class NoteTooLong(InvalidInput):
 class ZkWarning(UserWarning):
     """Something the user should know that does not stop the command (an unknown config key, a store
     that can be read but not written). The CLI shows each as one `zk: warning:` line on stderr."""
+
+
+# Values zk knows to be secret in this process (the API key, a password in a model URL): masked in every
+# model error, so a server that echoes them back is never printed, stored in a note's error, a backup or
+# `zk doctor`'s output.
+_SECRETS: set[str] = set()
+_URL_PASSWORD = re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://[^/@\s:]*:)([^/@\s]*)@")
+
+
+def register_secret(value: str | None) -> None:
+    if value and len(value) >= 4:  # a shorter "secret" would mask ordinary words
+        _SECRETS.add(value)
+
+
+def mask_secrets(text: str) -> str:
+    """`text` with every known secret, and any password written in a URL, replaced by ***."""
+    for secret in sorted(_SECRETS, key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return _URL_PASSWORD.sub(r"\1***@", text)

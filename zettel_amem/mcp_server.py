@@ -316,7 +316,41 @@ def _server_class():
                     raise ToolError(_one_line_validation(name, exc.__cause__)) from exc.__cause__
                 raise
 
+        async def run_stdio_async(self) -> None:
+            await _serve_stdio(self._lowlevel_server)
+
     return ZkServer
+
+
+async def _serve_stdio(low) -> None:
+    """The SDK's stdio transport, with an answer to lines it cannot read: JSON-RPC 2.0 wants a -32700
+    Parse error (not JSON) or -32600 Invalid Request (JSON, but not a message), with `id: null`; the SDK
+    drops them, and a client would wait for ever."""
+    import anyio
+    from mcp.server.stdio import stdio_server
+    from mcp.shared._context_streams import create_context_streams  # the SDK is pinned (pyproject)
+    from mcp.shared.message import SessionMessage
+    from mcp_types import ErrorData, JSONRPCError
+
+    async with stdio_server() as (read, write):
+        inbox, outbox = create_context_streams[SessionMessage | Exception](0)
+
+        async def sort() -> None:
+            async with inbox:
+                async for item in read:
+                    if not isinstance(item, Exception):
+                        await inbox.send(item)
+                        continue
+                    kinds = {e.get("type") for e in getattr(item, "errors", lambda: [])()}
+                    code, text = (-32700, "Parse error: the line is not JSON") if "json_invalid" in kinds else (
+                        -32600, "Invalid Request: not a JSON-RPC 2.0 request or notification")
+                    await write.send(SessionMessage(JSONRPCError(jsonrpc="2.0", id=None,
+                                                                 error=ErrorData(code=code, message=text))))
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(sort)
+            await low.run(outbox, write, low.create_initialization_options())
+            tasks.cancel_scope.cancel()
 
 
 def build_server(home: str | Path | None, notebook: str, spawn_worker: Callable[[Path], None] | None = None):
@@ -389,49 +423,18 @@ def _add_note_resource(server, zk: ZkTools) -> None:
 
 
 def serve(home: str | Path | None, notebook: str, http_port: int | None = None,
-          spawn_worker: Callable[[Path], None] | None = None) -> None:
-    """Run until the client disconnects (stdio) or the process is stopped (HTTP on 127.0.0.1)."""
+          spawn_worker: Callable[[Path], None] | None = None, token: str | None = None) -> None:
+    """Run until the client disconnects (stdio) or the process is stopped (HTTP on 127.0.0.1, every request
+    with `token`, the notebook's: `token_for`)."""
     import anyio
 
+    if http_port is not None and not token:
+        raise ZkError("an HTTP MCP server needs the notebook's bearer token")
     server = build_server(home, notebook, spawn_worker)
     if http_port is None:
-        anyio.run(_serve_stdio, server)
+        server.run("stdio")
     else:
-        from .config import home_dir
-
-        anyio.run(_serve_http, server, http_port, token_for(home_dir(home), notebook))
-
-
-async def _serve_stdio(server) -> None:
-    """The SDK's stdio transport, with an answer to lines it cannot read: JSON-RPC 2.0 wants a -32700
-    Parse error (not JSON) or -32600 Invalid Request (JSON, but not a message), with `id: null`; the SDK
-    drops them, and a client would wait for ever."""
-    import anyio
-    from mcp.server.stdio import stdio_server
-    from mcp.shared._context_streams import create_context_streams  # the SDK is pinned (pyproject)
-    from mcp.shared.message import SessionMessage
-    from mcp_types import ErrorData, JSONRPCError
-
-    low = server._lowlevel_server
-    async with stdio_server() as (read, write):
-        inbox, outbox = create_context_streams[SessionMessage | Exception](0)
-
-        async def sort() -> None:
-            async with inbox:
-                async for item in read:
-                    if not isinstance(item, Exception):
-                        await inbox.send(item)
-                        continue
-                    kinds = {e.get("type") for e in getattr(item, "errors", lambda: [])()}
-                    code, text = (-32700, "Parse error: the line is not JSON") if "json_invalid" in kinds else (
-                        -32600, "Invalid Request: not a JSON-RPC 2.0 request or notification")
-                    await write.send(SessionMessage(JSONRPCError(jsonrpc="2.0", id=None,
-                                                                 error=ErrorData(code=code, message=text))))
-
-        async with anyio.create_task_group() as tasks:
-            tasks.start_soon(sort)
-            await low.run(outbox, write, low.create_initialization_options())
-            tasks.cancel_scope.cancel()
+        anyio.run(_serve_http, server, http_port, token)
 
 
 async def _serve_http(server, port: int, token: str) -> None:

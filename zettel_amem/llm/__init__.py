@@ -8,32 +8,13 @@ HTTP server (`openai_compat.py`), or any object named by `python:module:Factory`
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from typing import Any, Protocol
 
+from ..errors import mask_secrets, register_secret
 from ..models import Usage
 
 __all__ = ["LLM", "LLMError", "Usage", "load_python_backend", "mask_secrets", "mask_spec", "register_secret"]
-
-# Values zk knows to be secret in this process (the API key, a password in a model URL): masked in every
-# model error, so a server that echoes them back is never printed, stored in a note's error, a backup or
-# `zk doctor`'s output.
-_SECRETS: set[str] = set()
-_URL_PASSWORD = re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://[^/@\s:]*:)([^/@\s]*)@")
-
-
-def register_secret(value: str | None) -> None:
-    if value and len(value) >= 4:  # a shorter "secret" would mask ordinary words
-        _SECRETS.add(value)
-
-
-def mask_secrets(text: str) -> str:
-    """`text` with every known secret, and any password written in a URL, replaced by ***."""
-    for secret in sorted(_SECRETS, key=len, reverse=True):
-        text = text.replace(secret, "***")
-    return _URL_PASSWORD.sub(r"\1***@", text)
-
 
 def mask_spec(spec: str) -> str:
     """A model setting as it may be shown: `openai:m@http://user:***@host/v1`."""

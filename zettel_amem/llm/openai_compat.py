@@ -88,7 +88,8 @@ def split_credentials(url: str) -> tuple[str, tuple[str, str] | None]:
     if parts.username is None and parts.password is None:
         return url, None
     host = parts.netloc.rpartition("@")[2]
-    return urlunsplit(parts._replace(netloc=host)), (unquote(parts.username or ""), unquote(parts.password or ""))
+    return (urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment)),
+            (unquote(parts.username or ""), unquote(parts.password or "")))
 
 
 def _short(text: str, limit: int = 120) -> str:
