@@ -474,24 +474,32 @@ def token_for(home: Path, notebook: str, new: bool = False) -> str:
     `<home>/mcp-tokens.json`, readable by its owner only (0600)."""
     from filelock import FileLock
 
-    home.mkdir(parents=True, exist_ok=True)
     path = home / TOKEN_FILE
-    with FileLock(str(home / ".mcp-tokens.lock")):
-        try:
-            tokens = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            tokens = {}
-        except (OSError, ValueError) as exc:
-            raise ZkError(f"cannot read {path}: {exc}; delete it to make new tokens") from None
-        if not isinstance(tokens, dict):
-            raise ZkError(f"cannot read {path}: not a JSON object; delete it to make new tokens")
-        if new or not isinstance(tokens.get(notebook), str):
-            tokens[notebook] = secrets.token_urlsafe(32)
-            tmp = path.with_name(f".{TOKEN_FILE}.{os.getpid()}.tmp")
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                json.dump(tokens, out, indent=1)
-            os.replace(tmp, path)
-        if path.stat().st_mode & 0o077:  # made by hand or copied: others must not read it
-            path.chmod(0o600)
-        return tokens[notebook]
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(home / ".mcp-tokens.lock")):
+            tokens = _read_tokens(path)
+            if new or not isinstance(tokens.get(notebook), str):
+                tokens[notebook] = secrets.token_urlsafe(32)
+                tmp = path.with_name(f".{TOKEN_FILE}.{os.getpid()}.tmp")
+                with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w",
+                               encoding="utf-8") as out:
+                    json.dump(tokens, out, indent=1)
+                os.replace(tmp, path)
+            if path.stat().st_mode & 0o077:  # made by hand or copied: others must not read it
+                path.chmod(0o600)
+    except OSError as exc:
+        raise ZkError(f"cannot keep the MCP token in {path}: {exc.strerror or exc}") from None
+    return tokens[notebook]
+
+
+def _read_tokens(path: Path) -> dict:
+    try:
+        tokens = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        raise ZkError(f"cannot read {path}: {exc}; delete it to make new tokens") from None
+    if not isinstance(tokens, dict):
+        raise ZkError(f"cannot read {path}: not a JSON object; delete it to make new tokens")
+    return tokens
