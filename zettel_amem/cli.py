@@ -1041,10 +1041,10 @@ def mcp(http: int | None = typer.Option(None, "--http", min=1, max=65535, metava
         new_token: bool = typer.Option(False, "--new-token", help="Replace the token with a new one (clients "
                                        "holding the old one are refused) and print it."),
         as_json: bool = JSON_OPT) -> None:
-    """Serve this notebook's memory to agents over the Model Context Protocol (stdio by default).
+    """Serve this notebook's memory to agents over MCP (stdio by default).
 
-    Tools: add_note, search, context, expand, graph, show, links, ask; notes as zk://note/{id}.
-    The server is bound to the notebook chosen with -n."""
+    MCP is the Model Context Protocol. Tools: add_note, search, context, expand, graph, show, links, ask;
+    notes as zk://note/{id}. The server is bound to the notebook chosen with -n."""
     from .config import home_dir
     from .mcp_server import TOKEN_FILE, serve, token_for
 
