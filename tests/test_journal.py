@@ -296,6 +296,58 @@ def test_at_since_until_and_on_through_the_cli(zk, zk_home):
     assert code == 1 and len(err.strip().splitlines()) == 1 and "cannot read the date" in err
 
 
+@pytest.mark.parametrize("phrase, at", [
+    ("어제 밤 12시", "2026-03-28T00:00:00"),  # the midnight that ends yesterday, not its noon
+    ("어제 저녁 12시", "2026-03-28T00:00:00"),
+    ("어제 밤 12시 30분", "2026-03-28T00:30:00"),
+    ("어제 자정", "2026-03-28T00:00:00"),
+    ("어제 밤 11시", "2026-03-27T23:00:00"),
+    ("어제 오후 12시", "2026-03-27T12:00:00"),  # noon stays noon
+    ("20260329", "2026-03-29T00:00:00"),  # ISO basic
+])
+def test_28_midnight_and_iso_basic(phrase, at):
+    """Issue #28 item 16."""
+    assert resolve(phrase, "at", NOW)[0] == at
+
+
+@pytest.mark.parametrize("phrase, message", [
+    ("1", "a bare number is not a date"), ("12", "a bare number is not a date"),
+    ("1700000000", "a bare number is not a date"),
+    pytest.param("1" * 1000, "a bare number is not a date", id="1000-digits"),
+    ("-1 days ago", "a count cannot be signed"), ("+3 days ago", "a count cannot be signed"),
+    ("-2일 전", "a count cannot be signed"),
+    ("yesterday\x1b[31m", "control characters"), ("어제\t밤", "control characters"), ("어제\x00", "control characters"),
+])
+def test_28_bare_numbers_signed_counts_and_control_characters_are_refused(phrase, message):
+    for role in ("at", "since", "until", "day"):
+        with pytest.raises(ZkError, match=message) as info:
+            resolve(phrase, role, NOW)
+        assert "\n" not in str(info.value) and "\x1b" not in str(info.value)
+
+
+def test_28_a_bare_year_is_the_year_through_the_cli(tmp_path):
+    """`--since 2026` is the whole year from 1 January; `--at`/`zk on` refuse a bare year in one line;
+    the last day of the calendar works in `zk on` as in `--at` (real subprocesses)."""
+    from tests import harness
+
+    env = harness.zk_env(tmp_path / "home")
+    for text, at in [("new year", "2026-01-02T10:00"), ("december", "2026-12-01T10:00"), ("old", "2025-06-01T10:00"),
+                     ("end of time", "9999-12-31T23:59")]:
+        harness.run("add", text, "--at", at, env=env, check=True)
+    listed = json.loads(harness.run("list", "--since", "2026", "--until", "2027", "--json", env=env,
+                                    check=True).stdout)
+    assert sorted(n["content"] for n in listed) == ["december", "new year"]
+    before = json.loads(harness.run("list", "--until", "2026", "--json", env=env, check=True).stdout)
+    assert [n["content"] for n in before] == ["old"]
+    for args in (["add", "x", "--at", "2026"], ["on", "2026"], ["list", "--since", "1700000000"],
+                 ["add", "x", "--at", "-1 days ago"], ["add", "x", "--at", "yesterday\x1b[31m"]):
+        done = harness.run(*args, env=env)
+        assert done.returncode == 1 and harness.one_line(done.stderr), (args, done.stderr)
+    last = harness.run("on", "9999-12-31", "--json", env=env)
+    assert last.returncode == 0, last.stderr
+    assert [n["content"] for n in json.loads(last.stdout)] == ["end of time"]
+
+
 def test_help_does_not_load_dateparser():
     _, loaded = modules_after_help("dateparser")
     assert loaded == []

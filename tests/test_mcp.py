@@ -159,13 +159,19 @@ def test_mcp_over_streamable_http_on_localhost(prepared):
     proc = harness.start("--home", str(home), "-n", "work", "mcp", "--http", str(port), env=env,
                          stdout=subprocess.DEVNULL)
 
+    token = zk(home, "-n", "work", "mcp", "--print-token", env=env).strip()
+
     async def body() -> None:
+        import httpx2
         from mcp import Client
+        from mcp.client.streamable_http import streamable_http_client
 
         deadline = time.time() + 60
         while True:  # until the server listens
             try:
-                async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+                transport = streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=httpx2.AsyncClient(
+                    headers={"Authorization": f"Bearer {token}"}))
+                async with Client(transport) as client:
                     tools = await client.list_tools()
                     result = await client.call_tool("search", {"query": "PostgreSQL migration", "limit": 2})
                 break
@@ -182,3 +188,120 @@ def test_mcp_over_streamable_http_on_localhost(prepared):
         proc.terminate()
         proc.wait(30)
     assert f"127.0.0.1:{port}/mcp" in proc.stderr.read().decode()
+
+
+# -- issue #28 items 8-10 ------------------------------------------------------------------------------------
+def _rpc(method: str, params: dict | None = None, id: int | None = 1) -> dict:  # noqa: A002
+    return {"jsonrpc": "2.0", "method": method, **({"params": params} if params is not None else {}),
+            **({"id": id} if id is not None else {})}
+
+
+INIT = _rpc("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                           "clientInfo": {"name": "t", "version": "1"}}, 0)
+
+
+def test_8_http_needs_the_notebooks_bearer_token(prepared):
+    """Every request without the token (or with another notebook's) is refused with 401; the token
+    file is the owner's only (0600); Host and Origin are still checked; a new token replaces the old."""
+    import httpx
+
+    from tests.llm_server import free_port
+
+    home, env = prepared
+    env = env | {"ZK_NO_WORKER": "1"}
+    other = zk(home, "mcp", "--print-token", env=env).strip()  # notebook main's
+    token = json.loads(zk(home, "-n", "work", "mcp", "--print-token", "--json", env=env))["token"]
+    assert token != other and len(token) >= 40
+    assert zk(home, "-n", "work", "mcp", "--print-token", env=env).strip() == token  # made once
+    assert (home / "mcp-tokens.json").stat().st_mode & 0o777 == 0o600
+    port = free_port()
+    proc = harness.start("--home", str(home), "-n", "work", "mcp", "--http", str(port), env=env,
+                         stdout=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/mcp"
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    try:
+        deadline = time.time() + 60
+        while True:
+            try:
+                refused = httpx.post(url, json=INIT, headers=headers, timeout=10)
+                break
+            except httpx.ConnectError:
+                assert time.time() < deadline and proc.poll() is None
+                time.sleep(0.3)
+        assert refused.status_code == 401 and "bearer token" in refused.json()["error"]["message"]
+        for wrong in (other, "nothing", token[:-1], token + "x"):
+            answer = httpx.post(url, json=INIT, headers=headers | {"Authorization": f"Bearer {wrong}"}, timeout=10)
+            assert answer.status_code == 401, wrong
+        good = headers | {"Authorization": f"Bearer {token}"}
+        assert httpx.post(url, json=INIT, headers=good | {"Host": "evil.example"}, timeout=10).status_code == 421
+        assert httpx.post(url, json=INIT, headers=good | {"Origin": "http://evil.example"},
+                          timeout=10).status_code == 403
+        assert httpx.post(url, json=INIT, headers=good, timeout=10).status_code == 200
+        garbled = httpx.post(url, content=b"{bad json", headers=good, timeout=10)
+        assert garbled.status_code == 400 and garbled.json()["error"]["code"] == -32700
+        new = zk(home, "-n", "work", "mcp", "--new-token", env=env).strip()
+        assert new != token and zk(home, "-n", "work", "mcp", "--print-token", env=env).strip() == new
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    assert "--print-token" in proc.stderr.read().decode()
+
+
+def _stdio_session(home: Path, env: dict[str, str]):
+    """`zk -n work mcp` with raw JSON-RPC lines: (send, receive, process)."""
+    import select
+
+    proc = harness.start("--home", str(home), "-n", "work", "mcp", env=env, stdin=subprocess.PIPE)
+
+    def send(line: dict | str) -> float:
+        proc.stdin.write((line if isinstance(line, str) else json.dumps(line)).encode() + b"\n")
+        proc.stdin.flush()
+        return time.monotonic()
+
+    def receive(timeout: float = 60) -> dict | None:
+        ready, _, _ = select.select([proc.stdout], [], [], timeout)
+        return json.loads(proc.stdout.readline()) if ready else None
+
+    send(INIT)
+    assert receive()["id"] == 0
+    send(_rpc("notifications/initialized", id=None))
+    return send, receive, proc
+
+
+def test_9_10_bad_lines_and_arguments_get_one_line_answers_at_once(prepared):
+    home, env = prepared
+    send, receive, proc = _stdio_session(home, env | {"ZK_NO_WORKER": "1"})
+    try:
+        send("{bad json")
+        assert receive(20) == {"jsonrpc": "2.0", "id": None, "error": {
+            "code": -32700, "message": "Parse error: the line is not JSON"}}
+        send("[1, 2]")
+        assert receive(20)["error"]["code"] == -32600
+        cases = [({"name": "add_note", "arguments": {"text": 12345}},
+                  "argument 'text': Input should be a valid string"),
+                 ({"name": "search", "arguments": {"query": "x", "limit": "abc"}}, "argument 'limit'"),
+                 ({"name": "search", "arguments": {"query": "run " * 250_000}}, "the query is too long (1,000,000 "),
+                 ({"name": "ask", "arguments": {"question": "why " * 1000}}, "the question is too long"),
+                 ({"name": "graph", "arguments": {"depth": 1000}}, "argument 'depth'")]
+        for number, (params, message) in enumerate(cases, 10):
+            started = send(_rpc("tools/call", params, number))
+            reply = receive(60)
+            assert reply and reply["id"] == number and reply["result"]["isError"], reply
+            text = reply["result"]["content"][0]["text"]
+            assert message in text and "\n" not in text and "pydantic" not in text, text
+            assert time.monotonic() - started < 20  # refused, not embedded for minutes
+        started = send(_rpc("tools/call", {"name": "search", "arguments": {"query": "PostgreSQL migration"}}, 20))
+        reply = receive(60)
+        assert not reply["result"]["isError"] and time.monotonic() - started < 20  # the server still serves
+    finally:
+        proc.stdin.close()
+        proc.wait(30)
+    assert "Traceback" not in proc.stderr.read().decode()
+
+
+def test_9_long_queries_are_refused_in_the_cli_too(tmp_path):
+    env = harness.zk_env(tmp_path / "home")
+    harness.run("add", "I run on Saturdays", env=env, check=True)
+    for args in (["search", "run " * 600], ["ask", "where " * 400]):
+        done = harness.run(*args, env=env, timeout=60)
+        assert done.returncode == 1 and harness.one_line(done.stderr) and "is too long" in done.stderr, done.stderr

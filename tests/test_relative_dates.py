@@ -54,3 +54,9 @@ def test_the_answer_prompt_shows_the_day_and_the_resolved_date():
     assert render_for_context(note).count("19 January 2023") == 1  # construction already resolved it
     korean = Note(id="b" * 32, content="어제 무릎을 다쳤다", at="2026-03-29T09:15")
     assert render_for_context(korean).startswith("[bbbbbbbb] 2026년 3월 29일 09:15 어제")
+
+
+def test_28_a_signed_count_is_no_date():
+    """Issue #28 item 16: "-1 days ago" is not "1 day ago" (the sign was dropped)."""
+    assert resolve_relative_dates("moved -1 days ago, then -2일 전; 112일 전 no", AT) == []
+    assert dated_phrases("3 days ago and 3일 전", AT) == "3 days ago = 5 May 2023; 3일 전 = 2023년 5월 5일"

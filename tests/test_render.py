@@ -41,3 +41,17 @@ def test_text_with_terminal_escapes_never_reaches_the_terminal_raw(text, zk, zk_
         assert not any(ch in out for ch in "\x1b\x07\x08\x9b\x7f\x85"), (args, out)
     assert zk("show", note.id[:12], "--json", check=True).json()["content"] == note.content  # --json stays exact
     memory.store.delete([note.id])
+
+
+def test_18_note_text_is_printed_as_typed_in_every_human_output(tmp_path):
+    """Issue #28 item 18: Rich emoji codes and markup in a note are printed literally (real subprocesses)."""
+    from tests import harness
+
+    env = harness.zk_env(tmp_path / "home")
+    typed = "Press :x: to close, ratio 1:smile:2, [bold]not bold[/bold] and [link=http://x]y[/link]"
+    added = json.loads(harness.run("add", typed, "--json", env=env, check=True).stdout)
+    for args in (["list"], ["show", added["id"][:8]], ["search", "close ratio"], ["on", "today"]):
+        out = harness.run(*args, env=env, check=True).stdout
+        flat = " ".join(out.replace("│", " ").split())  # `search` prints a table that may wrap the text
+        assert all(piece in flat for piece in ("Press :x: to", "1:smile:2", "[bold]not", "[/bold]")), (args, out)
+        assert "❌" not in out and "😄" not in out, args

@@ -1108,21 +1108,45 @@ def completion(shell: str = typer.Argument(..., help="bash, zsh, fish or powersh
 
 @app.command()
 def mcp(http: int | None = typer.Option(None, "--http", min=1, max=65535, metavar="PORT",
-                                        help="Serve streamable HTTP on 127.0.0.1:PORT instead of stdio.")) -> None:
-    """Serve this notebook's memory to agents over the Model Context Protocol (stdio by default).
+                                        help="Serve streamable HTTP on 127.0.0.1:PORT instead of stdio (every "
+                                             "request needs the notebook's bearer token)."),
+        print_token: bool = typer.Option(False, "--print-token", help="Print the notebook's bearer token for "
+                                         "--http (made on first use, kept 0600 in the data dir) and exit."),
+        new_token: bool = typer.Option(False, "--new-token", help="Replace the token with a new one (clients "
+                                       "holding the old one are refused) and print it."),
+        as_json: bool = JSON_OPT) -> None:
+    """Serve this notebook's memory to agents over MCP (stdio by default).
 
-    Tools: add_note, search, context, expand, graph, show, links, ask; notes as zk://note/{id}.
-    The server is bound to the notebook chosen with -n."""
-    from .mcp_server import serve
+    MCP is the Model Context Protocol. Tools: add_note, search, context, expand, graph, show, links, ask;
+    notes as zk://note/{id}. The server is bound to the notebook chosen with -n."""
+    from .config import home_dir
+    from .mcp_server import TOKEN_FILE, serve, token_for
+
+    if print_token or new_token:
+        home = home_dir(State.home)
+        token = token_for(home, State.notebook, new=new_token)
+        if as_json:
+            from . import render
+
+            render.print_json({"notebook": State.notebook, "token": token, "file": str(home / TOKEN_FILE)})
+        else:
+            sys.stdout.write(token + "\n")
+        return
     from .worker import spawn
 
+    token = token_for(home_dir(State.home), State.notebook) if http is not None else None
     if http is not None:
-        sys.stderr.write(f"zk: MCP server for notebook '{State.notebook}' on http://127.0.0.1:{http}/mcp\n")
-    serve(State.home, State.notebook, http, spawn_worker=spawn)
+        sys.stderr.write(f"zk: MCP server for notebook '{State.notebook}' on http://127.0.0.1:{http}/mcp; send "
+                         f"'Authorization: Bearer TOKEN' (`zk -n {State.notebook} mcp --print-token`)\n")
+    serve(State.home, State.notebook, http, spawn_worker=spawn, token=token)
 
 
 def _one_line(message: str) -> str:
-    """An error is one line: control characters the user typed (a CR in a date) are shown escaped."""
+    """An error is one line: control characters the user typed (a CR in a date) are shown escaped, and
+    known secrets (the model server's API key, a URL password) masked."""
+    from .errors import mask_secrets
+
+    message = mask_secrets(message)
     return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii")
                    for ch in message.strip())
 

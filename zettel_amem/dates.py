@@ -25,6 +25,7 @@ could be swapped ("03/04") is read month first and reported in one line.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 
@@ -40,6 +41,8 @@ _TIME_HINT = re.compile(r"\d{1,2}\s*(:|시(?!간)|am\b|pm\b|a\.m\.|p\.m\.|h\b)|\
                         r"\b(noon|midnight|morning|evening|night)\b", re.IGNORECASE)
 _NUMERIC_DAY_MONTH = re.compile(r"^\s*(\d{1,2})[/.](\d{1,2})(?:[/.](\d{2,4}))?\s*$")
 _ISO_LIKE = re.compile(r"^\d{4}-\d")
+_SIGNED_COUNT = re.compile(r"[-+\u2212]\s*\d+(?:[.,]\d+)?\s*(?:seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|"
+                           r"weeks?|months?|years?|초|분|시간|일|주|개월|달|년)", re.IGNORECASE)
 _HINT = "use e.g. 2026-03-29, 2026-03-29T09:15, yesterday 9am, last friday, 3 days ago, 어제, 3일 전"
 
 
@@ -52,11 +55,19 @@ class When:
     has_time: bool
     natural: bool  # not ISO: read by dateparser
     note: str = ""
+    year: bool = False  # a bare year: only a range start/end ("--since 2026")
 
 
 def normalise_korean(text: str, now: datetime) -> str:
     """Rewrite the Korean forms dateparser 1.5 does not read (module docstring) into ones it does."""
+    return _normalise(text, now)[0]
+
+
+def _normalise(text: str, now: datetime) -> tuple[str, int]:
+    """`normalise_korean`, and the days to add to what dateparser reads: 1 for "밤 12시" / "자정", the
+    midnight that ends the day named ("어제 밤 12시" is today 00:00)."""
     out = text.strip()
+    next_day = 0
     out = re.sub(r"그저께|그제", "2일 전", out)
     out = out.replace("모레", "2일 후")
 
@@ -67,19 +78,24 @@ def normalise_korean(text: str, now: datetime) -> str:
     out = _WEEKDAY_PHRASE.sub(weekday, out)
 
     def clock(match: re.Match) -> str:
+        nonlocal next_day
         part, hour = match.group(1), int(match.group(2))
         minute = 30 if match.group(0).rstrip().endswith("반") else int(match.group(3) or 0)
-        if part in ("오후", "저녁", "밤") and hour < 12:
+        if part in ("저녁", "밤") and hour == 12 and minute < 60:  # midnight: 00:MM of the next day
+            next_day, hour = 1, 0
+        elif part in ("오후", "저녁", "밤") and hour < 12:
             hour += 12
         elif part in ("오전", "아침", "새벽") and hour == 12:
             hour = 0
         return f" {hour:02d}:{minute:02d} " if hour < 24 and minute < 60 else match.group(0)
 
     out = _KO_CLOCK.sub(clock, out)
+    if "자정" in out:
+        next_day, out = 1, out.replace("자정", " 00:00 ")
     for word, hhmm in _KO_PART_OF_DAY.items():
         out = out.replace(word, f" {hhmm} ")
     out = _KO_AGO.sub(lambda m: f"{m.group(1)}{m.group(2)} {m.group(3)}", out)
-    return re.sub(r"\s+", " ", out).strip()
+    return re.sub(r"\s+", " ", out).strip(), next_day
 
 
 def _iso(text: str) -> datetime | None:
@@ -116,6 +132,12 @@ def parse(value: str, now: datetime | None = None) -> When:
     text = value.strip()
     if not text:
         raise ZkError(f"cannot read the date '{value}' ({_HINT})")
+    if any(unicodedata.category(ch) == "Cc" for ch in value):  # "yesterday\x1b[31m" was read as 14:29
+        raise ZkError(f"cannot read the date {_shown(value)}: it contains control characters")
+    if text.isdigit() and not (len(text) in (4, 8) and text.isascii()):  # 8 digits: ISO 20260329
+        raise ZkError(f"cannot read the date {_shown(value)}: a bare number is not a date ({_HINT})")
+    if len(text) == 4 and text.isascii() and text.isdigit():
+        return _year(text, value)
     iso = _iso(text)
     if iso is not None:
         return When(iso.replace(microsecond=0), has_time="T" in text or " " in text, natural=False)
@@ -123,14 +145,22 @@ def parse(value: str, now: datetime | None = None) -> When:
         raise ZkError(f"cannot read the date '{value}': not a valid ISO date or time ({_HINT})")
     if len(text) > 80:
         raise ZkError(f"cannot read the date '{text[:40]}…' (too long; {_HINT})")
-    rewritten = normalise_korean(text, now)
+    if _SIGNED_COUNT.search(text):  # dateparser drops the sign: "-1 days ago" came back as yesterday
+        raise ZkError(f"cannot read the date {_shown(value)}: a count cannot be signed (write e.g. 1 day ago)")
+    rewritten, next_day = _normalise(text, now)
     found = _natural(rewritten, now)
     if found is None:
         raise ZkError(f"cannot read the date '{value}': {_understood(rewritten, now)} ({_HINT})")
+    try:
+        found += timedelta(days=next_day)
+    except OverflowError:
+        raise ZkError(f"the date '{value}' is out of range (years 1 to 9999)") from None
     # Whether the phrase fixed a time of day: the same phrase read from another clock time lands on
     # the same time only if it did ("yesterday 9am" does, "yesterday" and "3 days ago" do not).
     other = now.replace(hour=(now.hour + 7) % 24, minute=(now.minute + 17) % 60, second=(now.second + 11) % 60)
     moved = _natural(rewritten, other)
+    if moved is not None and next_day:
+        moved += timedelta(days=next_day)
     fixed = moved is not None and moved.time() == found.time() and (found.time() != time() or bool(
         _TIME_HINT.search(rewritten)))  # a weekday comes back at 00:00 from any clock: that is no time
     shift = found - now
@@ -145,6 +175,20 @@ def parse(value: str, now: datetime | None = None) -> When:
         note = (f"'{text}' is ambiguous: read as {found.date().isoformat()} (month/day); "
                 "write the ISO date if you meant day/month")
     return When(found.replace(microsecond=0), has_time=has_time, natural=True, note=note)
+
+
+def _shown(value: str) -> str:
+    """The user's phrase in an error line: quoted, control characters escaped, cut."""
+    return repr(value[:60] + ("…" if len(value) > 60 else ""))
+
+
+def _year(text: str, value: str) -> When:
+    """A bare year ("2026"): its first moment, for `--since`/`--until` (the whole year from, or before it).
+    `--at` and `zk on` refuse it (`resolve`): a note or a day needs a date."""
+    year = int(text)
+    if year < 1:
+        raise ZkError(f"the date '{value}' is out of range (years 1 to 9999)")
+    return When(datetime(year, 1, 1), has_time=False, natural=False, note="", year=True)
 
 
 def _understood(text: str, now: datetime) -> str:
@@ -169,6 +213,9 @@ def resolve(value: str | None, role: str = "at", now: datetime | None = None) ->
     if value is None:
         return now.isoformat(), ""
     when = parse(value, now)
+    if when.year and role not in ("since", "until"):
+        raise ZkError(f"'{value.strip()}' is a year, not a day: write a date (e.g. {value.strip()}-01-01), or use "
+                      f"--since {value.strip()} --until {int(value) + 1} for the whole year")
     moment = when.value
     if when.natural and not when.has_time:
         moment = datetime.combine(moment.date(), now.time() if role == "at" else time())
@@ -179,7 +226,9 @@ def day_range(value: str, now: datetime | None = None) -> tuple[date, str, str, 
     """`zk on DATE`: (the day, its start, the next day's start, note)."""
     start, note = resolve(value, "day", now)
     day = datetime.fromisoformat(start).date()
-    return day, day.isoformat() + "T00:00:00", (day + timedelta(days=1)).isoformat() + "T00:00:00", note
+    # The last day of the calendar ends at its last microsecond (an `--at 9999-12-31T23:59` note exists).
+    end = (day + timedelta(days=1)).isoformat() + "T00:00:00" if day < date.max else datetime.max.isoformat()
+    return day, day.isoformat() + "T00:00:00", end, note
 
 
 def parse_when(value: str | None, role: str = "at") -> str:

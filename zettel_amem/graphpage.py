@@ -9,7 +9,10 @@ arrows. A search box highlights and focuses matching nodes; a click shows the wh
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
+import re
 from html import escape
 from pathlib import Path
 
@@ -58,21 +61,45 @@ def graph_data(notes: list[Note], entities: list[Entity], relations: list[Relati
             "links": sum(1 for e in edges if e["kind"] == "link")}
 
 
+# Inside <script type="application/json"> the HTML parser looks only for `</script` (and `<!--`, which
+# changes how it finds that end); the page's JSON.parse must still read the text. JSON's own \uXXXX
+# escapes for `<`, `>` and `&` satisfy both, and U+2028/2029 are escaped for any reader that takes the
+# block as JavaScript.
+_SCRIPT_SAFE = {ord("<"): "\\u003c", ord(">"): "\\u003e", ord("&"): "\\u0026", 0x2028: "\\u2028",
+                0x2029: "\\u2029"}
+_SLOTS = re.compile(r"__(TITLE|CSP|SCRIPT|LIBRARY|DATA)__")
+
+
 def _json_for_script(data: dict) -> str:
-    """JSON that cannot end its <script> element early."""
-    return json.dumps(data, ensure_ascii=False).replace("</", "<\\/").replace("<!--", "<\\!--")
+    """JSON that is inert inside its <script type="application/json"> element: no `<`, `>` or `&` at all."""
+    return json.dumps(data, ensure_ascii=False).translate(_SCRIPT_SAFE)
+
+
+def _content_security_policy(scripts: list[str]) -> str:
+    """No network at all (no fetch, image, font, frame, form or base URL); only the page's own two
+    scripts run, named by their hashes, so markup that somehow got into the page could not run."""
+    hashes = " ".join("'sha256-" + base64.b64encode(hashlib.sha256(s.encode("utf-8")).digest()).decode() + "'"
+                      for s in scripts)
+    return (f"default-src 'none'; script-src {hashes}; style-src 'unsafe-inline'; img-src data: blob:; "
+            "connect-src 'none'; font-src 'none'; media-src 'none'; object-src 'none'; frame-src 'none'; "
+            "worker-src 'none'; form-action 'none'; base-uri 'none'")
 
 
 def render_page(data: dict, title: str) -> str:
+    """The page in one pass over the fixed template: each slot is filled once, and nothing inserted is
+    read again, so a note or notebook named `__DATA__` or `__LIBRARY__` stays text."""
     library = VENDOR.read_text(encoding="utf-8").replace("</script", "<\\/script")
-    return (_PAGE.replace("__TITLE__", escape(title)).replace("__DATA__", _json_for_script(data))
-            .replace("__LIBRARY__", library))
+    values = {"TITLE": escape(title, quote=True), "LIBRARY": library, "SCRIPT": _PAGE_SCRIPT,
+              "DATA": _json_for_script(data),
+              "CSP": _content_security_policy([library, _PAGE_SCRIPT])}  # no `"`, `<` or `&` in it
+    return _SLOTS.sub(lambda slot: values[slot.group(1)], _PAGE)
 
 
 _PAGE = """<!doctype html>
 <html>
 <head>
 <meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="__CSP__">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>__TITLE__</title>
 <style>
@@ -103,7 +130,12 @@ _PAGE = """<!doctype html>
 <div id="note"><button id="close">×</button><div id="note-body"></div></div>
 <script>__LIBRARY__</script>
 <script type="application/json" id="data">__DATA__</script>
-<script>
+<script>__SCRIPT__</script>
+</body>
+</html>
+"""
+
+_PAGE_SCRIPT = """
 (function () {
   var data = JSON.parse(document.getElementById("data").textContent);
   var palette = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
@@ -178,7 +210,4 @@ _PAGE = """<!doctype html>
     else network.unselectAll();
   });
 })();
-</script>
-</body>
-</html>
 """

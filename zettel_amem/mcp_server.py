@@ -8,11 +8,21 @@ traceback. Tools run in the SDK's worker threads, so calls into the library are 
 
 Tools: add_note, search (L1), context (L0), expand (L1), graph (L2), show, links, ask.
 Resources: `zk://note/{id}` (a note as JSON).
+
+Over HTTP (`--http PORT`) the server listens on 127.0.0.1 only, keeps the SDK's Host and Origin checks
+(DNS rebinding, browser pages), and asks every request for the notebook's bearer token: a random token
+made on first use and kept in `<home>/mcp-tokens.json` (mode 0600), shown by `zk mcp --print-token`.
+Every local user can reach 127.0.0.1; only the owner of the data dir can read the token.
+A tool argument that fails validation is one line; a line on stdio that is not JSON gets JSON-RPC's
+-32700 Parse error (-32600 for JSON that is not a request), with `id: null`.
 """
 
 from __future__ import annotations
 
+import hmac
 import json
+import os
+import secrets
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -281,13 +291,72 @@ def _node(data: dict) -> EntityNode:
                       connected=[_node(c) for c in data.get("connected", [])])
 
 
+def _one_line_validation(tool: str, error: Exception) -> str:
+    """A pydantic validation error as one line: which argument, and what was wrong with it."""
+    problems = []
+    for item in getattr(error, "errors", lambda: [])():
+        where = ".".join(str(part) for part in item.get("loc", ())) or "arguments"
+        problems.append(f"argument '{where}': {item.get('msg', 'invalid')}")
+    return f"Error executing tool {tool}: " + ("; ".join(problems) or " ".join(str(error).split()))
+
+
+def _server_class():
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+    from pydantic import ValidationError
+
+    class ZkServer(MCPServer):
+        async def call_tool(self, name, arguments, context=None):
+            try:
+                return await super().call_tool(name, arguments, context)
+            except UnexpectedToolError:
+                raise
+            except ToolError as exc:  # the SDK's message is a multi-line pydantic dump with a URL
+                if isinstance(exc.__cause__, ValidationError):
+                    raise ToolError(_one_line_validation(name, exc.__cause__)) from exc.__cause__
+                raise
+
+        async def run_stdio_async(self) -> None:
+            await _serve_stdio(self._lowlevel_server)
+
+    return ZkServer
+
+
+async def _serve_stdio(low) -> None:
+    """The SDK's stdio transport, with an answer to lines it cannot read: JSON-RPC 2.0 wants a -32700
+    Parse error (not JSON) or -32600 Invalid Request (JSON, but not a message), with `id: null`; the SDK
+    drops them, and a client would wait for ever."""
+    import anyio
+    from mcp.server.stdio import stdio_server
+    from mcp.shared._context_streams import create_context_streams  # the SDK is pinned (pyproject)
+    from mcp.shared.message import SessionMessage
+    from mcp_types import ErrorData, JSONRPCError
+
+    async with stdio_server() as (read, write):
+        inbox, outbox = create_context_streams[SessionMessage | Exception](0)
+
+        async def sort() -> None:
+            async with inbox:
+                async for item in read:
+                    if not isinstance(item, Exception):
+                        await inbox.send(item)
+                        continue
+                    kinds = {e.get("type") for e in getattr(item, "errors", lambda: [])()}
+                    code, text = (-32700, "Parse error: the line is not JSON") if "json_invalid" in kinds else (
+                        -32600, "Invalid Request: not a JSON-RPC 2.0 request or notification")
+                    await write.send(SessionMessage(JSONRPCError(jsonrpc="2.0", id=None,
+                                                                 error=ErrorData(code=code, message=text))))
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(sort)
+            await low.run(outbox, write, low.create_initialization_options())
+            tasks.cancel_scope.cancel()
+
+
 def build_server(home: str | Path | None, notebook: str, spawn_worker: Callable[[Path], None] | None = None):
     """An `MCPServer` with zk's tools and note resources, bound to `notebook`."""
-    from mcp.server.mcpserver import MCPServer
-    from mcp.server.mcpserver.exceptions import ResourceNotFoundError
-
     zk = ZkTools(home, notebook, spawn_worker)
-    server = MCPServer(name="zk", title=f"zk memory (notebook {notebook})", instructions=INSTRUCTIONS,
+    server = _server_class()(name="zk", title=f"zk memory (notebook {notebook})", instructions=INSTRUCTIONS,
                        log_level="WARNING")
 
     @server.tool(description="Remember something: store a note (durable at once; keywords, links and "
@@ -298,13 +367,14 @@ def build_server(home: str | Path | None, notebook: str, spawn_worker: Callable[
 
     @server.tool(description="L1 retrieval, no LLM: matching episodes (ids + abstracts) and notes (hybrid "
                              "keyword + vector search, plus linked notes), within the same token budget "
-                             "`ask` uses.")
+                             "`ask` uses. The query is at most 2,000 characters.")
     def search(query: str, limit: int = Field(default=8, ge=1, le=50), follow_links: bool = True) -> SearchOut:
         return zk.call(lambda: zk.search(query, limit, follow_links))
 
     @server.tool(description="L0: a short `## Memory Context` block of past episodes relevant to the "
                              "user's new message (plus up to two earlier user turns in `recent`, oldest "
-                             "first). Empty for trivial messages or when nothing is relevant.")
+                             "first; only the last 300 characters of them are searched). Empty for trivial "
+                             "messages or when nothing is relevant.")
     def context(message: str, recent: list[str] | None = None) -> ContextOut:
         return zk.call(lambda: zk.context(message, recent or []))
 
@@ -330,10 +400,17 @@ def build_server(home: str | Path | None, notebook: str, spawn_worker: Callable[
         return zk.call(lambda: zk.links(id))
 
     @server.tool(description="Answer a question from the notes with the local (or configured) LLM, citing "
-                             "note ids. Slower than `search`; prefer `search`/`context` when you can read "
-                             "the notes yourself.")
+                             "note ids (a question of at most 2,000 characters). Slower than `search`; prefer "
+                             "`search`/`context` when you can read the notes yourself.")
     def ask(question: str) -> AskOut:
         return zk.call(lambda: zk.ask(question))
+
+    _add_note_resource(server, zk)
+    return server
+
+
+def _add_note_resource(server, zk: ZkTools) -> None:
+    from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 
     @server.resource("zk://note/{id}", name="note", mime_type="application/json",
                      description="One note of this notebook as JSON (id or unique prefix).")
@@ -344,14 +421,85 @@ def build_server(home: str | Path | None, notebook: str, spawn_worker: Callable[
             except ZkError as exc:
                 raise ResourceNotFoundError(str(exc)) from None
 
-    return server
-
 
 def serve(home: str | Path | None, notebook: str, http_port: int | None = None,
-          spawn_worker: Callable[[Path], None] | None = None) -> None:
-    """Run until the client disconnects (stdio) or the process is stopped (HTTP on 127.0.0.1)."""
+          spawn_worker: Callable[[Path], None] | None = None, token: str | None = None) -> None:
+    """Run until the client disconnects (stdio) or the process is stopped (HTTP on 127.0.0.1, every request
+    with `token`, the notebook's: `token_for`)."""
+    import anyio
+
+    if http_port is not None and not token:
+        raise ZkError("an HTTP MCP server needs the notebook's bearer token")
     server = build_server(home, notebook, spawn_worker)
     if http_port is None:
         server.run("stdio")
     else:
-        server.run("streamable-http", host="127.0.0.1", port=http_port)
+        anyio.run(_serve_http, server, http_port, token)
+
+
+async def _serve_http(server, port: int, token: str) -> None:
+    """Streamable HTTP on 127.0.0.1 (the SDK's Host/Origin checks for localhost), behind the bearer token."""
+    import uvicorn
+
+    app = server.streamable_http_app(host="127.0.0.1")
+    config = uvicorn.Config(BearerAuth(app, token), host="127.0.0.1", port=port, log_level="warning")
+    await uvicorn.Server(config).serve()
+
+
+class BearerAuth:
+    """ASGI middleware: every HTTP request must carry `Authorization: Bearer <token>` (else 401)."""
+
+    def __init__(self, app, token: str):
+        self.app = app
+        self.expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http":
+            given = dict(scope.get("headers") or []).get(b"authorization", b"")
+            if not hmac.compare_digest(given, self.expected):
+                body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {
+                    "code": -32001, "message": "missing or wrong bearer token (`zk mcp --print-token` shows it)"}})
+                await send({"type": "http.response.start", "status": 401, "headers": [
+                    (b"content-type", b"application/json"), (b"www-authenticate", b'Bearer realm="zk"')]})
+                await send({"type": "http.response.body", "body": body.encode()})
+                return
+        await self.app(scope, receive, send)
+
+
+TOKEN_FILE = "mcp-tokens.json"
+
+
+def token_for(home: Path, notebook: str, new: bool = False) -> str:
+    """The notebook's bearer token for `zk mcp --http`, made on first use (or anew with `new`) and kept in
+    `<home>/mcp-tokens.json`, readable by its owner only (0600)."""
+    from filelock import FileLock
+
+    path = home / TOKEN_FILE
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(home / ".mcp-tokens.lock")):
+            tokens = _read_tokens(path)
+            if new or not isinstance(tokens.get(notebook), str):
+                tokens[notebook] = secrets.token_urlsafe(32)
+                tmp = path.with_name(f".{TOKEN_FILE}.{os.getpid()}.tmp")
+                with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w",
+                               encoding="utf-8") as out:
+                    json.dump(tokens, out, indent=1)
+                os.replace(tmp, path)
+            if path.stat().st_mode & 0o077:  # made by hand or copied: others must not read it
+                path.chmod(0o600)
+    except OSError as exc:
+        raise ZkError(f"cannot keep the MCP token in {path}: {exc.strerror or exc}") from None
+    return tokens[notebook]
+
+
+def _read_tokens(path: Path) -> dict:
+    try:
+        tokens = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        raise ZkError(f"cannot read {path}: {exc}; delete it to make new tokens") from None
+    if not isinstance(tokens, dict):
+        raise ZkError(f"cannot read {path}: not a JSON object; delete it to make new tokens")
+    return tokens

@@ -24,7 +24,7 @@ from .config import Settings, home_dir, templates_override_dirs
 from .dates import parse_when
 from .errors import InvalidInput, NoteTooLong, NotFound, ZkError
 from .evolve import forget_changes_by, record
-from .llm import LLM, LLMError
+from .llm import LLM, LLMError, mask_spec
 from .models import PENDING, REVERTIBLE, Note, ProcessResult, journal_period, now_iso, session_id_for
 from .pipeline import Pipeline
 from .prompts import Prompts
@@ -34,6 +34,9 @@ from .store import Store
 from .text import has_control_chars, has_lone_surrogate, hashtags, nfc, one_line, tag_key
 
 MAX_NOTE_CHARS = 100_000  # a note is an atomic thought; longer input belongs in `zk import`
+# A search query or question: beyond this it is a pasted document, not a question (and ranking it would
+# hold `zk mcp` and every call behind it for minutes); refused in one line (CLI and MCP alike).
+MAX_QUERY_CHARS = 2_000
 
 
 @dataclass
@@ -51,6 +54,12 @@ def content_hash(content: str, speaker: str | None = None, at: str | None = None
     """Identity of a raw note for idempotent imports: content + speaker + time + source."""
     key = nfc("\x1f".join([content, speaker or "", at or "", source or ""]))  # NFD and NFC text are one turn
     return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
+
+
+def validate_query(query: str, what: str = "the query") -> str:
+    if len(query) > MAX_QUERY_CHARS:
+        raise InvalidInput(f"{what} is too long ({len(query):,} characters; the limit is {MAX_QUERY_CHARS:,})")
+    return query
 
 
 def validate_content(content: str) -> str:
@@ -96,6 +105,7 @@ class Memory:
     def start_embedding(self, query: str) -> Future:
         """Embed a query in a background thread: the model's first run (~0.3 s) overlaps opening the store
         (mostly Python imports; ONNX runs outside the GIL). `query_vector` collects it."""
+        validate_query(query)
         future = self._query_vectors.get(query)
         if future is None:
             if len(self._query_vectors) > 32:  # a long-lived process (zk mcp, the benchmark) asks many queries
@@ -280,7 +290,7 @@ class Memory:
         return {"home": str(self.home), "notebook": self.notebook, "notes": self.store.count(self.notebook),
                 "pending": self.store.count(self.notebook, unfinished=True),  # "queue": the worker's, all notebooks
                 "queue": self.store.count(unfinished=True), "all_notes": self.store.count(),
-                "embedder": self.store.embedder_name, "llm": self.settings.llm_model}
+                "embedder": self.store.embedder_name, "llm": mask_spec(self.settings.llm_model)}  # no URL password
 
     def backlinks(self, note_id: str) -> list[str]:
         return self.store.backlinks(note_id)
@@ -325,8 +335,8 @@ class Memory:
     # -- search and answers (search.py, answer.py) -----------------------------------------------------
     def search(self, query: str, k: int | None = None, **options) -> list[Hit]:
         """See `Searcher.search`."""
-        return self.searcher.search(query, k, **options)
+        return self.searcher.search(validate_query(query), k, **options)
 
     def ask(self, question: str, k: int | None = None, budget_tokens: int | None = None, **options) -> Answer:
         """See `Answerer.ask`."""
-        return self.answerer.ask(question, k, budget_tokens, **options)
+        return self.answerer.ask(validate_query(question, "the question"), k, budget_tokens, **options)

@@ -76,10 +76,12 @@ class Pipeline:
         return result
 
     def _fresh(self, note: Note, expected: str) -> Note | None:
-        """The stored note if it is still at the stage this step started from (None: deleted, or
-        another process finished the step meanwhile)."""
+        """The stored note if it is still at the stage this step started from, with the text the step
+        read (None: deleted, another process finished the step, or `zk edit` changed the text meanwhile:
+        the edited note is pending again and is processed afresh)."""
         stored = self.memory.store.get(note.id, with_vector=True)
-        return stored if stored is not None and stored.status == expected else None
+        return stored if stored is not None and stored.status == expected and stored.content == note.content \
+            else None
 
     def _construct(self, note: Note, usage: Usage, result: ProcessResult, guard) -> Note | None:
         if is_trivial(note.content) or not self.memory.settings.construct:

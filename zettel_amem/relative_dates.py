@@ -70,7 +70,7 @@ def _english(text: str, day: date) -> list[tuple[str, str]]:
         (r"\bnext year\b", lambda m: str(day.year + 1)),
         (r"\blast (" + "|".join(_WEEKDAYS_EN) + r")\b",
          lambda m: day_text(_weekday_before(day, _WEEKDAYS_EN.index(m.group(1).lower())))),
-        (r"\b" + _N + r" (days?|weeks?|months?|years?) ago\b",
+        (r"(?<![-+\u2212])\b" + _N + r" (days?|weeks?|months?|years?) ago\b",  # "-1 days ago" is no date
          lambda m: _ago(_count(m.group(1)), m.group(2).lower(), day, False)),
     ]
     return _apply(rules, text, re.IGNORECASE)
@@ -92,7 +92,8 @@ def _korean(text: str, day: date) -> list[tuple[str, str]]:
         (r"다음\s?달", lambda m: month_text(_months_back(day, -1), True)),
         (r"(작년|지난해)", lambda m: f"{day.year - 1}년"),
         (r"(내년)", lambda m: f"{day.year + 1}년"),
-        (_N_KO + r"\s?(일|주|달|개월|년)\s?전", lambda m: _ago(_count(m.group(1)), m.group(2), day, True)),
+        (r"(?<![-+\u2212\d])" + _N_KO + r"\s?(일|주|달|개월|년)\s?전",
+         lambda m: _ago(_count(m.group(1)), m.group(2), day, True)),
     ]
     return _apply(rules, text, 0)
 

@@ -23,8 +23,10 @@ def escape(text: str) -> str:
     return _markup_escape(visible(text))
 
 
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+# emoji=False: note text is printed as typed ("Press :x: to close" must not become an emoji); markup in
+# it is escaped by `escape`.
+console = Console(highlight=False, emoji=False)
+err_console = Console(stderr=True, highlight=False, emoji=False)
 
 STATUS_STYLE = {"pending": "yellow", "constructed": "cyan", "ready": "green"}
 

@@ -128,7 +128,8 @@ def drain(memory, on_progress: Callable[[ProcessResult, int, int], None] | None 
 def _process_all(memory, ids: list[str], jobs: int) -> Iterator[ProcessResult]:
     """Process notes, yielding results as they finish.
 
-    jobs == 1: one note at a time, the step lock held for the whole note (as before).
+    jobs == 1: one note at a time; the step lock is held around each commit and embedding, never
+    around a model call, so `zk rm` and `zk edit` never wait for a slow or hung model server.
     jobs > 1: a thread per note in flight, up to `jobs`. Their model calls overlap (a server batches
     them); every store read-modify-write and embedding runs under one guard, a thread lock plus the
     step lock, so commits stay one at a time, `zk rm` still waits for at most one commit, and each
@@ -138,8 +139,7 @@ def _process_all(memory, ids: list[str], jobs: int) -> Iterator[ProcessResult]:
         jobs = 1
     if jobs <= 1 or len(ids) <= 1:
         for note_id in ids:
-            with step_lock(memory.home):
-                yield memory.process(note_id)
+            yield memory.process(note_id, lambda: step_lock(memory.home))
         return
     import threading
     from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait

@@ -11,17 +11,23 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, Protocol
 
+from ..errors import mask_secrets, register_secret
 from ..models import Usage
 
-__all__ = ["LLM", "LLMError", "Usage", "load_python_backend"]
+__all__ = ["LLM", "LLMError", "Usage", "load_python_backend", "mask_secrets", "mask_spec", "register_secret"]
+
+def mask_spec(spec: str) -> str:
+    """A model setting as it may be shown: `openai:m@http://user:***@host/v1`."""
+    return mask_secrets(spec)
 
 
 class LLMError(Exception):
     """The model could not produce a usable answer (load failure, bad output, interrupted).
-    `usage` holds what a call spent before it failed (a cut-off JSON still cost its tokens)."""
+    `usage` holds what a call spent before it failed (a cut-off JSON still cost its tokens).
+    The message never holds a known secret (`mask_secrets`)."""
 
     def __init__(self, message: str, usage: Usage | None = None):
-        super().__init__(message)
+        super().__init__(mask_secrets(message))
         self.usage = usage
 
 
