@@ -96,10 +96,11 @@ def backup_kind(stream: Path | BinaryIO, fmt: str) -> tuple[str | None, Path | B
     Returns the stream to read on (a pipe's head, once peeked, is kept in front of it)."""
     from .export import is_export
     from .parsers import peek_head
-    from .vault import is_vault
+    from .vault import is_vault, looks_like_vault
 
     if isinstance(stream, Path) and stream.is_dir():
-        return ("vault" if fmt in ("auto", "markdown") and is_vault(stream) else None), stream
+        vault = is_vault(stream) or looks_like_vault(stream)  # a copy without the hidden marker is one too
+        return ("vault" if fmt in ("auto", "markdown") and vault else None), stream
     if isinstance(stream, Path):
         head = read_head(stream)
     else:
