@@ -376,7 +376,8 @@ def vault_read(report, quiet: bool = False, pruned: list[str] | tuple = ()) -> N
             err_console.print(f"[{colour}]{change['what']}[/] {escape(change['message'])}", soft_wrap=True)
     if moved:
         err_console.print(f"[yellow]new ids[/] {len(moved)} page(s) hold notes of another notebook: imported into "
-                          f"'{escape(report.notebook)}' as new notes (the other notebook keeps its own)", soft_wrap=True)
+                          f"'{escape(report.notebook)}' as new notes (the other notebook keeps its own)",
+                          soft_wrap=True)
     if pruned:
         err_console.print(f"[red]deleted[/] {len(pruned)} note(s) whose pages were deleted in the vault")
     for problem in report.failed:

@@ -11,6 +11,11 @@ from .turns import (
     BOM,
 )
 
+
+class UnknownJson(ValueError):
+    """JSON of no format zk knows: refused rather than imported as lines of JSON syntax."""
+
+
 _KEY_RE = re.compile(r'"([A-Za-z_][A-Za-z0-9_]*)"\s*:')
 _JSON_OBJECTS_START = re.compile(r"\{|\[\s*\{")
 
@@ -50,8 +55,10 @@ def detect_format(path: Path | None, head: bytes) -> str:
     if not text or text[0] not in "[{":
         return "text"
     # Small files arrive whole in the head: classify by structure.
+    looks_json = False
     try:
         found = _classify_json(json.loads(text))
+        looks_json = True
     except (ValueError, RecursionError):
         found = None
     if found:
@@ -60,6 +67,7 @@ def detect_format(path: Path | None, head: bytes) -> str:
     first_line = text.split("\n", 1)[0].strip()
     try:
         first_obj = json.loads(first_line)
+        looks_json = looks_json or isinstance(first_obj, dict | list)
     except (ValueError, RecursionError):
         first_obj = None
     if isinstance(first_obj, dict) and not isinstance(first_obj.get("mapping"), dict):
@@ -80,6 +88,7 @@ def detect_format(path: Path | None, head: bytes) -> str:
             return "locomo"
         if {"role", "content"} & keys:
             return "jsonl"
+        looks_json = looks_json or bool(keys)
+    if looks_json:
+        raise UnknownJson("JSON of no format zk knows")
     return "text"
-
-

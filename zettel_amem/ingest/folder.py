@@ -229,8 +229,9 @@ def portable_name(name: str, taken: set[str], fallback: str = "entity") -> str:
     base = _UNSAFE.sub(" ", base)
     base = re.sub(r"\s+", " ", base).strip(" .")
     base = clip_bytes(base, NAME_BYTES).rstrip(" .") or fallback
-    if _RESERVED.fullmatch(base.split(".")[0].rstrip(" ")):
-        base = f"{base}_"
+    first, dot, rest = base.partition(".")
+    if _RESERVED.fullmatch(first.rstrip(" ")):  # `CON`, `nul.txt`: device names on Windows, whatever follows
+        base = f"{first.rstrip(' ')}_{dot}{rest}"
     candidate, n = base, 2
     while name_key(candidate) in taken:
         candidate, n = f"{base} ({n})", n + 1
