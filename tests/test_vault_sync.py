@@ -56,12 +56,12 @@ def test_an_edited_page_becomes_a_new_version_and_the_next_export_keeps_it(zk, z
     replace_text(page_of(vault, note_id), "Original text of my note #a", "EDITED IN OBSIDIAN: new paragraph #a")
     code, out, err = zk("import", str(vault), "--json")
     assert code == 0, err
+    note = Memory(zk_home).store.get(note_id)
+    assert note.content == "EDITED IN OBSIDIAN: new paragraph #a" and note.version == 2
     assert json.loads(out)["edited"] == 1
     code, _, err = zk("export", "--format", "markdown", str(vault))
     assert code == 0, err
     assert "EDITED IN OBSIDIAN" in page_of(vault, note_id).read_text(encoding="utf-8")
-    note = Memory(zk_home).store.get(note_id)
-    assert note.content == "EDITED IN OBSIDIAN: new paragraph #a" and note.version == 2
     assert note.status == "pending"  # re-annotated and re-linked, as after `zk edit`
     history = zk("history", note_id[:8], "--json").json()["history"]
     assert history[-1]["reason"] == f"vault edit (notes/{note_id[:8]}.md)"
@@ -136,11 +136,11 @@ def test_a_copied_page_gets_its_own_id_and_the_original_keeps_its_text(zk, zk_ho
     code, out, err = zk("--home", str(fresh), "import", str(vault), "--json")
     assert code == 0, err
     report = json.loads(out)
+    notes = Memory(fresh).store.notes()
+    assert len(notes) == len({n.id for n in notes}) == 3
     assert report["added"] == 3
     copies = [c for c in report["changes"] if c["what"] == "copy"]
     assert len(copies) == 1 and copies[0]["path"] == f"notes/{copy.name}"
-    notes = Memory(fresh).store.notes()
-    assert len({n.id for n in notes}) == 3
     assert Memory(fresh).store.get(first).content == "First note #a"
     assert Memory(fresh).store.get(copies[0]["id"]).content == "CONFLICT VERSION: First note #a"
     # and in the home that wrote the vault: the copy is a note of its own, its file stays as it is

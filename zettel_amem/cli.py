@@ -648,10 +648,11 @@ def sync(folder: str = typer.Argument(..., metavar="DIR", help="The vault folder
                                    "background."),
          quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
          as_json: bool = JSON_OPT) -> None:
-    """Two-way sync with a Markdown vault (Obsidian): a page edited there becomes a new version of its note
-    (edited in zk too: both texts kept, newest the vault's), a new page becomes a note, then the vault is
-    brought up to date without overwriting a page changed there since. A page deleted there is reported;
-    --prune deletes its note."""
+    """Two-way sync with a Markdown vault (Obsidian): pages edited there become new versions of their notes,
+    new pages new notes; then the vault is updated, never overwriting what changed there.
+
+    A note changed on both sides keeps both texts (the vault's newest, zk's one version back); a page
+    deleted there is reported, and --prune deletes its note."""
     from pathlib import Path
 
     from . import render
@@ -769,7 +770,8 @@ def export(folder: str | None = typer.Argument(None, metavar="DIR", help="With -
            as_json: bool = JSON_OPT) -> None:
     """Back up notes, links, versions and sessions as JSONL (`zk import FILE` restores it), or write the
     notebook as a Markdown vault: one page per note, episode and entity, linked with [[wikilinks]]
-    (`zk import DIR` restores the notes). Re-exporting into the same folder updates it.
+    (`zk import DIR` restores the notes). Re-exporting into the same folder updates it, never overwriting a
+    file changed there since or one zk did not write (`zk sync DIR` also reads the vault's edits back).
 
     Episodes and the graph are not in the JSONL: restoring queues the sessions again and the worker
     rebuilds them from the raw turns."""
