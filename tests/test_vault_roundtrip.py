@@ -20,8 +20,8 @@ from zettel_amem.ingest.vault_sync import take_in
 from zettel_amem.memory import MAX_NOTE_CHARS, Memory
 from zettel_amem.models import Entity
 
-KOREAN = ["오늘 한강에서 5km를 뛰었다. #달리기", "무릎이 조금 아프다.", "병원 예약: 목요일 오후 3시", "지수 님과 점심 약속",
-          "새 러닝화를 샀다. #달리기", "온비서 베타 배포 준비 #온비서", "아빠 생신 선물 고르기"]
+KOREAN = ["오늘 한강에서 5km를 뛰었다. #달리기", "무릎이 조금 아프다.", "병원 예약: 목요일 오후 3시",
+          "지수 님과 점심 약속", "새 러닝화를 샀다. #달리기", "온비서 베타 배포 준비 #온비서", "아빠 생신 선물 고르기"]
 ENGLISH = ["Knee hurts since Saturday's run #running", "Read a chapter of the Rust book", "Call Mina about the trip",
            "Postgres migration plan for Onbiseo", "Booked the KTX to Busan", "Groceries: rice, kimchi, eggs",
            "Draft the beta release notes"]
@@ -87,8 +87,8 @@ def test_the_whole_vault_round_trip(zk, zk_home, tmp_path):
         assert history[-1]["reason"].startswith(f"vault edit (notes/{note_id[:8]}.md)")
         assert history[-1]["changes"]["content"]["new"].endswith(f"— 고침 {i} / edited {i}")
     conflict = zk("history", ids[0][:8], "--json", check=True).json()["history"]
-    assert [v["reason"] for v in conflict] == ["edit", "vault edit (notes/{}.md); conflict: zk's text is v2".format(
-        ids[0][:8])]
+    assert [v["reason"] for v in conflict] == ["edit",
+                                               f"vault edit (notes/{ids[0][:8]}.md); conflict: zk's text is v2"]
     assert [v["changes"]["content"]["new"] for v in conflict] == ["오늘 한강에서 7km를 뛰었다 (zk). #달리기",
                                                                  f"{texts[ids[0]]} — 고침 0 / edited 0"]
     assert zk("history", ids[5][:8], "--json", check=True).json()["history"][-1]["reason"] == "edit"

@@ -249,3 +249,27 @@ def test_each_bad_page_is_skipped_with_a_line_and_the_rest_imported(zk, zk_home,
     zk("export", "--all", "-o", str(backup), check=True)
     code, _, err = zk("--home", str(tmp_path / "again"), "import", str(backup))
     assert code == 0, err
+
+
+def test_a_page_renamed_or_moved_in_the_vault_stays_its_notes_page(zk, zk_home, tmp_path):
+    """Obsidian users give pages titles: the renamed page is followed, not reported deleted nor duplicated."""
+    first, second = add(zk, "Knee hurts after the run"), add(zk, "Project Onbiseo kickoff", "2026-03-03T10:00")
+    vault = tmp_path / "vault"
+    zk("sync", str(vault), check=True)
+    titled = vault / "notes" / "My knee.md"
+    page_of(vault, first).rename(titled)
+    (vault / "Projects").mkdir()
+    moved = vault / "Projects" / "Onbiseo.md"
+    page_of(vault, second).rename(moved)
+    report = zk("sync", str(vault), "--json", check=True).json()
+    assert sorted(c["what"] for c in report["read"]["changes"]) == ["renamed", "renamed"]
+    assert report["read"]["deleted"] == [] and report["read"]["added"] == 0
+    assert not page_of(vault, first).exists() and not page_of(vault, second).exists()
+    replace_text(titled, "Knee hurts after the run", "Knee hurts after the run; iced it")
+    report = zk("sync", str(vault), "--json", check=True).json()
+    assert report["read"]["edited"] == 1
+    assert Memory(zk_home).store.get(first).content == "Knee hurts after the run; iced it"
+    files = json.loads((vault / MARKER).read_text(encoding="utf-8"))["files"]
+    assert files["notes/My knee.md"]["note"] == first and not files["notes/My knee.md"].get("yours")
+    assert files["Projects/Onbiseo.md"]["note"] == second  # zk writes them where they are now
+    assert sorted(p.name for p in vault.rglob("*.md")) == ["My knee.md", "Onbiseo.md"]

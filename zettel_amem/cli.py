@@ -541,7 +541,7 @@ def import_(source: str = typer.Argument(..., help="File, Markdown folder, or - 
     name = "stdin" if source == "-" else source
     kind, stream = backup_kind(stream, fmt)
     if kind == "vault":  # the same notes back with their ids, and the edits made in the vault
-        report = _vault_in(memory, stream, wait and not no_llm, quiet or as_json)
+        report = _vault_in(memory, stream, wait and not no_llm, quiet or as_json, spawn=not no_llm)
         render.print_json(report.to_json()) if as_json else render.vault_read(report, quiet)
         if report.failed:
             raise typer.Exit(3)
@@ -586,7 +586,7 @@ def _queue_after_import(memory, session_ids: list[str], spawn_worker: bool, jobs
     Tiers(memory).after_import(session_ids, spawn_worker, jobs)
 
 
-def _vault_in(memory, folder, wait: bool, quiet: bool):
+def _vault_in(memory, folder, wait: bool, quiet: bool, spawn: bool = True):
     """Read a vault's edits back (`zk import DIR`, `zk sync DIR`), then queue what changed for the model,
     as `zk edit` and `zk import` do."""
     from . import render
@@ -602,7 +602,7 @@ def _vault_in(memory, folder, wait: bool, quiet: bool):
     for session_id in report.edited_sessions:  # summarised from the old text: summarise it again
         tiers.sessions.requeue(session_id)
     changed = bool(report.added or report.edited or report.conflicts)
-    _queue_after_import(memory, report.session_ids, spawn_worker=changed and not wait)
+    _queue_after_import(memory, report.session_ids, spawn_worker=changed and spawn and not wait)
     if wait and changed:
         _process_foreground(memory, quiet)
     return report

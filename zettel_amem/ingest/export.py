@@ -215,3 +215,8 @@ def _move(note: Note, notebook: str, journal_session: str) -> None:
     note.notebook = notebook
     if note.kind == "note":
         note.session_id = session_id_for(notebook, journal_period(note.at, journal_session).key)
+
+
+# Shared with the vault's import (vault_sync.py): a page is checked exactly as a backup record is.
+record_to_note = _record_to_note
+move_to_notebook = _move

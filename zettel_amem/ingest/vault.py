@@ -135,7 +135,7 @@ class Marker:
 
     def note_paths(self) -> dict[str, str]:
         """note id -> the path of its zk page."""
-        return {e.note: p for p, e in self.files.items() if e.note and not e.yours and p.startswith("notes/")}
+        return {e.note: p for p, e in self.files.items() if e.note and not e.yours}
 
 
 def is_vault(folder: Path) -> bool:
@@ -191,9 +191,11 @@ class _Plan:
         self.taken = {folder: {name_key(n.removesuffix(".md")) for n in safe.names(folder) if n.endswith(".md")
                                and f"{folder}/{n}" not in zk_paths} for folder in ZK_FOLDERS}
         known = marker.note_paths()
-        self.note_stem = {n.id: known[n.id][len("notes/"):-3] for n in notes if n.id in known}
-        for note_id in self.note_stem.values():
-            self.taken["notes"].add(name_key(note_id))
+        self.note_path = {n.id: known[n.id] for n in notes if n.id in known}  # where it is (renamed, moved)
+        self.note_stem = {i: Path(p).stem for i, p in self.note_path.items()}
+        for path in self.note_path.values():
+            if path.startswith("notes/") and path.count("/") == 1:
+                self.taken["notes"].add(name_key(Path(path).stem))
         shared: dict[str, int] = {}
         for note in notes:
             shared[note.id[:8]] = shared.get(note.id[:8], 0) + 1
@@ -201,6 +203,7 @@ class _Plan:
             if note.id not in self.note_stem:
                 wanted = note.id[:8] if shared[note.id[:8]] == 1 else note.id
                 self.note_stem[note.id] = self.free("notes", wanted)
+                self.note_path[note.id] = f"notes/{self.note_stem[note.id]}.md"
         self.titles = {n.id: _title(n.content) for n in notes}
 
     def free(self, folder: str, wanted: str, fallback: str = "entity") -> str:
@@ -235,7 +238,7 @@ def _note_pages(plan: _Plan, notes: list[Note]) -> None:
             tail.append("Linked from: " + " · ".join(back))
         if note.session_id:
             tail.append(f"Session: {one_line(note.source or note.session_id)}")
-        plan.add(f"notes/{plan.note_stem[note.id]}.md", note_page(fields, note.content, tail), note)
+        plan.add(plan.note_path[note.id], note_page(fields, note.content, tail), note)
 
 
 def _episode_pages(plan: _Plan, notes: list[Note], episodes: list[Episode]) -> dict[str, str]:
@@ -376,7 +379,7 @@ def _may_replace(path: str, entry: Entry | None, current: bytes, notes: dict[str
         return True
     if entry.legacy and not path.startswith("notes/"):
         return True  # an older zk's generated page: it was overwritten on every export then too
-    if not path.startswith("notes/"):
+    if not (entry.note or path.startswith("notes/")):
         return False
     note_id = entry.note or read_page(current.decode("utf-8", "replace"))[0].get("id")
     return _absorbed(current, notes.get(note_id) if isinstance(note_id, str) else None)

@@ -17,7 +17,7 @@ a page whose bytes are what zk last wrote there (the marker's hash) is skipped u
   so a later edit of it is an edit of that note;
 - a note's page that was deleted in the vault is reported, its note kept (`zk sync --prune` deletes).
 
-Each page is checked field by field by the JSONL restore's own check (`export._record_to_note`); a bad
+Each page is checked field by field by the JSONL restore's own check (`export.record_to_note`); a bad
 page is skipped with a line naming it, and the rest is imported.
 """
 
@@ -34,7 +34,7 @@ from pathlib import Path
 from ..errors import ZkError
 from ..memory import Memory, content_hash, validate_content
 from ..models import PENDING, Note, journal_period, session_id_for
-from .export import _move, _record_to_note
+from .export import move_to_notebook, record_to_note
 from .folder import Refused, SafeFolder, read_inside, walk_files
 from .turns import maybe_datetime
 from .vault import VAULT_TYPE, Entry, Marker, digest, is_ours
@@ -112,6 +112,7 @@ class _TakeIn:
         self.moved: dict[str, str] = {}  # id in another notebook -> its new id here
         self.seen: set[str] = set()  # every Markdown file of the vault, read or not
         self.claimed: dict[str, str] = {}  # note id -> the page that keeps it (its own zk page first)
+        self.owning: list[tuple[_Read, Note, str, str]] = []  # notes born from pages: (page, note, what, line)
 
     # -- reading ------------------------------------------------------------------------------------------
     def read(self) -> list[_Read]:
@@ -141,14 +142,21 @@ class _TakeIn:
             pages.append(_Read(rel, data, page, entry, mtime))
         return pages
 
-    def missing(self) -> None:
-        """Pages zk wrote (or took in) that are gone: a note's page is reported; a page of the user's is
+    def missing(self, pages: list[_Read]) -> None:
+        """Pages zk wrote (or took in) that are gone. A note's page renamed or moved in the vault (its id on
+        a page zk does not know) is followed there; one deleted is reported; a page of the user's is
         forgotten (its note has its own page)."""
+        untracked = {i: r for r in pages if r.entry is None and (i := _zk_id(r.page))}
         for path, entry in sorted(self.files.items()):
-            if path in self.seen or not entry.note or not (entry.yours or path.startswith("notes/")):
+            if path in self.seen or not entry.note:
                 continue
             if entry.yours:
                 del self.files[path]
+            elif entry.note in untracked and not entry.legacy:
+                read = untracked.pop(entry.note)
+                read.entry = self.files[read.path] = self.files.pop(path)
+                self.report.change(read.path, entry.note, "renamed", f"the page of note {entry.note[:8]} (was "
+                                   f"{path}); zk writes it here from now on")
             elif self.ours and self.memory.store.get(entry.note) is not None:
                 self.report.deleted.append({"path": path, "id": entry.note})
                 self.report.change(path, entry.note, "deleted", f"deleted in the vault; note {entry.note[:8]} "
@@ -183,7 +191,7 @@ class _TakeIn:
     def check(self, read: _Read) -> Note | None:
         """The page as a note, every field checked as a JSONL record is; None (and a line) if it is bad."""
         try:
-            note, dropped = _record_to_note(_record(read.page, self.memory.notebook))
+            note, dropped = record_to_note(_record(read.page, self.memory.notebook))
         except ValueError as exc:
             message = str(exc)
             for page_name, record_name in _RENAMED.items():
@@ -221,9 +229,8 @@ class _TakeIn:
                                          f"{self.memory.notebook}\x1fvault:{old}:{read.path}")
         if what == "other notebook":
             self.moved[old] = note.id
-            _move(note, self.memory.notebook, self.memory.settings.journal_session)
-        if self.own(read, note):
-            self.report.change(read.path, note.id, what, f"{why}; imported as a new note {note.id[:8]}")
+            move_to_notebook(note, self.memory.notebook, self.memory.settings.journal_session)
+        self.own(read, note, what, f"{why}; imported as a new note {note.id[:8]}")
 
     def new_page(self, read: _Read) -> None:
         """A page the user wrote: a new note, like `zk add` (its journal week)."""
@@ -242,18 +249,23 @@ class _TakeIn:
         period = journal_period(note.at, self.memory.settings.journal_session)
         note.session_id, note.source = session_id_for(self.memory.notebook, period.key), period.title
         note.content_hash = content_hash(note.content, None, "", f"{self.memory.notebook}\x1fvault:{read.path}")
-        if self.own(read, note):
-            self.report.change(read.path, note.id, "added", f"a new note {note.id[:8]} (its page: notes/"
-                               f"{note.id[:8]}.md; this file stays as you wrote it)")
+        self.own(read, note, "added", f"a new note {note.id[:8]} (its page: notes/{note.id[:8]}.md; this file "
+                 "stays as you wrote it)")
 
-    def own(self, read: _Read, note: Note) -> bool:
-        """Queue a note born from a page the user wrote, remembered as theirs; False if it is a repeat."""
-        if self.memory.store.existing_hashes([note.content_hash]):
-            self.report.skipped_duplicates += 1
-            return False
-        self.fresh.append(note)
-        self.files[read.path] = Entry(digest(read.data), note=note.id, text=digest(note.content), yours=True)
-        return True
+    def own(self, read: _Read, note: Note, what: str, message: str) -> None:
+        """A note born from a page the user wrote, remembered as theirs (`settle` drops repeats)."""
+        self.owning.append((read, note, what, message))
+
+    def settle(self) -> None:
+        """The notes born from pages, less those an earlier import of the same page already made."""
+        known = self.memory.store.existing_hashes([note.content_hash for _, note, _, _ in self.owning])
+        for read, note, what, message in self.owning:
+            if note.content_hash in known:
+                self.report.skipped_duplicates += 1
+                continue
+            self.fresh.append(note)
+            self.files[read.path] = Entry(digest(read.data), note=note.id, text=digest(note.content), yours=True)
+            self.report.change(read.path, note.id, what, message)
 
     def user_page(self, read: _Read) -> None:
         """A page of the user's, taken in before as a note: its edit is an edit of that note."""
@@ -338,8 +350,9 @@ def take_in(memory: Memory, folder: Path, guard: Callable[[], AbstractContextMan
     folder = folder.expanduser()
     run = _TakeIn(memory, folder, guard)
     pages = run.read()
-    run.missing()
+    run.missing(pages)
     run.sort(pages)
+    run.settle()
     try:
         run.add(on_progress)
         run.revise()
