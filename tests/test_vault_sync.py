@@ -273,3 +273,21 @@ def test_a_page_renamed_or_moved_in_the_vault_stays_its_notes_page(zk, zk_home, 
     assert files["notes/My knee.md"]["note"] == first and not files["notes/My knee.md"].get("yours")
     assert files["Projects/Onbiseo.md"]["note"] == second  # zk writes them where they are now
     assert sorted(p.name for p in vault.rglob("*.md")) == ["My knee.md", "Onbiseo.md"]
+
+
+def test_a_vault_written_by_an_older_zk_keeps_its_edits(zk, zk_home, tmp_path):
+    """An older marker lists the files zk wrote without their hashes: an edited page is neither overwritten
+    nor lost; `zk sync` takes it in (as a conflict: the older zk did not record what it wrote)."""
+    note_id = add(zk, "Written before the upgrade")
+    vault = tmp_path / "vault"
+    zk("export", "-f", "markdown", str(vault), check=True)
+    files = sorted(json.loads((vault / MARKER).read_text())["files"])
+    (vault / MARKER).write_text(json.dumps({"type": "zk-vault", "schema_version": 3, "notebook": "main",
+                                            "notes": 1, "files": files}))
+    replace_text(page_of(vault, note_id), "Written before the upgrade", "Edited before the upgrade")
+    code, _, err = zk("export", "-f", "markdown", str(vault))
+    assert code == 0 and "kept" in err and "Edited" in page_of(vault, note_id).read_text(encoding="utf-8")
+    report = zk("sync", str(vault), "--json", check=True).json()
+    assert report["read"]["conflicts"] == 1 and report["written"]["kept"] == []
+    history = Memory(zk_home).store.get(note_id).history
+    assert history[-1].changes["content"] == {"old": "Written before the upgrade", "new": "Edited before the upgrade"}
