@@ -53,7 +53,7 @@ from ..errors import NotFound, ZkError
 from ..memory import Memory, content_hash
 from ..models import READY, Note, now_iso, session_id_for
 from . import parsers
-from .detect import UnknownJson
+from .detect import is_unknown_json
 from .parsers import ParseProblem, Turn
 
 DEFAULT_SESSION = "log"  # session key of turns whose log names no session
@@ -354,11 +354,11 @@ def import_source(memory: Memory, source: Path | BinaryIO, fmt: str = "auto", *,
     try:
         if fmt == "auto":
             head, source = _open_for_detection(source)
-            try:
-                fmt = parsers.detect_format(source if isinstance(source, Path) else None, head)
-            except UnknownJson:
+            path = source if isinstance(source, Path) else None
+            fmt = parsers.detect_format(path, head)
+            if is_unknown_json(path, head):
                 raise ZkError(f"{name} is JSON of no format zk knows (it reads {', '.join(parsers.FORMATS)}, and "
-                              "zk's own backups); `--format text` imports it line by line") from None
+                              "zk's own backups); `--format text` imports it line by line")
         if on_format:
             on_format(fmt)
         total: int | None = None
