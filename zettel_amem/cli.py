@@ -646,13 +646,12 @@ def sync(folder: str = typer.Argument(..., metavar="DIR", help="The vault folder
          yes: bool = typer.Option(False, "--yes", "-y", help="With --prune: do not ask."),
          wait: bool = typer.Option(False, "--wait", help="Annotate and link edited and new notes now, not in the "
                                    "background."),
-         quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
          as_json: bool = JSON_OPT) -> None:
-    """Two-way sync with a Markdown vault (Obsidian): pages edited there become new versions of their notes,
-    new pages new notes; then the vault is updated, never overwriting what changed there.
+    """Two-way sync with an Obsidian vault: edits there become versions, new pages notes.
 
-    A note changed on both sides keeps both texts (the vault's newest, zk's one version back); a page
-    deleted there is reported, and --prune deletes its note."""
+    The vault is then updated, never overwriting what changed there. A note changed on both sides keeps
+    both texts (the vault's newest, zk's one version back); a page deleted there is reported, and --prune
+    deletes its note."""
     from pathlib import Path
 
     from . import render
@@ -663,15 +662,15 @@ def sync(folder: str = typer.Argument(..., metavar="DIR", help="The vault folder
     marker = open_vault(path, memory.notebook)  # refuses a folder it must not write into, before reading it
     report, pruned = None, []
     if marker.raw:  # an existing vault (a new or empty folder has nothing to read back)
-        report = _vault_in(memory, path, wait, quiet or as_json)
+        report = _vault_in(memory, path, wait, as_json)
         if prune and report.deleted:
             pruned = _prune(memory, report.deleted, yes)
-    written = _vault_out(memory, path, quiet or as_json)
+    written = _vault_out(memory, path, as_json)
     if as_json:
         render.print_json({"read": report.to_json() if report else None, "pruned": pruned, "written": written})
     else:
         if report:
-            render.vault_read(report, quiet, pruned)
+            render.vault_read(report, False, pruned)
         render.vault_written(written)
     if report and report.failed:
         raise typer.Exit(3)
@@ -768,10 +767,12 @@ def export(folder: str | None = typer.Argument(None, metavar="DIR", help="With -
            all_notebooks: bool = typer.Option(False, "--all", help="Every notebook (a full backup), not only "
                                               "the current one (-n). jsonl only."),
            as_json: bool = JSON_OPT) -> None:
-    """Back up notes, links, versions and sessions as JSONL (`zk import FILE` restores it), or write the
-    notebook as a Markdown vault: one page per note, episode and entity, linked with [[wikilinks]]
-    (`zk import DIR` restores the notes). Re-exporting into the same folder updates it, never overwriting a
-    file changed there since or one zk did not write (`zk sync DIR` also reads the vault's edits back).
+    """Back up notes, links, versions and sessions as JSONL, or write an Obsidian vault; `zk import` restores
+    either.
+
+    The vault has one page per note, episode and entity, linked with [[wikilinks]]. Re-exporting into the
+    same folder updates it, never overwriting a file changed there since or one zk did not write (`zk sync
+    DIR` also reads the vault's edits back).
 
     Episodes and the graph are not in the JSONL: restoring queues the sessions again and the worker
     rebuilds them from the raw turns."""
