@@ -32,9 +32,11 @@ def page_of(vault: Path, note_id: str) -> Path:
 
 
 def edit_page(page: Path, old: str, new: str) -> None:
+    """Edit the note's text on its page (not the front matter, whose context may quote it)."""
     text = page.read_text(encoding="utf-8")
-    assert old in text
-    page.write_text(text.replace(old, new, 1), encoding="utf-8")
+    end = text.index("\n---\n", 3) + 5
+    assert old in text[end:]
+    page.write_text(text[:end] + text[end:].replace(old, new, 1), encoding="utf-8")
 
 
 @pytest.fixture

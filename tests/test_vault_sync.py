@@ -27,9 +27,11 @@ def page_of(vault: Path, note_id: str) -> Path:
 
 
 def replace_text(page: Path, old: str, new: str) -> None:
+    """Edit the note's text on its page (not the front matter, whose context may quote it)."""
     text = page.read_text(encoding="utf-8")
-    assert old in text
-    page.write_text(text.replace(old, new, 1), encoding="utf-8")
+    end = text.index("\n---\n", 3) + 5
+    assert old in text[end:]
+    page.write_text(text[:end] + text[end:].replace(old, new, 1), encoding="utf-8")
 
 
 def add(zk, text: str, at: str = "2026-03-02T10:00") -> str:
