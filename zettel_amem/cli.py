@@ -540,13 +540,10 @@ def import_(source: str = typer.Argument(..., help="File, Markdown folder, or - 
     stream = open_source(source, sys.stdin.buffer)  # a pipe (`<(...)`, /dev/stdin) is read exactly once
     name = "stdin" if source == "-" else source
     kind, stream = backup_kind(stream, fmt)
-    if kind == "vault":  # the same notes back, same ids
-        from .ingest.vault import restore_vault
-
-        report = restore_vault(memory, stream)
-        _queue_after_import(memory, report["session_ids"], spawn_worker=bool(report["added"]))
-        render.print_json(report) if as_json else render.vault_restored(report)
-        if report["failed"]:
+    if kind == "vault":  # the same notes back with their ids, and the edits made in the vault
+        report = _vault_in(memory, stream, wait and not no_llm, quiet or as_json, spawn=not no_llm)
+        render.print_json(report.to_json()) if as_json else render.vault_read(report, quiet)
+        if report.failed:
             raise typer.Exit(3)
         return
     if kind == "export":
@@ -587,6 +584,96 @@ def _queue_after_import(memory, session_ids: list[str], spawn_worker: bool, jobs
     from .tiers import Tiers
 
     Tiers(memory).after_import(session_ids, spawn_worker, jobs)
+
+
+def _vault_in(memory, folder, wait: bool, quiet: bool, spawn: bool = True):
+    """Read a vault's edits back (`zk import DIR`, `zk sync DIR`), then queue what changed for the model,
+    as `zk edit` and `zk import` do."""
+    from . import render
+    from .ingest.vault_sync import take_in
+    from .tiers import Tiers
+    from .worker import step_lock
+
+    with render.progress(transient=True, disable=quiet) as bar:
+        task = bar.add_task("reading the vault", total=None)
+        report = take_in(memory, folder, guard=lambda: step_lock(memory.home),
+                         on_progress=lambda done, total: bar.update(task, completed=done, total=total))
+    tiers = Tiers(memory)
+    for session_id in report.edited_sessions:  # summarised from the old text: summarise it again
+        tiers.sessions.requeue(session_id)
+    changed = bool(report.added or report.edited or report.conflicts)
+    _queue_after_import(memory, report.session_ids, spawn_worker=changed and spawn and not wait)
+    if wait and changed:
+        _process_foreground(memory, quiet)
+    return report
+
+
+def _vault_out(memory, folder, quiet: bool) -> dict:
+    from . import render
+    from .ingest.vault import export_vault
+
+    tiers = _tiers_of(memory)
+    episodes = [e for e in tiers.store.episodes(memory.notebook) if e.status != "pruned"]
+    entities = tiers.store.entities(memory.notebook)
+    relations = tiers.store.relations(memory.notebook)
+    with render.progress(transient=True, disable=quiet) as bar:
+        task = bar.add_task("writing the vault", total=None)
+        return export_vault(memory, folder, episodes, entities, relations,
+                            lambda i, n: bar.update(task, completed=i, total=n))
+
+
+def _prune(memory, deleted: list[dict], yes: bool) -> list[str]:
+    """Delete the notes whose pages were deleted in the vault, after asking (or with --yes)."""
+    notes = [n for d in deleted if (n := memory.store.get(d["id"])) is not None and n.notebook == memory.notebook]
+    if not notes:
+        return []
+    listed = ", ".join(n.short_id for n in notes[:10]) + (" …" if len(notes) > 10 else "")
+    if not yes:
+        if sys.stdin is None or not sys.stdin.isatty():
+            raise ZkError(f"--prune would delete {len(notes)} note(s) ({listed}); add --yes to delete them "
+                          "without asking")
+        if not typer.confirm(f"delete {len(notes)} note(s) whose pages were deleted in the vault ({listed})?"):
+            raise typer.Exit(1)
+    for note in notes:
+        _remove_note(memory, note)
+    return [n.id for n in notes]
+
+
+@app.command()
+def sync(folder: str = typer.Argument(..., metavar="DIR", help="The vault folder (new, empty, or one zk wrote)."),
+         prune: bool = typer.Option(False, "--prune", help="Delete the notes whose pages were deleted in the "
+                                    "vault (asks first)."),
+         yes: bool = typer.Option(False, "--yes", "-y", help="With --prune: do not ask."),
+         wait: bool = typer.Option(False, "--wait", help="Annotate and link edited and new notes now, not in the "
+                                   "background."),
+         as_json: bool = JSON_OPT) -> None:
+    """Two-way sync with an Obsidian vault: edits there become versions, new pages notes.
+
+    The vault is then updated, never overwriting what changed there. A note changed on both sides keeps
+    both texts (the vault's newest, zk's one version back); a page deleted there is reported, and --prune
+    deletes its note."""
+    from pathlib import Path
+
+    from . import render
+    from .ingest.vault import open_vault
+
+    memory = _memory()
+    path = Path(folder).expanduser()
+    marker = open_vault(path, memory.notebook)  # refuses a folder it must not write into, before reading it
+    report, pruned = None, []
+    if marker.raw:  # an existing vault (a new or empty folder has nothing to read back)
+        report = _vault_in(memory, path, wait, as_json)
+        if prune and report.deleted:
+            pruned = _prune(memory, report.deleted, yes)
+    written = _vault_out(memory, path, as_json)
+    if as_json:
+        render.print_json({"read": report.to_json() if report else None, "pruned": pruned, "written": written})
+    else:
+        if report:
+            render.vault_read(report, False, pruned)
+        render.vault_written(written)
+    if report and report.failed:
+        raise typer.Exit(3)
 
 
 @app.command()
@@ -644,6 +731,18 @@ def rm(note_id: str = _id_arg(),
     note = memory.resolve(note_id)
     if not yes and sys.stdin is not None and sys.stdin.isatty() and not typer.confirm(f"delete note {note.short_id}?"):
         raise typer.Exit(1)
+    removal = _remove_note(memory, note)
+    if as_json:
+        render.print_json({"id": note.id, "deleted": True, "unlinked": removal.unlinked,
+                           "restored": removal.restored})
+    else:
+        done = [f"removed links from {len(removal.unlinked)} note(s)"] if removal.unlinked else []
+        done += [f"undid its changes to {len(removal.restored)} note(s)"] if removal.restored else []
+        render.console.print(f"deleted {note.short_id}" + ("; " + ", ".join(done) if done else ""))
+
+
+def _remove_note(memory, note):
+    """`zk rm` of one note (also `zk sync --prune`): the note, its links, its words in its session's summary."""
     from .tiers import Tiers
     from .worker import step_lock
 
@@ -655,13 +754,7 @@ def rm(note_id: str = _id_arg(),
         except ZkError as exc:
             raise ZkError(f"deleted note {note.short_id}, but its session's summary could not be updated "
                           f"({exc}); `zk doctor` checks the store") from None
-    if as_json:
-        render.print_json({"id": note.id, "deleted": True, "unlinked": removal.unlinked,
-                           "restored": removal.restored})
-    else:
-        done = [f"removed links from {len(removal.unlinked)} note(s)"] if removal.unlinked else []
-        done += [f"undid its changes to {len(removal.restored)} note(s)"] if removal.restored else []
-        render.console.print(f"deleted {note.short_id}" + ("; " + ", ".join(done) if done else ""))
+    return removal
 
 
 @app.command()
@@ -674,9 +767,12 @@ def export(folder: str | None = typer.Argument(None, metavar="DIR", help="With -
            all_notebooks: bool = typer.Option(False, "--all", help="Every notebook (a full backup), not only "
                                               "the current one (-n). jsonl only."),
            as_json: bool = JSON_OPT) -> None:
-    """Back up notes, links, versions and sessions as JSONL (`zk import FILE` restores it), or write the
-    notebook as a Markdown vault: one page per note, episode and entity, linked with [[wikilinks]]
-    (`zk import DIR` restores the notes). Re-exporting into the same folder updates it.
+    """Back up notes, links, versions and sessions as JSONL, or write an Obsidian vault; `zk import` restores
+    either.
+
+    The vault has one page per note, episode and entity, linked with [[wikilinks]]. Re-exporting into the
+    same folder updates it, never overwriting a file changed there since or one zk did not write (`zk sync
+    DIR` also reads the vault's edits back).
 
     Episodes and the graph are not in the JSONL: restoring queues the sessions again and the worker
     rebuilds them from the raw turns."""
@@ -690,27 +786,13 @@ def export(folder: str | None = typer.Argument(None, metavar="DIR", help="With -
         from pathlib import Path
 
         from . import render
-        from .ingest.vault import export_vault
 
         if not target:
             raise ZkError("zk export --format markdown needs a folder: zk export --format markdown DIR")
         if all_notebooks:
             raise ZkError("a vault holds one notebook; export each with -n NAME")
-        tiers = _tiers_of(memory)
-        episodes = [e for e in tiers.store.episodes(memory.notebook) if e.status != "pruned"]
-        entities = tiers.store.entities(memory.notebook)
-        relations = tiers.store.relations(memory.notebook)
-        with render.progress(transient=True) as bar:
-            task = bar.add_task("writing the vault", total=None)
-            report = export_vault(memory, Path(target), episodes, entities, relations,
-                                  lambda i, n: bar.update(task, completed=i, total=n))
-        if as_json:
-            render.print_json(report)
-        else:
-            render.console.print(f"vault {render.escape(report['folder'])}: {report['notes']} note(s), "
-                                 f"{report['episodes']} episode(s), {report['entities']} entities; "
-                                 f"{report['written']} file(s) written, {report['unchanged']} unchanged, "
-                                 f"{report['removed']} removed")
+        report = _vault_out(memory, Path(target), as_json)
+        render.print_json(report) if as_json else render.vault_written(report)
         return
     if folder:
         raise ZkError("a JSONL export goes to a file: use -o FILE (or stdout)")

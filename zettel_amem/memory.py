@@ -194,7 +194,7 @@ class Memory:
             note.vector = vector.tolist()
         return self.store.add(notes, skip_existing=skip_existing)
 
-    def edit(self, note_id: str, content: str, expected: str | None = None) -> Note | None:
+    def edit(self, note_id: str, content: str, expected: str | None = None, reason: str = "edit") -> Note | None:
         """Replace a note's text (`zk edit`): a new version (content and #tags, old and new), a fresh
         content embedding, and the note queued again (`pending`) to be re-annotated and re-linked like a
         new one. None if the text is unchanged. `expected` is the text the editor was opened with: if the
@@ -205,16 +205,25 @@ class Memory:
         content = validate_content(content)
         if content == note.content:
             return None
-        changes = {"content": {"old": note.content, "new": content}}
-        tags = hashtags(content)
-        if tags != note.user_tags:
-            changes["user_tags"] = {"old": note.user_tags, "new": tags}
-        note.content, note.user_tags = content, tags
-        record(note, changes, None, "edit")
-        note.status, note.error = PENDING, ""
-        note.vector = self.embedder.embed_passages([note.embedding_text()])[0].tolist()
-        self.store.update([note])
-        return note
+        return self.revise([(note, content, reason)])[0]
+
+    def revise(self, edits: list[tuple[Note, str, str]]) -> list[Note]:
+        """`edit` for several notes at once (a vault's edited pages): (note loaded with its vector, its new
+        validated text, the version's reason) each; one embedding batch and one commit for all."""
+        for note, content, reason in edits:
+            changes = {"content": {"old": note.content, "new": content}}
+            tags = hashtags(content)
+            if tags != note.user_tags:
+                changes["user_tags"] = {"old": note.user_tags, "new": tags}
+            note.content, note.user_tags = content, tags
+            record(note, changes, None, reason)
+            note.status, note.error = PENDING, ""
+        notes = list({note.id: note for note, _, _ in edits}.values())  # one note may get two versions
+        if notes:
+            for note, vector in zip(notes, self.embedder.embed_passages([n.embedding_text() for n in notes])):
+                note.vector = vector.tolist()
+            self.store.update(notes)
+        return notes
 
     # -- processing (the A-MEM pipeline, pipeline.py) ----------------------------------------------
     def pending_ids(self, all_notebooks: bool = False) -> list[str]:

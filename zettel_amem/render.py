@@ -208,12 +208,12 @@ def answer_note(mode: str, reason: str) -> None:
         err_console.print(f"[dim]({escape(reason)})")
 
 
-def progress(transient: bool = False):
+def progress(transient: bool = False, disable: bool = False):
     """A Rich progress bar on stderr with counts and ETA (stdout stays clean for pipes)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     return Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeRemainingColumn(), console=err_console, transient=transient)
+                    TimeRemainingColumn(), console=err_console, transient=transient, disable=disable)
 
 
 def import_summary(report) -> None:
@@ -364,13 +364,36 @@ def day_header(day, count: int) -> None:
     console.print(f"[bold]{day.isoformat()} ({day:%a})[/] [dim]{count} note(s)[/]")
 
 
-def vault_restored(report: dict) -> None:
-    """`zk import VAULT`: what came back, and each page skipped (on stderr)."""
-    console.print(f"restored [green]{report['added']}[/] note(s) from the zk vault, "
-                  f"{report['skipped_duplicates']} already present" +
-                  (f", {len(report['failed'])} page(s) skipped" if report["failed"] else ""))
-    for problem in report["failed"]:
-        err_console.print(f"[yellow]skipped[/] {escape(problem['message'])}")
+def vault_read(report, quiet: bool = False, pruned: list[str] | tuple = ()) -> None:
+    """`zk import VAULT` / `zk sync VAULT`: what came back, then one line per page that did something (on
+    stderr), the pages of notes from another notebook in one line, and each page skipped."""
+    if not quiet:
+        console.print(f"read the vault: [green]{report.added}[/] new note(s), {report.edited} edited, "
+                      f"{report.conflicts} conflict(s), {report.unchanged + report.skipped_duplicates} unchanged"
+                      + (f", {len(report.failed)} page(s) skipped" if report.failed else ""))
+    moved = [c for c in report.changes if c["what"] == "other notebook"]
+    for change in report.changes:
+        if change["what"] != "other notebook":
+            colour = {"conflict": "red", "edited": "green", "added": "green"}.get(change["what"], "yellow")
+            err_console.print(f"[{colour}]{change['what']}[/] {escape(change['message'])}", soft_wrap=True)
+    if moved:
+        err_console.print(f"[yellow]new ids[/] {len(moved)} page(s) hold notes of another notebook: imported into "
+                          f"'{escape(report.notebook)}' as new notes (the other notebook keeps its own)",
+                          soft_wrap=True)
+    if pruned:
+        err_console.print(f"[red]deleted[/] {len(pruned)} note(s) whose pages were deleted in the vault")
+    for problem in report.failed:
+        err_console.print(f"[yellow]skipped[/] {escape(problem['message'])}", soft_wrap=True)
+
+
+def vault_written(report: dict) -> None:
+    """`zk export --format markdown DIR` (and the second half of `zk sync`): counts, then each file kept."""
+    console.print(f"vault {escape(report['folder'])}: {report['notes']} note(s), {report['episodes']} episode(s), "
+                  f"{report['entities']} entities; {report['written']} file(s) written, {report['unchanged']} "
+                  f"unchanged, {report['removed']} removed" + (f", {len(report['kept'])} kept" if report["kept"]
+                                                                else ""))
+    for line in report["kept"]:
+        err_console.print(f"[yellow]kept[/] {escape(line)}", soft_wrap=True)
 
 
 def export_restored(report: dict) -> None:

@@ -86,8 +86,10 @@ def _record_to_note(data: object) -> tuple[Note, list[str]]:
             raise ValueError(f"'{name}' is not a list of strings")
     for name in ("version", "seq"):
         value = data.get(name)
-        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
-            raise ValueError(f"'{name}' is not a whole number")
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 2**63):
+            raise ValueError(f"'{name}' is not a whole number")  # (the store holds 64-bit ones)
+    if (data.get("kind") or "note") not in ("note", "turn"):
+        raise ValueError(f"'kind' is not note or turn: {str(data.get('kind'))[:40]!r}")
     notebook = data.get("notebook") or "main"
     if not isinstance(notebook, str) or not notebook.strip() or has_control_chars(notebook):
         raise ValueError("'notebook' is not a notebook name")
@@ -213,3 +215,8 @@ def _move(note: Note, notebook: str, journal_session: str) -> None:
     note.notebook = notebook
     if note.kind == "note":
         note.session_id = session_id_for(notebook, journal_period(note.at, journal_session).key)
+
+
+# Shared with the vault's import (vault_sync.py): a page is checked exactly as a backup record is.
+record_to_note = _record_to_note
+move_to_notebook = _move

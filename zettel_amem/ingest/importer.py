@@ -53,6 +53,7 @@ from ..errors import NotFound, ZkError
 from ..memory import Memory, content_hash
 from ..models import READY, Note, now_iso, session_id_for
 from . import parsers
+from .detect import is_unknown_json
 from .parsers import ParseProblem, Turn
 
 DEFAULT_SESSION = "log"  # session key of turns whose log names no session
@@ -96,10 +97,11 @@ def backup_kind(stream: Path | BinaryIO, fmt: str) -> tuple[str | None, Path | B
     Returns the stream to read on (a pipe's head, once peeked, is kept in front of it)."""
     from .export import is_export
     from .parsers import peek_head
-    from .vault import is_vault
+    from .vault import is_vault, looks_like_vault
 
     if isinstance(stream, Path) and stream.is_dir():
-        return ("vault" if fmt in ("auto", "markdown") and is_vault(stream) else None), stream
+        vault = is_vault(stream) or looks_like_vault(stream)  # a copy without the hidden marker is one too
+        return ("vault" if fmt in ("auto", "markdown") and vault else None), stream
     if isinstance(stream, Path):
         head = read_head(stream)
     else:
@@ -352,7 +354,11 @@ def import_source(memory: Memory, source: Path | BinaryIO, fmt: str = "auto", *,
     try:
         if fmt == "auto":
             head, source = _open_for_detection(source)
-            fmt = parsers.detect_format(source if isinstance(source, Path) else None, head)
+            path = source if isinstance(source, Path) else None
+            fmt = parsers.detect_format(path, head)
+            if is_unknown_json(path, head):
+                raise ZkError(f"{name} is JSON of no format zk knows (it reads {', '.join(parsers.FORMATS)}, and "
+                              "zk's own backups); `--format text` imports it line by line")
         if on_format:
             on_format(fmt)
         total: int | None = None

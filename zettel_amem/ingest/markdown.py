@@ -3,13 +3,14 @@ matter for dates and titles."""
 
 from __future__ import annotations
 
-import os
+import io
 import re
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import BinaryIO
 
+from .folder import Refused, read_inside, walk_files
 from .turns import (
     Item,
     ParseProblem,
@@ -149,17 +150,6 @@ def _parse_markdown_doc(
         index += 1
 
 
-def _markdown_files(root: Path) -> list[Path]:
-    found: list[Path] = []
-    # os.walk does not follow directory symlinks, so a link loop cannot trap us.
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if not d.startswith(".")]  # .git, .obsidian, .trash
-        for name in filenames:
-            if name.lower().endswith((".md", ".markdown")) and not name.startswith("."):
-                found.append(Path(dirpath, name))
-    return sorted(found, key=lambda p: p.relative_to(root).as_posix())
-
-
 def parse_markdown(source: Path | BinaryIO, default_session: str) -> Iterator[Item]:
     if not isinstance(source, Path):
         yield from _parse_markdown_doc(source, default_session, None, None)
@@ -169,16 +159,18 @@ def parse_markdown(source: Path | BinaryIO, default_session: str) -> Iterator[It
         with source.open("rb") as fh:
             yield from _parse_markdown_doc(fh, source.name, source.name, mtime)
         return
-    for path in _markdown_files(source):
+    # A folder may come from anywhere (a synced vault, a clone, a zip): only its regular files are read,
+    # a link only if it stays inside it, each with a size cap (folder.py); the rest is one line each.
+    for path in walk_files(source, (".md", ".markdown")):
         rel = path.relative_to(source).as_posix()
         try:
+            data = read_inside(source, path)
             mtime = datetime.fromtimestamp(path.stat().st_mtime)
-            fh = path.open("rb")
+        except Refused as exc:
+            yield ParseProblem(None, str(exc))
+            continue
         except OSError as exc:
             # One unreadable note must not abort a whole vault import.
             yield ParseProblem(None, f"{rel}: cannot read file ({exc.strerror or exc}); skipped")
             continue
-        with fh:
-            yield from _parse_markdown_doc(fh, rel, rel, mtime)
-
-
+        yield from _parse_markdown_doc(io.BytesIO(data), rel, rel, mtime)

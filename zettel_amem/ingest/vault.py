@@ -1,108 +1,224 @@
-"""A notebook as a folder of Markdown (an Obsidian vault): `zk export --format markdown DIR`, and back with
-`zk import DIR`.
+"""A notebook as a folder of Markdown (an Obsidian vault) that people edit: `zk export --format markdown DIR`
+writes it, `zk import DIR` reads edits back (vault_sync.py), `zk sync DIR` does both.
 
-Layout: `notes/<id8>.md` (one per note), `episodes/<id9>.md` (one per episode, linking to its session's
-notes), `entities/<name>.md` (one per entity: type, other names, relations, and the notes of the
-episodes that name it), and `.zk-vault.json`, the marker that says the folder is a zk vault and which
-files zk wrote there. File names are short ids, so an edited note keeps its file; links are wikilinks
-with the note's first words as their text (`[[3f9a12bc|Knee hurts …]]`), which Obsidian resolves by
-file name anywhere in the vault.
+Layout: `notes/<id8>.md` (one per note; see vault_page.py), `episodes/<id9>.md` (one per episode, linking to
+its session's notes), `entities/<name>.md` (type, other names, relations, the notes of the episodes that
+name it), and `.zk-vault.json`, the marker: the vault's id, its notebook, and for every file zk wrote the
+hash of the bytes it wrote (and, for a note's page, which note and a digest of its text then).
 
-Front matter is YAML whose values are JSON (`keywords: ["knee", "run"]`, `context: "…"`), valid YAML
-that reads back exactly; block lists (`- item`), as Obsidian writes them after an edit, read too. The
-note's text is the body up to the `<!-- zk:links -->` line that starts the generated links.
-
-Re-exporting updates the files in place (unchanged files are not rewritten) and removes the files of
-notes deleted since; files the user added are never touched. A non-empty folder without the marker
-is refused. Importing a vault restores the notes with their ids, text, fields and links (vectors are
-recomputed); version history is not in the vault (`zk export` JSONL keeps it).
+Export never overwrites what it did not write as it is: a file whose bytes differ from the hash zk
+recorded was changed in the vault and is kept, with one line saying so; a path zk never wrote (a file
+the user added) is never written (an entity that wants `Zed.md` gets `Zed (2).md`). It writes the marker
+first (listing what it is about to write), then each file atomically, then the marker again, so an
+interrupted export is finished by the next one; an export with nothing to change writes nothing.
+No file is written or read through a link (folder.py).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-import re
+import os
+import secrets
 from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..database import SCHEMA_VERSION
 from ..errors import ZkError
-from ..memory import Memory, content_hash
-from ..models import READY, Entity, Episode, Note, Relation
-from ..text import clip, hashtags, one_line
+from ..memory import Memory
+from ..models import Entity, Episode, Note, Relation
+from ..text import clip, one_line
+from .folder import Refused, SafeFolder, name_key, portable_name
+from .vault_page import LINKS_LINE, front, note_page, parse_page, read_page
 
 MARKER = ".zk-vault.json"
 VAULT_TYPE = "zk-vault"
-LINKS_LINE = "<!-- zk:links -->"
-_UNSAFE = re.compile(r'[\\/:*?"<>|#^\[\]\x00-\x1f]')
-# Front-matter fields of a note page, in order; values are JSON.
-_NOTE_FIELDS = ("id", "at", "created", "keywords", "tags", "user_tags", "context", "links", "session", "kind",
-                "speaker", "seq", "source", "status", "hash")
+ZK_FOLDERS = ("notes", "episodes", "entities")
+REGISTRY = "vaults.json"  # in the home: the vaults this home wrote, by id, with their notebook
+
+__all__ = ["LINKS_LINE", "MARKER", "VAULT_TYPE", "Entry", "Marker", "export_vault", "is_vault", "read_page"]
+
+
+def digest(data: bytes | str) -> str:
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+    return hashlib.sha256(raw).hexdigest()[:32]
+
+
+@dataclass
+class Entry:
+    """What the marker knows about one file."""
+
+    sha: str | None = None  # digest of the bytes zk last wrote there (None: nothing confirmed yet)
+    next: str | None = None  # digest of what an export in progress is about to write there
+    note: str | None = None  # the note whose page it is
+    text: str | None = None  # digest of that note's text when zk last wrote the page (or took it in)
+    yours: bool = False  # a page the user wrote, taken in as `note`: zk reads it, never writes it
+    legacy: bool = False  # listed by a zk before hashes were kept: its bytes are not known
+
+    def wrote(self, data: bytes) -> bool:
+        """Whether these bytes are what zk wrote (or was writing) there."""
+        return digest(data) in {self.sha, self.next} - {None}
+
+    def to_json(self) -> dict:
+        return {k: v for k, v in asdict(self).items() if v}
+
+
+class Marker:
+    """`.zk-vault.json`, checked field by field: a damaged one is one clear error."""
+
+    def __init__(self, vault_id: str, notebook: str, files: dict[str, Entry] | None = None):
+        self.vault_id, self.notebook = vault_id, notebook
+        self.files: dict[str, Entry] = files or {}
+        self.notes = 0  # notes in the notebook at the last export
+        self.raw: bytes = b""  # as read: an export that changes nothing does not rewrite it
+
+    @classmethod
+    def new(cls, notebook: str) -> Marker:
+        return cls(secrets.token_hex(8), notebook)
+
+    @classmethod
+    def load(cls, folder: Path) -> Marker | None:
+        with SafeFolder(folder) as safe:
+            try:
+                raw = safe.read(MARKER)
+            except Refused as exc:
+                raise ZkError(f"{folder / MARKER}: {exc}") from None
+        if raw is None:
+            return None
+        try:
+            data = json.loads(raw.decode("utf-8"))
+            marker = cls._from_json(data)
+            marker.notes = data["notes"] if isinstance(data.get("notes"), int) else 0
+        except (ValueError, TypeError, AttributeError) as exc:
+            raise ZkError(f"{folder / MARKER} is not a zk vault marker ({exc}); move it away to start afresh") \
+                from None
+        marker.raw = raw
+        return marker
+
+    @classmethod
+    def _from_json(cls, data) -> Marker:
+        if not isinstance(data, dict) or data.get("type") != VAULT_TYPE:
+            raise ValueError("no 'type': 'zk-vault'")
+        notebook = data.get("notebook", "main")
+        if not isinstance(notebook, str):
+            raise ValueError("'notebook' is not a name")
+        files = data.get("files", {})
+        if isinstance(files, list):  # an older zk: the files it wrote, without hashes
+            if not all(isinstance(f, str) for f in files):
+                raise ValueError("'files' is not a list of paths")
+            return cls(data.get("vault") or secrets.token_hex(8), notebook, {f: Entry(legacy=True) for f in files})
+        if not isinstance(files, dict) or not isinstance(data.get("vault"), str):
+            raise ValueError("'files' or 'vault' is missing")
+        entries = {}
+        for path, entry in files.items():
+            if not isinstance(entry, dict) or not all(isinstance(entry.get(k), str | None) for k in
+                                                      ("sha", "next", "note", "text")):
+                raise ValueError(f"the entry of {path[:60]!r} is not one zk writes")
+            entries[path] = Entry(**{k: entry.get(k) for k in ("sha", "next", "note", "text")},
+                                  yours=bool(entry.get("yours")), legacy=bool(entry.get("legacy")))
+        return cls(data["vault"], notebook, entries)
+
+    def to_bytes(self) -> bytes:
+        data = {"type": VAULT_TYPE, "schema_version": SCHEMA_VERSION, "vault": self.vault_id,
+                "notebook": self.notebook, "notes": self.notes,
+                "files": {p: e.to_json() for p, e in sorted(self.files.items())}}
+        return (json.dumps(data, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
+
+    def save(self, safe: SafeFolder) -> None:
+        """Write it (atomically, synced) if it changed."""
+        data = self.to_bytes()
+        if data != self.raw:
+            safe.write(MARKER, data)
+            safe.sync(MARKER)
+            self.raw = data
+
+    def note_paths(self) -> dict[str, str]:
+        """note id -> the path of its zk page."""
+        return {e.note: p for p, e in self.files.items() if e.note and not e.yours}
 
 
 def is_vault(folder: Path) -> bool:
-    return (folder / MARKER).is_file()
+    return (folder / MARKER).is_file() or (folder / MARKER).is_symlink()
 
 
+# -- which vaults this home wrote -----------------------------------------------------------------------
+def _registry(memory: Memory) -> dict:
+    try:
+        data = json.loads((memory.home / REGISTRY).read_text(encoding="utf-8"))
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def is_ours(memory: Memory, marker: Marker | None) -> bool:
+    """Whether this home wrote the vault for this notebook (its notes missing here were deleted here)."""
+    entry = _registry(memory).get(marker.vault_id) if marker else None
+    return isinstance(entry, dict) and entry.get("notebook") == memory.notebook
+
+
+def remember(memory: Memory, marker: Marker, folder: Path) -> None:
+    registry = _registry(memory)
+    if registry.get(marker.vault_id, {}).get("notebook") == memory.notebook:
+        return
+    registry[marker.vault_id] = {"notebook": memory.notebook, "folder": str(folder)}
+    memory.home.mkdir(parents=True, exist_ok=True)
+    temp = memory.home / f".{REGISTRY}.{os.getpid()}"
+    temp.write_text(json.dumps(registry, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    temp.replace(memory.home / REGISTRY)
+
+
+# -- export ---------------------------------------------------------------------------------------------
 def _title(text: str, chars: int = 48) -> str:
     """Link text: the first line's words, without characters that end a wikilink."""
     first = next((line.strip(" #") for line in text.splitlines() if line.strip(" #")), text)
     return clip(one_line(first), chars).replace("|", "/").replace("]]", "] ]").replace("[[", "[ [")
 
 
-def _front(fields: dict) -> str:
-    lines = ["---"] + [f"{key}: {json.dumps(value, ensure_ascii=False)}" for key, value in fields.items()
-                       if value is not None] + ["---"]
-    return "\n".join(lines) + "\n"
+@dataclass
+class _File:
+    data: bytes
+    note: str | None = None
+    text: str | None = None
 
 
-def _file_name(name: str, taken: set[str]) -> str:
-    base = _UNSAFE.sub(" ", name).strip(" .") or "entity"
-    base = clip(base, 80, ellipsis="")
-    candidate, n = base, 2
-    while candidate.casefold() in taken:
-        candidate, n = f"{base} ({n})", n + 1
-    taken.add(candidate.casefold())
-    return candidate
+class _Plan:
+    """What one export writes: relative path -> file; names chosen around files zk did not write."""
 
-
-class _Vault:
-    """What one export writes: relative path -> file text."""
-
-    def __init__(self, notes: list[Note]):
-        self.files: dict[str, str] = {}
-        self.note_stem: dict[str, str] = {}
-        stems = {}
+    def __init__(self, marker: Marker, safe: SafeFolder, notes: list[Note]):
+        self.files: dict[str, _File] = {}
+        zk_paths = {p for p, e in marker.files.items() if not e.yours}
+        self.taken = {folder: {name_key(n.removesuffix(".md")) for n in safe.names(folder) if n.endswith(".md")
+                               and f"{folder}/{n}" not in zk_paths} for folder in ZK_FOLDERS}
+        known = marker.note_paths()
+        self.note_path = {n.id: known[n.id] for n in notes if n.id in known}  # where it is (renamed, moved)
+        self.note_stem = {i: Path(p).stem for i, p in self.note_path.items()}
+        for path in self.note_path.values():
+            if path.startswith("notes/") and path.count("/") == 1:
+                self.taken["notes"].add(name_key(Path(path).stem))
+        shared: dict[str, int] = {}
+        for note in notes:
+            shared[note.id[:8]] = shared.get(note.id[:8], 0) + 1
         for note in notes:  # 8 characters unless two notes share them
-            stems.setdefault(note.id[:8], []).append(note.id)
-        for short, ids in stems.items():
-            for note_id in ids:
-                self.note_stem[note_id] = short if len(ids) == 1 else note_id
+            if note.id not in self.note_stem:
+                wanted = note.id[:8] if shared[note.id[:8]] == 1 else note.id
+                self.note_stem[note.id] = self.free("notes", wanted)
+                self.note_path[note.id] = f"notes/{self.note_stem[note.id]}.md"
         self.titles = {n.id: _title(n.content) for n in notes}
+
+    def free(self, folder: str, wanted: str, fallback: str = "entity") -> str:
+        return portable_name(wanted, self.taken[folder], fallback)
 
     def note_link(self, note_id: str) -> str | None:
         stem = self.note_stem.get(note_id)
         return f"[[{stem}|{self.titles[note_id]}]]" if stem else None
 
+    def add(self, path: str, text: str, note: Note | None = None) -> None:
+        self.files[path] = _File(text.encode("utf-8"), note.id if note else None,
+                                 digest(note.content) if note else None)
 
-def export_vault(memory: Memory, folder: Path, episodes: list[Episode], entities: list[Entity],
-                 relations: list[Relation], on_progress: Callable[[int, int], None] | None = None) -> dict:
-    """Write the memory's notebook into `folder` as a vault; see the module docstring. Returns counts."""
-    folder = folder.expanduser()
-    if folder.exists() and not folder.is_dir():
-        raise ZkError(f"{folder} is a file, not a folder")
-    if folder.is_dir() and any(folder.iterdir()) and not is_vault(folder):
-        raise ZkError(f"{folder} is not empty and is not a zk vault (no {MARKER}); export into a new or empty folder")
-    previous: list[str] = []
-    if is_vault(folder):
-        try:
-            marker = json.loads((folder / MARKER).read_text(encoding="utf-8"))
-            previous = list(marker.get("files", []))
-        except (OSError, ValueError) as exc:
-            raise ZkError(f"cannot read {folder / MARKER}: {exc}") from None
-    notes = memory.store.notes(memory.notebook)
-    notes.sort(key=lambda n: (n.at, n.created, n.seq, n.id))
-    vault = _Vault(notes)
+
+def _note_pages(plan: _Plan, notes: list[Note]) -> None:
     backlinks: dict[str, list[str]] = {}
     for note in notes:
         for target in note.links:
@@ -113,35 +229,45 @@ def export_vault(memory: Memory, folder: Path, episodes: list[Episode], entities
                   "session": note.session_id, "kind": note.kind, "speaker": note.speaker,
                   "seq": note.seq if note.session_id else None, "source": note.source, "status": note.status,
                   "hash": note.content_hash}
-        out = [link for i in note.links if (link := vault.note_link(i))]
-        back = [link for i in backlinks.get(note.id, []) if (link := vault.note_link(i))]
-        tail = [LINKS_LINE]
+        out = [link for i in note.links if (link := plan.note_link(i))]
+        back = [link for i in backlinks.get(note.id, []) if (link := plan.note_link(i))]
+        tail = []
         if out:
             tail.append("Links: " + " · ".join(out))
         if back:
             tail.append("Linked from: " + " · ".join(back))
         if note.session_id:
-            tail.append(f"Session: {note.source or note.session_id}")
-        vault.files[f"notes/{vault.note_stem[note.id]}.md"] = _front(fields) + note.content + "\n\n" + \
-            "\n\n".join(tail) + "\n"
-    # Episodes: their summary and the notes of their session.
+            tail.append(f"Session: {one_line(note.source or note.session_id)}")
+        plan.add(plan.note_path[note.id], note_page(fields, note.content, tail), note)
+
+
+def _episode_pages(plan: _Plan, notes: list[Note], episodes: list[Episode]) -> dict[str, str]:
+    """Episodes: their summary and the notes of their session. Returns episode id -> file stem."""
     by_session: dict[str, list[Note]] = {}
     for note in notes:
         if note.session_id:
             by_session.setdefault(note.session_id, []).append(note)
-    episode_stem = {}
+    stems = {}
     for episode in episodes:
-        stem = episode.id[:9]
-        episode_stem[episode.id] = stem
+        stem = stems[episode.id] = plan.free("episodes", episode.id[:9], "episode")
         turns = sorted(by_session.get(episode.session_id, []), key=lambda n: (n.seq, n.at))
         summary = (episode.summary or "(not summarised yet)").replace("[[", "[ [")  # model text: no stray links
-        body = [f"# {episode.title or episode.id}", "", summary, "",
-                "## Notes", ""] + [f"- {n.at[:16].replace('T', ' ')} {vault.note_link(n.id)}" for n in turns]
+        body = [f"# {one_line(episode.title or episode.id)}", "", summary, "",
+                "## Notes", ""] + [f"- {n.at[:16].replace('T', ' ')} {plan.note_link(n.id)}" for n in turns]
         fields = {"id": episode.id, "kind": "episode", "session": episode.session_id, "start": episode.start,
                   "end": episode.end, "status": episode.status, "abstract": episode.abstract}
-        vault.files[f"episodes/{stem}.md"] = _front(fields) + "\n".join(body) + "\n"
-    # Entities (canonical ones; a merged name is listed as another name of the one it joined).
+        plan.add(f"episodes/{stem}.md", front(fields) + "\n".join(body) + "\n")
+    return stems
+
+
+def _entity_pages(plan: _Plan, notes: list[Note], episodes: list[Episode], episode_stem: dict[str, str],
+                  entities: list[Entity], relations: list[Relation]) -> int:
+    """Entities (canonical ones; a merged name is listed as another name of the one it joined)."""
     canonical = {e.id: e for e in entities}
+    by_session: dict[str, list[Note]] = {}
+    for note in notes:
+        if note.session_id:
+            by_session.setdefault(note.session_id, []).append(note)
 
     def root(entity: Entity) -> Entity:
         seen = set()
@@ -150,15 +276,12 @@ def export_vault(memory: Memory, folder: Path, episodes: list[Episode], entities
             entity = canonical[entity.merged_into]
         return entity
 
-    taken: set[str] = set()
-    entity_stem = {e.id: _file_name(e.name, taken) for e in entities if not e.merged_into}
+    stem = {e.id: plan.free("entities", e.name) for e in entities if not e.merged_into}
     episode_by_id = {e.id: e for e in episodes}
-    for entity in entities:
-        if entity.merged_into:
-            continue
+    for entity in (e for e in entities if not e.merged_into):
         group = [e for e in entities if root(e).id == entity.id]
         mentioned = list(dict.fromkeys(i for e in group for i in e.episodes))
-        lines = [f"# {entity.name}", "", f"Type: {entity.type}"]
+        lines = [f"# {one_line(entity.name)}", "", f"Type: {entity.type}"]
         others = [e.name for e in group if e.id != entity.id]
         if others:
             lines.append("Also: " + ", ".join(others))
@@ -168,135 +291,182 @@ def export_vault(memory: Memory, folder: Path, episodes: list[Episode], entities
             if subject is None or obj is None or entity.id not in (root(subject).id, root(obj).id):
                 continue
             when = rel.valid_from[:10] + (f" – {rel.invalid_from[:10]}" if rel.invalid_from else "")
-            facts.append(f"- [[{entity_stem[root(subject).id]}]] {rel.predicate} [[{entity_stem[root(obj).id]}]]"
-                         f" ({when})")
+            facts.append(f"- [[{stem[root(subject).id]}]] {rel.predicate} [[{stem[root(obj).id]}]] ({when})")
         if facts:
             lines += ["", "## Relations", "", *facts]
         lines += ["", "## Episodes", ""] + [f"- [[{episode_stem[i]}|{_title(episode_by_id[i].abstract or i)}]]"
                                              for i in mentioned if i in episode_stem]
-        linked_notes = [n for i in mentioned if i in episode_by_id
-                        for n in sorted(by_session.get(episode_by_id[i].session_id, []), key=lambda n: n.at)]
-        lines += ["", "## Notes", ""] + [f"- {vault.note_link(n.id)}" for n in linked_notes]
+        linked = [n for i in mentioned if i in episode_by_id
+                  for n in sorted(by_session.get(episode_by_id[i].session_id, []), key=lambda n: n.at)]
+        lines += ["", "## Notes", ""] + [f"- {plan.note_link(n.id)}" for n in linked]
         fields = {"id": entity.id, "kind": "entity", "type": entity.type, "aliases": others or None}
-        vault.files[f"entities/{entity_stem[entity.id]}.md"] = _front(fields) + "\n".join(lines) + "\n"
-    # Write: only what changed; then remove what an earlier export wrote and this one did not.
-    written = unchanged = 0
-    for index, (relative, text) in enumerate(sorted(vault.files.items()), 1):
-        path = folder / relative
-        if path.is_file() and path.read_bytes() == text.encode("utf-8"):
-            unchanged += 1
-        else:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(path.name + ".tmp")
-            tmp.write_bytes(text.encode("utf-8"))  # as is: no newline translation of the note's text
-            tmp.replace(path)
-            written += 1
-        if on_progress:
-            on_progress(index, len(vault.files))
-    removed = 0
-    for relative in set(previous) - set(vault.files):
-        target = folder / relative
-        if target.is_file() and target.resolve().is_relative_to(folder.resolve()):
-            target.unlink()
-            removed += 1
-    marker = {"type": VAULT_TYPE, "schema_version": SCHEMA_VERSION, "notebook": memory.notebook,
-              "notes": len(notes), "files": sorted(vault.files)}
-    (folder / MARKER).write_text(json.dumps(marker, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-    return {"folder": str(folder), "notes": len(notes), "episodes": len(episodes),
-            "entities": len(entity_stem), "written": written, "unchanged": unchanged, "removed": removed}
+        plan.add(f"entities/{stem[entity.id]}.md", front(fields) + "\n".join(lines) + "\n")
+    return len(stem)
 
 
-# -- import ---------------------------------------------------------------------------------------------
-def _value(raw: str):
-    raw = raw.strip()
-    if not raw:
-        return None
+def open_vault(folder: Path, notebook: str) -> Marker:
+    """The folder's marker (a new one for a new or empty folder); refuses anything else in one line."""
+    folder = folder.expanduser()
+    if folder.is_symlink() and not folder.exists():
+        raise ZkError(f"{folder} is a link to nothing")
+    if folder.exists() and not folder.is_dir():
+        raise ZkError(f"{folder} is a file, not a folder")
+    marker = Marker.load(folder) if folder.is_dir() else None
+    if marker is None:
+        if folder.is_dir() and any(folder.iterdir()):
+            hint = " (it holds zk pages: was it copied without its hidden files? `zk import` reads it back)" \
+                if looks_like_vault(folder) else ""
+            raise ZkError(f"{folder} is not empty and is not a zk vault (no {MARKER}){hint}; export into a new "
+                          "or empty folder")
+        return Marker.new(notebook)
+    if marker.notebook != notebook:
+        raise ZkError(f"{folder} is the vault of notebook '{marker.notebook}'; export notebook '{notebook}' "
+                      "into another folder")
+    for name in ZK_FOLDERS:
+        if (folder / name).is_symlink() or ((folder / name).exists() and not (folder / name).is_dir()):
+            raise ZkError(f"{folder / name} is a link or a file, not a folder; zk does not write through links")
+    return marker
+
+
+def looks_like_vault(folder: Path) -> bool:
+    """A zk vault whose marker is missing (copied without hidden files): `notes/` holds pages with a zk id."""
+    notes = folder / "notes"
+    if not notes.is_dir() or notes.is_symlink():
+        return False
+    for path in sorted(notes.glob("*.md"))[:20]:
+        try:
+            if path.is_symlink() or not path.is_file():
+                continue
+            with path.open("rb") as fh:
+                head = fh.read(4096).decode("utf-8", "replace")
+        except OSError:
+            continue
+        fields = parse_page(head).fields
+        if isinstance(fields.get("id"), str) and len(fields["id"]) == 32:
+            return True
+    return False
+
+
+# -- deciding and writing ---------------------------------------------------------------------------------
+@dataclass
+class _Outcome:
+    write: list[str]
+    remove: list[str]
+    kept: list[str]
+    unchanged: int = 0
+    written: int = 0
+    removed: int = 0
+
+
+def _absorbed(data: bytes, note: Note | None) -> bool:
+    """A changed note page that holds nothing but the note's current text and zk's own fields: rewriting
+    it loses no word (an edit already taken in, or only zk's fields changed)."""
+    if note is None:
+        return False
     try:
-        return json.loads(raw)
-    except ValueError:
-        return raw[1:-1] if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "'\"" else raw
+        page = parse_page(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        return False
+    return page.fields.get("id") == note.id and page.text.strip() == note.content.strip() and \
+        not page.unknown_keys and not page.typed_below
 
 
-def read_page(text: str) -> tuple[dict, str]:
-    """(front matter, body before the generated links) of one vault page."""
-    text = text.lstrip("\ufeff")
-    if text.startswith("---\r\n"):  # saved with Windows line ends: all of it
-        text = text.replace("\r\n", "\n")
-    if not text.startswith("---\n"):
-        return {}, text
-    end = text.find("\n---\n", 3)
-    if end < 0:
-        return {}, text
-    fields: dict = {}
-    current = None
-    for line in text[4:end].split("\n"):
-        if current and line.lstrip().startswith("- "):
-            fields.setdefault(current, [])
-            if isinstance(fields[current], list):
-                fields[current].append(_value(line.lstrip()[2:]))
-            continue
-        key, sep, raw = line.partition(":")
-        if not sep or line[:1].isspace():
-            continue
-        current = key.strip()
-        fields[current] = _value(raw)
-        if fields[current] is None:
-            fields[current] = []  # "key:" then block items (or an empty value)
-    body = text[end + 5:]
-    cut = body.find("\n" + LINKS_LINE)
-    return fields, (body[:cut] if cut >= 0 else body).strip()
+def _may_replace(path: str, entry: Entry | None, current: bytes, notes: dict[str, Note]) -> bool:
+    """Whether zk may overwrite (or delete) what is at `path` now without losing what someone wrote."""
+    if entry is None or entry.yours:
+        return False
+    if entry.wrote(current):
+        return True
+    if entry.legacy and not path.startswith("notes/"):
+        return True  # an older zk's generated page: it was overwritten on every export then too
+    if not (entry.note or path.startswith("notes/")):
+        return False
+    note_id = entry.note or read_page(current.decode("utf-8", "replace"))[0].get("id")
+    return _absorbed(current, notes.get(note_id) if isinstance(note_id, str) else None)
 
 
-def _strings(value) -> list[str]:
-    if isinstance(value, list):
-        return [str(v) for v in value if v is not None and str(v).strip()]
-    return [v.strip() for v in str(value).split(",") if v.strip()] if value else []
-
-
-def restore_vault(memory: Memory, folder: Path, on_progress: Callable[[int, int | None], None] | None = None
-                  ) -> dict:
-    """Notes of a vault back into the memory's notebook, with their ids, text, fields and links. Notes whose
-    id is already stored are left as they are. Pages that are not notes (episodes, entities) are skipped:
-    the worker rebuilds them from the restored sessions."""
-    pages = sorted((folder / "notes").glob("*.md")) if (folder / "notes").is_dir() else []
-    notes: list[Note] = []
-    failed: list[dict] = []
-    for path in pages:
+def _decide(safe: SafeFolder, marker: Marker, plan: _Plan, notes: dict[str, Note]) -> _Outcome:
+    out = _Outcome([], [], [])
+    for path, file in sorted(plan.files.items()):
+        entry = marker.files.get(path)
         try:
-            fields, body = read_page(path.read_bytes().decode("utf-8"))
-        except (OSError, UnicodeDecodeError) as exc:
-            failed.append({"line": None, "record": None, "message": f"{path.name}: cannot read it ({exc})"})
+            current = safe.read(path)
+        except Refused as exc:
+            out.kept.append(str(exc))
             continue
-        note_id = str(fields.get("id") or "")
-        if not re.fullmatch(r"[0-9a-f]{32}", note_id) or not body:
-            failed.append({"line": None, "record": None, "message": f"{path.name}: no zk id or no text; skipped"})
+        if current == file.data:
+            out.unchanged += 1
+            marker.files[path] = Entry(digest(file.data), note=file.note, text=file.text)
+        elif current is None or _may_replace(path, entry, current, notes):
+            out.write.append(path)
+        else:
+            why = "changed in the vault since zk wrote it" if entry else "a file zk did not write"
+            out.kept.append(f"{path}: {why}; kept as it is, zk's update not written"
+                            + (" (`zk sync` takes its text in)" if path.startswith("notes/") else
+                               " (delete it to get zk's page back)"))
+    for path, entry in sorted(marker.files.items()):
+        if path in plan.files or entry.yours:
             continue
         try:
-            at = str(fields.get("at") or "")
-            note = memory.new_note(body, at or None)
-        except ZkError as exc:
-            failed.append({"line": None, "record": None, "message": f"{path.name}: {exc}; skipped"})
+            current = safe.read(path)
+        except Refused as exc:
+            out.kept.append(str(exc))
             continue
-        note.id = note_id
-        note.created = str(fields.get("created") or note.created)
-        note.keywords, note.tags = _strings(fields.get("keywords")), _strings(fields.get("tags"))
-        note.user_tags = _strings(fields.get("user_tags")) if "user_tags" in fields else hashtags(body)
-        note.context = str(fields.get("context") or "")
-        note.links = [i for i in _strings(fields.get("links")) if re.fullmatch(r"[0-9a-f]{32}", i)]
-        note.session_id = fields.get("session") or None
-        note.kind = str(fields.get("kind") or "note")
-        note.speaker = fields.get("speaker") or None
-        note.seq = int(fields.get("seq") or 0)
-        note.source = fields.get("source") or None
-        note.status = READY if fields.get("status") == READY else "pending"
-        note.content_hash = str(fields.get("hash") or content_hash(note.content, note.speaker, note.at, note.source))
-        notes.append(note)
-    existing = set(memory.store.get_many([n.id for n in notes]))
-    fresh = [n for n in notes if n.id not in existing]
-    for start in range(0, len(fresh), 128):  # one embedding batch and one commit per 128 notes
-        memory.add_notes(fresh[start:start + 128])
+        if current is None:
+            del marker.files[path]
+        elif _may_replace(path, entry, current, notes):
+            out.remove.append(path)
+        else:
+            out.kept.append(f"{path}: gone from zk, but changed in the vault since zk wrote it; kept as it is")
+    return out
+
+
+def _write(safe: SafeFolder, marker: Marker, plan: _Plan, out: _Outcome,
+           on_progress: Callable[[int, int], None] | None) -> None:
+    """The marker first (what is about to be written, so an interrupted export is resumed, not refused),
+    then each file atomically, then the marker as it now is. Nothing at all when nothing changed."""
+    if out.write or out.remove:
+        for folder in ZK_FOLDERS:
+            safe.clean_temp(folder)
+        for path in out.write:
+            entry = marker.files.setdefault(path, Entry())
+            entry.next = digest(plan.files[path].data)
+        marker.save(safe)
+    for index, path in enumerate(out.write, 1):
+        file = plan.files[path]
+        safe.write(path, file.data)  # as is: no newline translation of the note's text
+        marker.files[path] = Entry(digest(file.data), note=file.note, text=file.text)
+        out.written += 1
         if on_progress:
-            on_progress(min(start + 128, len(fresh)), len(fresh))
-    sessions = list(dict.fromkeys(n.session_id for n in fresh if n.session_id and n.kind == "turn"))
-    return {"format": VAULT_TYPE, "added": len(fresh), "skipped_duplicates": len(notes) - len(fresh),
-            "failed": failed, "session_ids": sessions}
+            on_progress(index, len(out.write))
+    for path in out.remove:
+        out.removed += safe.remove(path)
+        marker.files.pop(path, None)
+    marker.save(safe)
+
+
+def export_vault(memory: Memory, folder: Path, episodes: list[Episode], entities: list[Entity],
+                 relations: list[Relation], on_progress: Callable[[int, int], None] | None = None) -> dict:
+    """Write the memory's notebook into `folder` as a vault; see the module docstring. Returns counts and
+    `kept`: one line per file left as it is."""
+    folder = folder.expanduser()
+    marker = open_vault(folder, memory.notebook)
+    notes = memory.store.notes(memory.notebook)
+    notes.sort(key=lambda n: (n.at, n.created, n.seq, n.id))
+    try:
+        with SafeFolder(folder) as safe:
+            plan = _Plan(marker, safe, notes)
+            _note_pages(plan, notes)
+            episode_stem = _episode_pages(plan, notes, episodes)
+            entity_count = _entity_pages(plan, notes, episodes, episode_stem, entities, relations)
+            out = _decide(safe, marker, plan, {n.id: n for n in notes})
+            marker.notes = len(notes)
+            _write(safe, marker, plan, out, on_progress)
+    except Refused as exc:
+        raise ZkError(f"{folder}: {exc}") from None
+    except OSError as exc:
+        raise ZkError(f"cannot write the vault {folder}: {exc.strerror or exc} ({exc.filename or ''}); "
+                      "the next export finishes it") from None
+    remember(memory, marker, folder)
+    return {"folder": str(folder), "notes": len(notes), "episodes": len(episodes), "entities": entity_count,
+            "written": out.written, "unchanged": out.unchanged, "removed": out.removed, "kept": out.kept}
