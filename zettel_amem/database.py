@@ -23,7 +23,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from .errors import StoreBusy, StoreDamaged, ZkError, ZkWarning
+from .errors import StoreBusy, StoreDamaged, StoreUnreachable, ZkError, ZkWarning
+from .location import StoreLocation
 
 SCHEMA_VERSION = 3  # 2: raw_vector (the raw words' embedding beside the enriched one), user_tags (#tags);
 #                   3: terms, enrichment_terms (the full-text index's words) and the indexes
@@ -191,9 +192,12 @@ class Database:
     """The LanceDB folder of one home and its meta file. Tables live in it (`Store` is the notes table,
     `TierStore` the upper tiers); a subclass opens its own tables."""
 
-    def __init__(self, home: Path, embedder_name: str, dim: int):
+    def __init__(self, home: Path, embedder_name: str, dim: int, location: StoreLocation | None = None):
         self.home = home
+        self.location = location or StoreLocation(home)
+        self.remote = self.location.remote  # tables in an object store (location.py); home stays local
         self.db_path = home / "lancedb"
+        self.where = str(self.location)  # what messages name: the folder or the URI
         self.meta_path = home / "meta.json"
         self.embedder_name = embedder_name
         self.dim = dim
@@ -219,8 +223,22 @@ class Database:
                 self.home.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise ZkError(f"cannot create the store directory {self.home}: {exc.strerror}") from None
-        # read_consistency_interval=0: every read sees commits made by other processes.
-        self.db = lancedb.connect(str(self.db_path), read_consistency_interval=timedelta(0))
+        # read_consistency_interval=0: every read sees commits made by other processes (and machines).
+        self.db = self.remote_call(lambda: lancedb.connect(
+            self.location.lancedb_uri, read_consistency_interval=timedelta(0),
+            storage_options=self.location.options or None))
+
+    def remote_call(self, action):
+        """Run a LanceDB call; on an object store, a failure to reach it is StoreUnreachable (one line)."""
+        from .location import unreachable
+
+        try:
+            return action()
+        except Exception as exc:  # noqa: BLE001 - classified: unreachable, or raised as it was
+            why = unreachable(exc) if self.remote else ""
+            if why:
+                raise StoreUnreachable(f"cannot reach the store at {self.where} ({why})") from None
+            raise
 
     def table_dir(self, name: str) -> Path:
         return self.db_path / f"{name}.lance"
@@ -230,7 +248,10 @@ class Database:
 
         meta.json is written after each commit, so a table may be newer than it (a crash in between),
         never older: an older table lost its newest manifest(s), and a write now would silently build
-        on the old version and overwrite the lost one's number."""
+        on the old version and overwrite the lost one's number. (An object store does not lose commits
+        the way a synced folder does, and other machines commit too: not checked there.)"""
+        if self.remote:
+            return None
         for name, recorded in sorted((meta.get("tables") or {}).items()):
             table_dir = self.db_path / f"{name}.lance"
             version = int(recorded.get("version") or 0)
@@ -274,8 +295,14 @@ class Database:
         tmp.write_text(json.dumps(data), encoding="utf-8")
         tmp.replace(self.meta_path)
 
+    def write_meta(self) -> None:
+        self._write_meta()
+
     def record(self, name: str, table) -> None:
-        """After a commit: the table's version and row count go into meta.json (see compare_with_meta)."""
+        """After a commit: the table's version and row count go into meta.json (see compare_with_meta).
+        Not for an object store: counting the rows would cost requests, and the check is local-only."""
+        if self.remote:
+            return
         try:
             self._write_meta({name: {"version": int(table.version), "rows": int(table.count_rows())}})
         except OSError:
@@ -305,6 +332,8 @@ class Database:
         """Raise a one-line ZkError when writing would build on a damaged store."""
         if self.damage:
             raise StoreDamaged(f"{self.damage}; nothing was written", written=True)
+        if self.remote:  # the file checks read a local folder
+            return
         damage = self.compare_with_meta(self.read_meta(self.home))
         if damage:
             self.damage = damage
@@ -319,13 +348,13 @@ class Database:
     def guarded_write(self, action) -> None:
         """Run one commit; any IO or Lance failure becomes one clear line (nothing half-done)."""
         try:
-            action()
+            self.remote_call(action)
         except OSError as exc:
-            raise ZkError(f"cannot write to the store at {self.db_path}: {lance_message(exc)}") from None
+            raise ZkError(f"cannot write to the store at {self.where}: {lance_message(exc)}") from None
         except ZkError:
             raise
         except Exception as exc:  # noqa: BLE001 - a Lance error during a commit: one line, nothing half-done
-            raise StoreDamaged(f"cannot write to the store at {self.db_path}: {lance_message(exc)}") from None
+            raise StoreDamaged(f"cannot write to the store at {self.where}: {lance_message(exc)}") from None
 
     def guarded_read(self, action):
         """Run one read; a damaged file becomes one clear line, and a store older than its record is
@@ -335,11 +364,11 @@ class Database:
             warnings.warn(ZkWarning(f"{self.damage}; showing what is left, writes are refused until `zk repair`"),
                           stacklevel=2)
         try:
-            return action()
+            return self.remote_call(action)
         except ZkError:
             raise
         except Exception as exc:  # noqa: BLE001 - a damaged file surfaces here as any Lance error
-            raise StoreDamaged(f"cannot read the store at {self.db_path}: {lance_message(exc)}") from None
+            raise StoreDamaged(f"cannot read the store at {self.where}: {lance_message(exc)}") from None
 
     def upkeep(self, name: str, table, purge: bool = False) -> None:
         """The idle worker's upkeep of one table, in time that grows with the rows written since, not with

@@ -29,6 +29,11 @@ class StoreDamaged(ZkError):
         self.refused_write = written
 
 
+class StoreUnreachable(ZkError):
+    """An object-store home (`zk --home s3://...`) cannot be reached: offline, a stopped server, a DNS or
+    TLS failure. `zk add` keeps the note in the local outbox instead (outbox.py)."""
+
+
 class StoreBusy(ZkError):
     """Another zk holds the write lock longer than the wait."""
 
@@ -44,3 +49,8 @@ class NoteTooLong(InvalidInput):
 class ZkWarning(UserWarning):
     """Something the user should know that does not stop the command (an unknown config key, a store
     that can be read but not written). The CLI shows each as one `zk: warning:` line on stderr."""
+
+
+class ZkNotice(ZkWarning):
+    """Something zk did on its own that the user should hear of (notes kept offline were sent): one
+    `zk: note:` line on stderr."""

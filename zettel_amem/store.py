@@ -148,8 +148,8 @@ def row_to_note(row: dict[str, Any]) -> Note:
 class Store(Database):
     """The notes table of one home (the database's meta file, lock and guards come from `Database`)."""
 
-    def __init__(self, home: Path, embedder_name: str, dim: int):
-        super().__init__(home, embedder_name, dim)
+    def __init__(self, home: Path, embedder_name: str, dim: int, location=None):
+        super().__init__(home, embedder_name, dim, location)
         self._vector_indexes: tuple[int, dict[str, int]] | None = None  # (table version, what it has)
         self._has_enriched: tuple[tuple[int, str | None], bool] | None = None
         self._sole_notebook: dict[tuple[int, str], bool] = {}
@@ -157,6 +157,11 @@ class Store(Database):
 
     def _open(self) -> None:
         meta = self.read_meta(self.home)
+        if self.remote:
+            from .shared_store import open_shared
+
+            open_shared(self, meta)
+            return
         recorded = meta.get("tables", {}).get(NOTES)
         if recorded and not self.table_dir(NOTES).is_dir():
             # Never build a new, empty store over one that is gone (a moved folder, a drive not mounted).
@@ -183,6 +188,17 @@ class Store(Database):
             raise
         except Exception as exc:  # noqa: BLE001 - any LanceDB/IO failure means the store is unusable
             raise StoreDamaged(f"cannot open the store at {self.db_path}: {lance_message(exc)}") from None
+
+    # For shared_store.py, which opens the table of an object-store home.
+    def notes_schema(self):
+        return _arrow_schema(self.dim)
+
+    def ensure_indexes(self) -> None:
+        with self.write_lock(check=False):
+            self._ensure_indexes()
+
+    def migrate(self, from_version: int) -> None:
+        self._migrate(from_version)
 
     def _create_table(self, meta: dict[str, Any]) -> None:
         """Create the notes table of a new store under the lock (only a new store takes the lock to open:
