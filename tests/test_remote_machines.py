@@ -69,7 +69,8 @@ def _start(env: dict[str, str], *args: str) -> subprocess.Popen:
 def _done(path: Path) -> list[tuple[str, str, str]]:
     if not path.exists():
         return []
-    return [tuple(line.split("\t", 2)) for line in path.read_text(encoding="utf-8").splitlines() if line.count("\t") == 2]
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return [tuple(line.split("\t", 2)) for line in lines if line.count("\t") == 2]
 
 
 def _export(env: dict[str, str], tmp: Path) -> list[dict]:
@@ -93,8 +94,7 @@ def _two_machines(s3: LoopbackS3, tmp_path: Path, kill: bool) -> None:
 
     procs = {label: _start(machines[label][0], *args(label)) for label in "AB"}
     if kill:  # kill -9 machine A at a random moment of its run, then restart it where it stopped
-        time.sleep(random.Random(30).uniform(5, 60))
-        procs["A"].send_signal(signal.SIGKILL)
+        _kill_at_random(procs["A"], machines["A"][1], random.Random(30))
         assert procs["A"].wait() == -signal.SIGKILL
         procs["A"] = _start(machines["A"][0], *args("A", len(_done(machines["A"][1]))))
     for label, proc in procs.items():
@@ -120,6 +120,18 @@ def _two_machines(s3: LoopbackS3, tmp_path: Path, kill: bool) -> None:
         assert set(annotated) == {n["content"] for n in added} and sum(annotated.values()) <= len(added) + 1
     else:
         assert annotated == Counter(n["content"] for n in added)  # each note enriched exactly once
+
+
+def _kill_at_random(proc: subprocess.Popen, done: Path, rng: random.Random) -> None:
+    """SIGKILL: after a random number of completed adds, or at a random moment of the import and the
+    worker's run that follow them (seeded)."""
+    target = rng.randint(1, ADDS + ADDS // 4)
+    while proc.poll() is None and len(_done(done)) < min(target, ADDS):
+        time.sleep(0.05)
+    if target > ADDS:
+        time.sleep(rng.uniform(0, 20))
+    assert proc.poll() is None, "the writer finished before the kill; lower the seed's target"
+    proc.send_signal(signal.SIGKILL)
 
 
 @pytest.mark.slow

@@ -29,6 +29,8 @@ from .location import StoreLocation
 SCHEMA_VERSION = 3  # 2: raw_vector (the raw words' embedding beside the enriched one), user_tags (#tags);
 #                   3: terms, enrichment_terms (the full-text index's words) and the indexes
 _U64 = (1 << 64) - 1  # LanceDB's v2 manifest names count down: `_versions/{2**64 - 1 - version}.manifest`
+REMOTE_STALENESS_S = 1.0  # an object-store read may use a table version this old (see connect)
+REMOTE_KEEP_VERSIONS = timedelta(minutes=10)  # a shared store's old versions live this long (see _cleanup_age)
 MAX_VECTOR_DELTAS = 4  # extra segments of a vector index (new rows since training) before they are merged
 # Data file names inside a manifest (protobuf; the names are plain strings in it).
 _DATA_FILE = re.compile(rb"(?:[01]{24}[0-9a-f]{26}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})"
@@ -223,10 +225,19 @@ class Database:
                 self.home.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise ZkError(f"cannot create the store directory {self.home}: {exc.strerror}") from None
-        # read_consistency_interval=0: every read sees commits made by other processes (and machines).
+        # read_consistency_interval=0: every read sees commits made by other processes. On an object store
+        # that check is a LIST request before every read (a search makes dozens): there a read may use a
+        # version up to REMOTE_STALENESS_S old, and the worker refreshes where it must (`refresh`).
+        interval = timedelta(seconds=REMOTE_STALENESS_S) if self.remote else timedelta(0)
         self.db = self.remote_call(lambda: lancedb.connect(
-            self.location.lancedb_uri, read_consistency_interval=timedelta(0),
+            self.location.lancedb_uri, read_consistency_interval=interval,
             storage_options=self.location.options or None))
+
+    def refresh(self, *tables) -> None:
+        """See other machines' newest commits now (object store only; a local store always does)."""
+        if self.remote:
+            for table in tables:
+                self.remote_call(table.checkout_latest)
 
     def remote_call(self, action):
         """Run a LanceDB call; on an object store, a failure to reach it is StoreUnreachable (one line)."""
@@ -370,6 +381,22 @@ class Database:
         except Exception as exc:  # noqa: BLE001 - a damaged file surfaces here as any Lance error
             raise StoreDamaged(f"cannot read the store at {self.where}: {lance_message(exc)}") from None
 
+    def _cleanup_age(self) -> dict:
+        """Which old versions upkeep drops. Locally: all of them at once (a deleted note's text must not
+        survive on disk), and files no version names (a killed commit's). On a shared store another
+        machine may be reading an older version or be in the middle of a commit whose files no version
+        names yet: only versions older than REMOTE_KEEP_VERSIONS, and never unnamed files (LanceDB drops
+        those itself after a week)."""
+        if self.remote:
+            return {"older_than": REMOTE_KEEP_VERSIONS, "delete_unverified": False}
+        return {"older_than": timedelta(0), "delete_unverified": True}
+
+    def lance_dataset(self, table):
+        """The table as a pylance dataset at its newest version: on an object store the table object may
+        not know yet of a commit made through pylance a moment ago (see connect)."""
+        self.refresh(table)
+        return table.to_lance()
+
     def upkeep(self, name: str, table, purge: bool = False) -> None:
         """The idle worker's upkeep of one table, in time that grows with the rows written since, not with
         the table: merge the small fragments, fold the new rows into every index, drop old versions.
@@ -383,17 +410,19 @@ class Database:
         import lance  # noqa: F401 - pylance, imported here only: the parts of Lance lancedb does not expose
 
         def run() -> None:
-            table.to_lance().optimize.compact_files(materialize_deletions_threshold=0.0 if purge else 0.1)
+            self.lance_dataset(table).optimize.compact_files(materialize_deletions_threshold=0.0 if purge else 0.1)
             indexes = table.list_indices()
             other = [i.name for i in indexes if not i.index_type.startswith("Ivf")]
             if other:
-                table.to_lance().optimize.optimize_indices(index_names=other)  # cheap: scalar and full-text
+                self.lance_dataset(table).optimize.optimize_indices(index_names=other)  # cheap: scalar and full-text
             for index in indexes:
                 if index.index_type.startswith("Ivf"):  # a vector index
                     deltas = (index.num_segments or 1) - 1  # the newest segments; the first is the trained one
                     merge = deltas if deltas >= MAX_VECTOR_DELTAS else 0
-                    table.to_lance().optimize.optimize_indices(index_names=[index.name], num_indices_to_merge=merge)
-            table.to_lance().cleanup_old_versions(older_than=timedelta(0), delete_unverified=True)
+                    self.lance_dataset(table).optimize.optimize_indices(index_names=[index.name],
+                                                                        num_indices_to_merge=merge)
+            self.lance_dataset(table).cleanup_old_versions(**self._cleanup_age())
+            self.refresh(table)
 
         with self.write_lock(), warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)

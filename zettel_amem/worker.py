@@ -139,6 +139,7 @@ def drain(memory, on_progress: Callable[[ProcessResult, int, int], None] | None 
                 return results
             if then is not None:
                 then()
+        memory.store.refresh(memory.store.table)  # a note another machine added a moment ago is seen
         if not [i for i in memory.pending_ids(all_notebooks=True) if i not in failed] and not (
                 more_work is not None and more_work()):
             _upkeep(memory)  # idle now: merge the fragments single adds left, bring the indexes up to date
