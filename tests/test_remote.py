@@ -217,3 +217,28 @@ def test_a_uri_home_keeps_this_machines_state_in_its_local_folder(tmp_path, monk
     assert options["endpoint"] == "http://127.0.0.1:9000" and options["allow_http"] == "true"
     assert not resolve(tmp_path / "plain", str(tmp_path / "plain")).remote
     assert os.environ.get("ZK_LLM_MODEL", FAKE_MODEL)  # untouched
+
+
+def test_the_dynamodb_commit_store_works_too(zk, s3, zk_home, monkeypatch):
+    """`s3+ddb://` (for a store without conditional writes): commits go through a DynamoDB table (moto's,
+    on the same test server)."""
+    import boto3
+
+    from tests.s3_server import KEY_ID, REGION, SECRET
+
+    table = f"zk-commits-{uuid.uuid4().hex[:6]}"
+    boto3.client("dynamodb", endpoint_url=s3.endpoint, aws_access_key_id=KEY_ID, aws_secret_access_key=SECRET,
+                 region_name=REGION).create_table(
+        TableName=table, BillingMode="PAY_PER_REQUEST",
+        KeySchema=[{"AttributeName": "base_uri", "KeyType": "HASH"}, {"AttributeName": "version", "KeyType": "RANGE"}],
+        AttributeDefinitions=[{"AttributeName": "base_uri", "AttributeType": "S"},
+                              {"AttributeName": "version", "AttributeType": "N"}])
+    _use(s3, monkeypatch, zk_home, "ddb")
+    monkeypatch.setenv("ZK_HOME", f"s3+ddb://{BUCKET}/ddb-{uuid.uuid4().hex[:6]}?ddbTableName={table}")
+    ids = {zk("add", f"note {i} over DynamoDB", "--json", check=True).json()["id"] for i in range(3)}
+    assert {n["id"] for n in zk("list", "--json", check=True).json()} == ids
+    items = boto3.client("dynamodb", endpoint_url=s3.endpoint, aws_access_key_id=KEY_ID,
+                         aws_secret_access_key=SECRET, region_name=REGION).scan(TableName=table)["Items"]
+    assert len(items) >= 4  # the table's creation and each add: one commit record each
+    line = next(c for c in zk("doctor", "--json").json()["checks"] if c["check"] == "remote store")
+    assert line["ok"] and "DynamoDB" in line["message"]

@@ -27,7 +27,8 @@ class State:
 
 
 @app.callback()
-def _global(home: str | None = typer.Option(None, "--home", help="Data directory (default: $ZK_HOME or the "
+def _global(home: str | None = typer.Option(None, "--home", help="Data directory, or s3://BUCKET/PREFIX for a "
+                                               "notebook shared by several machines (default: $ZK_HOME or the "
                                                "user data dir)."),
             notebook: str | None = typer.Option(None, "--notebook", "-n", help="Notebook to use (default: main)."),
             model: str | None = typer.Option(None, "--model", "-m", help="LLM for this command: a .gguf path, "

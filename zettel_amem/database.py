@@ -30,6 +30,7 @@ SCHEMA_VERSION = 3  # 2: raw_vector (the raw words' embedding beside the enriche
 #                   3: terms, enrichment_terms (the full-text index's words) and the indexes
 _U64 = (1 << 64) - 1  # LanceDB's v2 manifest names count down: `_versions/{2**64 - 1 - version}.manifest`
 REMOTE_STALENESS_S = 1.0  # an object-store read may use a table version this old (see connect)
+REMOTE_COMMIT_TRIES = 5  # a shared store's commit preempted by another machine's is run again (guarded_write)
 REMOTE_KEEP_VERSIONS = timedelta(minutes=10)  # a shared store's old versions live this long (see _cleanup_age)
 MAX_VECTOR_DELTAS = 4  # extra segments of a vector index (new rows since training) before they are merged
 # Data file names inside a manifest (protobuf; the names are plain strings in it).
@@ -359,13 +360,28 @@ class Database:
     def guarded_write(self, action) -> None:
         """Run one commit; any IO or Lance failure becomes one clear line (nothing half-done)."""
         try:
-            self.remote_call(action)
+            self._committed(action)
         except OSError as exc:
             raise ZkError(f"cannot write to the store at {self.where}: {lance_message(exc)}") from None
         except ZkError:
             raise
         except Exception as exc:  # noqa: BLE001 - a Lance error during a commit: one line, nothing half-done
             raise StoreDamaged(f"cannot write to the store at {self.where}: {lance_message(exc)}") from None
+
+    def _committed(self, action) -> None:
+        """Run one commit. On a shared store a commit another machine's commit preempted ("Retryable commit
+        conflict": nothing of it was written) is run again once this process sees the newer version."""
+        import random
+        import time
+
+        for attempt in range(REMOTE_COMMIT_TRIES if self.remote else 1):
+            try:
+                self.remote_call(action)
+                return
+            except Exception as exc:  # noqa: BLE001 - only a preempted commit is tried again
+                if attempt == REMOTE_COMMIT_TRIES - 1 or "Retryable commit conflict" not in str(exc):
+                    raise
+            time.sleep(REMOTE_STALENESS_S + random.uniform(0, attempt + 1))  # past the read staleness
 
     def guarded_read(self, action):
         """Run one read; a damaged file becomes one clear line, and a store older than its record is

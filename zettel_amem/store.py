@@ -264,7 +264,34 @@ class Store(Database):
             if rows:
                 self.guarded_write(lambda: self.table.add(rows))
                 self.record(NOTES, self.table)
+        if skip_existing and notes and self.remote:
+            notes = self._drop_racing_copies(notes)
         return notes
+
+    def _drop_racing_copies(self, notes: list[Note]) -> list[Note]:
+        """On a shared store the hash check above is not atomic across machines: two machines importing
+        one log at once can both write a turn. After the commit, each hash written is looked up; of
+        several rows with one hash the smallest id stays and the others are deleted. Every machine
+        picks the same survivor, so racing clean-ups delete the same rows (idempotent), and at least the
+        later committer sees both copies. Returns the notes of this batch that survived."""
+        hashes = sorted({n.content_hash for n in notes})
+        gone: set[str] = set()
+        for attempt in range(5):  # the other machine's clean-up of the same rows may conflict with ours
+            rows = [r for start in range(0, len(hashes), 500) for r in self._query(
+                in_list("content_hash", hashes[start:start + 500]), ["id", "content_hash"])]
+            ids: dict[str, set[str]] = {}
+            for row in rows:
+                ids.setdefault(row["content_hash"], set()).add(row["id"])
+            losers = sorted(i for group in ids.values() for i in sorted(group)[1:])
+            try:
+                self.delete(losers)
+                gone.update(losers)
+                break
+            except ZkError:
+                if attempt == 4:
+                    raise
+                self.refresh(self.table)
+        return [n for n in notes if n.id not in gone and n.content_hash in ids and n.id in ids[n.content_hash]]
 
     def update(self, notes: Iterable[Note]) -> None:
         """Replace whole rows by id in one atomic commit (used for every multi-note change). Update only:

@@ -368,9 +368,10 @@ def import_source(memory: Memory, source: Path | BinaryIO, fmt: str = "auto", *,
         report = importer.run(items)
     except OSError as exc:
         raise ZkError(f"cannot read {name}: {exc.strerror or exc}") from None
-    if report.added:
+    if report.added and not memory.store.remote:
         # A bulk write: fold it into the indexes now rather than when the LLM queue is drained, hours later
-        # (the rows are searchable either way; indexed, a big import is searched at indexed speed).
+        # (the rows are searchable either way; indexed, a big import is searched at indexed speed). On a
+        # shared store that upkeep is the worker's, one machine at a time (lease.py).
         memory.store.maintain()
     return report
 
