@@ -21,15 +21,20 @@ ALLOWED = {
     "models": set(),
     "text": set(),
     "relative_dates": set(),
-    "config": {"errors"},
+    "config": {"errors", "location"},
+    "location": {"errors"},  # where the tables live: a folder or an object-store URI
     "dates": {"errors"},
     "editor": {"errors"},
     "prompts": {"errors", "text"},
     # storage (the only modules that build a filter), embeddings, model backends
-    "database": {"errors"},
-    "store": {"database", "errors", "models", "text"},
+    "database": {"errors", "location"},
+    "store": {"database", "errors", "models", "shared_store", "text"},
+    "shared_store": {"database", "errors"},  # opening the notes table of an object-store home
+    "lease": {"database"},  # the shared store's worker lease (a row in a table)
     "tier_store": {"database", "models"},
     "health": {"database", "errors", "store"},  # storage health below the CLI: diagnose and read what is left
+    "remote": {"database", "health", "location"},  # doctor's probe of an object store
+    "outbox": {"errors", "models", "store"},  # notes kept offline for a shared store
     "embed": {"config", "errors"},
     "llm": {"config", "errors", "llm", "models"},
     # the LLM steps, each a pure function of a model and prompts
@@ -43,9 +48,9 @@ ALLOWED = {
     "pipeline": {"construct", "embed", "errors", "evolve", "link", "llm", "models", "retrieve", "text"},
     "search": {"errors", "models", "retrieve", "text"},
     "answer": {"config", "errors", "llm", "models", "prompts", "retrieve", "text"},
-    "memory": {"answer", "config", "dates", "embed", "errors", "evolve", "llm", "models", "pipeline", "prompts",
-               "retrieve", "search", "store", "text"},
-    "worker": {"models"},
+    "memory": {"answer", "config", "dates", "embed", "errors", "evolve", "llm", "location", "models", "outbox",
+               "pipeline", "prompts", "retrieve", "search", "store", "text"},
+    "worker": {"lease", "models"},
     "ingest": {"database", "errors", "ingest", "memory", "models", "store", "text"},
     "sessions": {"errors", "models", "tier_store"},
     "promotion": {"dates", "embed", "episodes", "errors", "extraction", "llm", "models", "sessions", "text",
@@ -56,13 +61,14 @@ ALLOWED = {
     # the front ends
     "render": {"models", "retrieve", "text"},
     "graphpage": {"models", "text"},
-    "doctor": {"config", "database", "embed", "errors", "health", "ingest", "llm", "memory", "models", "store",
-               "worker"},
+    "doctor": {"config", "database", "embed", "errors", "health", "ingest", "llm", "location", "memory", "models",
+               "remote", "store", "worker"},
     "mcp_server": {"errors", "llm", "memory", "models", "retrieve", "tiers"},
     "cli": {"config", "dates", "doctor", "editor", "errors", "graphpage", "health", "ingest", "mcp_server", "memory",
             "models", "prompts", "render", "tiers", "worker"},
 }
-STORAGE = {"database", "store", "tier_store", "health"}  # the only layers that may build a filter string
+# The only layers that may build a filter string.
+STORAGE = {"database", "store", "tier_store", "health", "shared_store", "lease"}
 # Text that only a LanceDB filter contains.
 FILTER_MARKS = (" LIKE ", " IS NULL", " IS NOT NULL", "array_length(", "array_has", " IN (", "notebook = ")
 

@@ -30,38 +30,34 @@ def schema_metadata(embedder: str, dim: int) -> dict[bytes, bytes]:
     return {EMBEDDER_KEY: embedder.encode(), DIM_KEY: str(dim).encode(), SCHEMA_KEY: str(SCHEMA_VERSION).encode()}
 
 
-def open_shared(store: Store, meta: dict[str, Any]) -> None:
-    """Connect to the object store and open (or create) the notes table; see the module docstring."""
-    from .store import NOTES
-
+def open_shared(store: Store, meta: dict[str, Any], name: str) -> None:
+    """Connect to the object store and open (or create) the table `name` (notes); see the module docstring."""
     try:
         store.connect(meta)
         store.home.mkdir(parents=True, exist_ok=True)
         try:
-            store.table = store.remote_call(lambda: store.db.open_table(NOTES))
+            store.table = store.remote_call(lambda: store.db.open_table(name))
         except ValueError:  # "Table 'notes' was not found": a new shared notebook
-            _create(store)
+            _create(store, name)
         _check_identity(store)
         if not meta:  # this machine's record of the embedder: `zk list` then never loads the model
             store.write_meta()
         if set(store.notes_schema().names) - set(store.table.schema.names):
-            _migrate(store)
+            _migrate(store, name)
     except ZkError:
         raise
     except Exception as exc:  # noqa: BLE001 - any LanceDB failure means the store is unusable
         raise StoreDamaged(f"cannot open the store at {store.where}: {lance_message(exc)}") from None
 
 
-def _create(store: Store) -> None:
-    from .store import NOTES
-
+def _create(store: Store, name: str) -> None:
     schema = store.notes_schema().with_metadata(schema_metadata(store.embedder_name, store.dim))
     try:
-        store.remote_call(lambda: store.db.create_table(NOTES, schema=schema))
+        store.remote_call(lambda: store.db.create_table(name, schema=schema))
     except (ValueError, RuntimeError, OSError) as exc:  # another machine created it first
         if "already exists" not in str(exc) and "onflict" not in str(exc):
             raise
-    store.table = store.remote_call(lambda: store.db.open_table(NOTES))
+    store.table = store.remote_call(lambda: store.db.open_table(name))
     try:
         store.ensure_indexes()
     except ZkError:
@@ -80,14 +76,14 @@ def _check_identity(store: Store) -> None:
                       f"({SCHEMA_VERSION}); upgrade zettel-amem")
 
 
-def _migrate(store: Store, attempts: int = 3) -> None:
+def _migrate(store: Store, name: str, attempts: int = 3) -> None:
     """Add the missing columns; a conflict with another machine's migration is re-read, not repeated."""
     for attempt in range(attempts):
         try:
             store.migrate(0)
             return
         except ZkError:
-            store.table = store.remote_call(lambda: store.db.open_table("notes"))
+            store.table = store.remote_call(lambda: store.db.open_table(name))
             if not set(store.notes_schema().names) - set(store.table.schema.names) or attempt == attempts - 1:
                 if attempt == attempts - 1:
                     raise

@@ -160,7 +160,7 @@ class Store(Database):
         if self.remote:
             from .shared_store import open_shared
 
-            open_shared(self, meta)
+            open_shared(self, meta, NOTES)
             return
         recorded = meta.get("tables", {}).get(NOTES)
         if recorded and not self.table_dir(NOTES).is_dir():
