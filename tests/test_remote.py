@@ -61,6 +61,8 @@ def test_commands_work_on_a_shared_store_as_on_a_local_home(zk, shared, s3, zk_h
     done = zk("process", "--json", check=True).json()  # the worker's work, here in the foreground
     assert {r["id"] for r in done if r.get("kind") != "episode"} == {first, second}
     assert {n["status"] for n in zk("list", "--json", check=True).json()} == {"ready"}
+    waited = zk("add", "Iced the knee after the run.", "--wait", "--json", check=True).json()
+    assert waited["status"] == "ready" and waited["usage"]["llm_calls"] >= 1  # under the lease, in the foreground
     answer = zk("ask", "what happened with my knee?", "--json", check=True).json()
     assert answer["answer"].startswith("The knee notes say so.") and answer["cited"]
 
@@ -75,14 +77,14 @@ def test_commands_work_on_a_shared_store_as_on_a_local_home(zk, shared, s3, zk_h
     backup = tmp_path / "backup.jsonl"
     zk("export", "-o", str(backup), check=True)
     zk("rm", first[:8], check=True)
-    assert [n["id"] for n in zk("list", "--json", check=True).json()] == [second]
+    assert first not in {n["id"] for n in zk("list", "--json", check=True).json()}
     assert zk("show", first[:8]).exit_code != 0
 
     _use(s3, monkeypatch, tmp_path / "other-machine", "restored")  # a fresh shared notebook
     report = zk("import", str(backup), "--json", check=True).json()
-    assert report["added"] == 2
+    assert report["added"] == 3
     restored = {n["id"]: n for n in zk("list", "--json", check=True).json()}
-    assert set(restored) == {first, second} and restored[second]["version"] == 2
+    assert set(restored) == {first, second, waited["id"]} and restored[second]["version"] == 2
 
 
 def test_import_is_idempotent_on_a_shared_store(zk, shared, fake_model, tmp_path):
