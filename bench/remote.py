@@ -19,6 +19,7 @@ import statistics
 import sys
 import tempfile
 import time
+from datetime import datetime, timedelta
 from pathlib import Path
 
 RTT_S = 0.05
@@ -41,11 +42,14 @@ def _seed(server, uri: str, local: Path, size: int) -> str:
     from tests.harness import run
 
     source = local.parent / f"seed-{size}.jsonl"
+    start = datetime(2024, 1, 1, 8, 0)
     with open(source, "w", encoding="utf-8") as out:
-        for i in range(size):
+        for i in range(size):  # spread over the years, a few hours apart, as a journal's notes are
             text = (f"Day {i}: ran {i % 12} km, knee {'sore' if i % 5 == 0 else 'fine'}; 오늘 {i % 30}일차 기록"
                     if i % 3 else f"Meeting {i} about project {i % 40}: 회의 메모 {i}")
-            out.write(json.dumps({"speaker": "me" if i % 2 else "Mina", "text": text}, ensure_ascii=False) + "\n")
+            when = (start + timedelta(minutes=157 * i)).isoformat()
+            out.write(json.dumps({"speaker": "me" if i % 2 else "Mina", "text": text, "timestamp": when},
+                                 ensure_ascii=False) + "\n")
     env = _env(server, uri, local)
     run("import", str(source), "--no-llm", "--quiet", env=env, check=True, timeout=3600)
     run("process", "--quiet", env=env, check=True, timeout=3600)
