@@ -21,17 +21,22 @@ ALLOWED = {
     "models": set(),
     "text": set(),
     "relative_dates": set(),
-    "config": {"errors"},
+    "config": {"errors", "location"},
+    "location": {"errors"},  # where the tables live: a folder or an object-store URI
     "dates": {"errors"},
     "editor": {"errors"},
     "prompts": {"errors", "text"},
     # storage (the only modules that build a filter), embeddings, model backends
-    "database": {"errors"},
-    "store": {"database", "errors", "models", "text", "versions"},
+    "database": {"errors", "location"},
+    "store": {"database", "errors", "models", "shared_store", "text", "versions"},
+    "shared_store": {"database", "errors"},  # opening the notes table of an object-store home
+    "lease": {"database"},  # the shared store's worker lease (a row in a table)
     "tier_store": {"database", "models"},
     "versions": {"database"},  # which table versions read after a crash; the rows of lost commits
     "health": {"database", "errors", "store", "versions"},  # storage health: diagnose and read what is left
     "repair": {"database", "errors", "health", "store", "tier_store"},  # rebuild only what is damaged
+    "remote": {"database", "health", "location"},  # doctor's probe of an object store
+    "outbox": {"errors", "models", "store"},  # notes kept offline for a shared store
     "embed": {"config", "errors"},
     "llm": {"config", "errors", "llm", "models"},
     # the LLM steps, each a pure function of a model and prompts
@@ -45,9 +50,9 @@ ALLOWED = {
     "pipeline": {"construct", "embed", "errors", "evolve", "link", "llm", "models", "retrieve", "text"},
     "search": {"errors", "models", "retrieve", "text"},
     "answer": {"config", "errors", "llm", "models", "prompts", "retrieve", "text"},
-    "memory": {"answer", "config", "dates", "embed", "errors", "evolve", "llm", "models", "pipeline", "prompts",
-               "retrieve", "search", "store", "text"},
-    "worker": {"models"},
+    "memory": {"answer", "config", "dates", "embed", "errors", "evolve", "llm", "location", "models", "outbox",
+               "pipeline", "prompts", "retrieve", "search", "store", "text"},
+    "worker": {"lease", "models"},
     "ingest": {"database", "errors", "ingest", "memory", "models", "store", "text"},
     "sessions": {"errors", "models", "tier_store"},
     "promotion": {"dates", "embed", "episodes", "errors", "extraction", "llm", "models", "sessions", "text",
@@ -58,14 +63,14 @@ ALLOWED = {
     # the front ends
     "render": {"models", "retrieve", "text"},
     "graphpage": {"models", "text"},
-    "doctor": {"config", "database", "embed", "errors", "health", "ingest", "llm", "memory", "models", "store",
-               "worker"},
+    "doctor": {"config", "database", "embed", "errors", "health", "ingest", "llm", "location", "memory", "models",
+               "remote", "store", "worker"},
     "mcp_server": {"errors", "llm", "memory", "models", "retrieve", "tiers"},
     "cli": {"config", "dates", "doctor", "editor", "errors", "graphpage", "health", "ingest", "mcp_server", "memory",
             "models", "prompts", "render", "repair", "tiers", "worker"},
 }
 # The only layers that may build a filter string.
-STORAGE = {"database", "store", "tier_store", "health", "versions", "repair"}
+STORAGE = {"database", "store", "tier_store", "health", "versions", "repair", "shared_store", "lease"}
 # Text that only a LanceDB filter contains.
 FILTER_MARKS = (" LIKE ", " IS NULL", " IS NOT NULL", "array_length(", "array_has", " IN (", "notebook = ")
 

@@ -27,7 +27,8 @@ class State:
 
 
 @app.callback()
-def _global(home: str | None = typer.Option(None, "--home", help="Data directory (default: $ZK_HOME or the "
+def _global(home: str | None = typer.Option(None, "--home", help="Data directory, or s3://BUCKET/PREFIX for a "
+                                               "notebook shared by several machines (default: $ZK_HOME or the "
                                                "user data dir)."),
             notebook: str | None = typer.Option(None, "--notebook", "-n", help="Notebook to use (default: main)."),
             model: str | None = typer.Option(None, "--model", "-m", help="LLM for this command: a .gguf path, "
@@ -177,7 +178,11 @@ def add(text: str | None = typer.Argument(None, help="The note, or - to read it 
     if path:
         from .editor import discard
 
-        discard(path)  # durable in the store now
+        discard(path)  # durable in the store (or the offline outbox) now
+    if note.status == "outbox":  # a shared store out of reach: kept locally, sent by the next command
+        render.print_json({"id": note.id, "status": "outbox", "reason": note.error}) if as_json else \
+            sys.stderr.write(f"zk: {_one_line(note.error)}\n")
+        return
     try:
         _show_added(memory, note, wait, as_json)
     except ZkError as exc:  # a failure after the write must not read as "not saved" (a retry would double it)
@@ -1108,7 +1113,7 @@ def session_close(ids: list[str] = typer.Argument(None, metavar="[ID]...", help=
     """Mark sessions complete: they are summarised into episodes (by the background worker, or now)."""
     from . import render
     from .models import journal_period, now_iso, session_id_for
-    from .worker import worker_lock
+    from .worker import work_lock
 
     tiers = _tiers()
     memory = tiers.memory
@@ -1117,7 +1122,7 @@ def session_close(ids: list[str] = typer.Argument(None, metavar="[ID]...", help=
     episodes = tiers.sessions.close_many(targets)
     results = []
     if wait:
-        with worker_lock(memory.home, wait=True):  # never alongside the background worker
+        with work_lock(memory, wait=True):  # never alongside the background worker
             results = [tiers.promotion.process_episode(e.id) for e in episodes]
     elif memory.settings.auto_worker:
         from .worker import spawn
@@ -1139,10 +1144,10 @@ def session_resummarize(item_id: str = typer.Argument(..., metavar="ID", help="S
                         as_json: bool = JSON_OPT) -> None:
     """Summarise a session again from its raw turns (never from the old summary) and re-extract its facts."""
     from . import render
-    from .worker import worker_lock
+    from .worker import work_lock
 
     tiers = _tiers()
-    with worker_lock(tiers.memory.home, wait=True):
+    with work_lock(tiers.memory, wait=True):
         result = tiers.promotion.resummarize(item_id)
     episode = tiers.store.episode(result.id)
     if as_json:
@@ -1252,7 +1257,7 @@ def _install_warning_line() -> None:
     """`ZkWarning`s (unknown config keys, a store that can only be read) are one line each on stderr."""
     import warnings
 
-    from .errors import DamageWarning, ZkWarning
+    from .errors import DamageWarning, ZkNotice, ZkWarning
 
     warnings.simplefilter("always", ZkWarning)
     if getattr(warnings.showwarning, "__name__", "") == "_zk_showwarning":
@@ -1263,7 +1268,8 @@ def _install_warning_line() -> None:
         if issubclass(category, DamageWarning):
             _HELD_WARNINGS.append(f"zk: warning: {_one_line(str(message))}\n")
         elif issubclass(category, ZkWarning):
-            sys.stderr.write(f"zk: warning: {_one_line(str(message))}\n")
+            label = "note" if issubclass(category, ZkNotice) else "warning"
+            sys.stderr.write(f"zk: {label}: {_one_line(str(message))}\n")
         else:
             original(message, category, *rest, **kwargs)
 
@@ -1282,8 +1288,10 @@ def _say_held_warnings(error: Exception | None = None) -> None:
 def advice_for(exc: Exception) -> str:
     """What to run next, for the kinds of failure where a command helps (the library's messages say only
     what happened: the same errors reach MCP clients and scripts)."""
-    from .errors import NoteTooLong, StoreDamaged
+    from .errors import NoteTooLong, StoreDamaged, StoreUnreachable
 
+    if isinstance(exc, StoreUnreachable):
+        return "; reads need the store (`zk add` keeps notes in the local outbox meanwhile)"
     if isinstance(exc, StoreDamaged):
         return "; run `zk doctor`, then `zk repair`" if exc.refused_write else "; `zk doctor` checks the store"
     if isinstance(exc, NoteTooLong):

@@ -21,11 +21,15 @@ UNRANKED_ENRICHMENT = frozenset({"smollm2-135m"})
 
 
 def home_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
-    if explicit:
-        return Path(explicit).expanduser()
-    env = os.environ.get("ZK_HOME")
-    if env:
-        return Path(env).expanduser()
+    """The local home. For an object-store home (`--home s3://bucket/prefix`) it is this machine's folder
+    for that store (location.local_dir_for): config, outbox, locks and logs stay local."""
+    from .location import is_store_uri, local_dir_for
+
+    given = explicit or os.environ.get("ZK_HOME")
+    if given and is_store_uri(given):
+        return local_dir_for(str(given))
+    if given:
+        return Path(given).expanduser()
     import platformdirs
 
     return Path(platformdirs.user_data_dir(APP_NAME))
@@ -55,6 +59,11 @@ def cache_dir() -> Path:
 class Settings:
     """Caps and thresholds. Every cap is enforced in code, not only asked of the model."""
 
+    # Where the tables live: "" = this home's lancedb/ folder; "s3://bucket/prefix" (location.py) = a shared
+    # object store, with an optional endpoint (MinIO, R2) and region; credentials come from the AWS environment.
+    store: str = ""
+    store_endpoint: str = ""
+    store_region: str = ""
     embedder: str = "default"  # "default" | "e5-small" | "minilm" | "fastembed:<model>[@<dir>]"
     llm_model: str = "default"  # "default" | "qwen2.5-0.5b" | "smollm2-135m" | path to a .gguf | "openai:MODEL[@URL]"
     llm_threads: int = 2
@@ -145,7 +154,8 @@ class Settings:
                 raise ZkError(f"cannot read {path}: {exc.strerror or exc}") from None
             settings._apply(path, data)
             settings._apply_llm_table(data.get("llm"), path)
-        env_map = {"ZK_EMBEDDER": "embedder", "ZK_LLM_MODEL": "llm_model", "ZK_LLM_BASE_URL": "llm_base_url"}
+        env_map = {"ZK_EMBEDDER": "embedder", "ZK_LLM_MODEL": "llm_model", "ZK_LLM_BASE_URL": "llm_base_url",
+                   "ZK_STORE": "store"}
         for env, attr in env_map.items():
             if os.environ.get(env):
                 setattr(settings, attr, os.environ[env])

@@ -23,11 +23,15 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from .errors import DamageWarning, StoreBusy, StoreDamaged, ZkError
+from .errors import DamageWarning, StoreBusy, StoreDamaged, StoreUnreachable, ZkError
+from .location import StoreLocation
 
 SCHEMA_VERSION = 3  # 2: raw_vector (the raw words' embedding beside the enriched one), user_tags (#tags);
 #                   3: terms, enrichment_terms (the full-text index's words) and the indexes
 _U64 = (1 << 64) - 1  # LanceDB's v2 manifest names count down: `_versions/{2**64 - 1 - version}.manifest`
+REMOTE_STALENESS_S = 1.0  # an object-store read may use a table version this old (see connect)
+REMOTE_COMMIT_TRIES = 5  # a shared store's commit preempted by another machine's is run again (guarded_write)
+REMOTE_KEEP_VERSIONS = timedelta(minutes=10)  # a shared store's old versions live this long (see _cleanup_age)
 MAX_VECTOR_DELTAS = 4  # extra segments of a vector index (new rows since training) before they are merged
 # Data file names inside a manifest (protobuf; the names are plain strings in it).
 _DATA_FILE = re.compile(rb"(?:[01]{24}[0-9a-f]{26}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})"
@@ -193,9 +197,12 @@ class Database:
     """The LanceDB folder of one home and its meta file. Tables live in it (`Store` is the notes table,
     `TierStore` the upper tiers); a subclass opens its own tables."""
 
-    def __init__(self, home: Path, embedder_name: str, dim: int):
+    def __init__(self, home: Path, embedder_name: str, dim: int, location: StoreLocation | None = None):
         self.home = home
+        self.location = location or StoreLocation(home)
+        self.remote = self.location.remote  # tables in an object store (location.py); home stays local
         self.db_path = home / "lancedb"
+        self.where = str(self.location)  # what messages name: the folder or the URI
         self.meta_path = home / "meta.json"
         self.embedder_name = embedder_name
         self.dim = dim
@@ -222,8 +229,32 @@ class Database:
                 self.home.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise ZkError(f"cannot create the store directory {self.home}: {exc.strerror}") from None
-        # read_consistency_interval=0: every read sees commits made by other processes.
-        self.db = lancedb.connect(str(root or self.db_path), read_consistency_interval=timedelta(0))
+        # `root`: a read-only view after a crash (local only). read_consistency_interval=0: every read sees
+        # commits made by other processes. On an object store that check is a LIST request before every read
+        # (a search makes dozens): there a read may use a version up to REMOTE_STALENESS_S old, and the
+        # worker refreshes where it must (`refresh`).
+        interval = timedelta(seconds=REMOTE_STALENESS_S) if self.remote else timedelta(0)
+        self.db = self.remote_call(lambda: lancedb.connect(
+            str(root) if root else self.location.lancedb_uri, read_consistency_interval=interval,
+            storage_options=self.location.options or None))
+
+    def refresh(self, *tables) -> None:
+        """See other machines' newest commits now (object store only; a local store always does)."""
+        if self.remote:
+            for table in tables:
+                self.remote_call(table.checkout_latest)
+
+    def remote_call(self, action):
+        """Run a LanceDB call; on an object store, a failure to reach it is StoreUnreachable (one line)."""
+        from .location import unreachable
+
+        try:
+            return action()
+        except Exception as exc:  # noqa: BLE001 - classified: unreachable, or raised as it was
+            why = unreachable(exc) if self.remote else ""
+            if why:
+                raise StoreUnreachable(f"cannot reach the store at {self.where} ({why})") from None
+            raise
 
     def table_dir(self, name: str) -> Path:
         return self.db_path / f"{name}.lance"
@@ -233,7 +264,10 @@ class Database:
 
         meta.json is written after each commit, so a table may be newer than it (a crash in between),
         never older: an older table lost its newest manifest(s), and a write now would silently build
-        on the old version and overwrite the lost one's number."""
+        on the old version and overwrite the lost one's number. (An object store does not lose commits
+        the way a synced folder does, and other machines commit too: not checked there.)"""
+        if self.remote:
+            return None
         for name, recorded in sorted((meta.get("tables") or {}).items()):
             table_dir = self.db_path / f"{name}.lance"
             version = int(recorded.get("version") or 0)
@@ -277,9 +311,15 @@ class Database:
         tmp.write_text(json.dumps(data), encoding="utf-8")
         tmp.replace(self.meta_path)
 
+    def write_meta(self) -> None:
+        self._write_meta()
+
     def record(self, name: str, table) -> None:
         """After a commit: the table's version and row count go into meta.json (see compare_with_meta), and
-        the embedder into the table's own schema once, so a lost meta.json can be re-created."""
+        the embedder into the table's own schema once, so a lost meta.json can be re-created.
+        Not for an object store: counting the rows would cost requests, and the check is local-only."""
+        if self.remote:
+            return
         try:
             if EMBEDDER_KEY.encode() not in (table.schema.metadata or {}):
                 table.to_lance().update_schema_metadata({EMBEDDER_KEY: self.embedder_name})
@@ -315,6 +355,8 @@ class Database:
         """Raise a one-line ZkError when writing would build on a damaged store."""
         if self.damage:
             raise StoreDamaged(f"{self.damage}; nothing was written", written=True)
+        if self.remote:  # the file checks read a local folder
+            return
         damage = self.compare_with_meta(self.read_meta(self.home))
         if damage:
             self.damage = damage
@@ -329,13 +371,28 @@ class Database:
     def guarded_write(self, action) -> None:
         """Run one commit; any IO or Lance failure becomes one clear line (nothing half-done)."""
         try:
-            action()
+            self._committed(action)
         except OSError as exc:
-            raise ZkError(f"cannot write to the store at {self.db_path}: {lance_message(exc)}") from None
+            raise ZkError(f"cannot write to the store at {self.where}: {lance_message(exc)}") from None
         except ZkError:
             raise
         except Exception as exc:  # noqa: BLE001 - a Lance error during a commit: one line, nothing half-done
-            raise StoreDamaged(f"cannot write to the store at {self.db_path}: {lance_message(exc)}") from None
+            raise StoreDamaged(f"cannot write to the store at {self.where}: {lance_message(exc)}") from None
+
+    def _committed(self, action) -> None:
+        """Run one commit. On a shared store a commit another machine's commit preempted ("Retryable commit
+        conflict": nothing of it was written) is run again once this process sees the newer version."""
+        import random
+        import time
+
+        for attempt in range(REMOTE_COMMIT_TRIES if self.remote else 1):
+            try:
+                self.remote_call(action)
+                return
+            except Exception as exc:  # noqa: BLE001 - only a preempted commit is tried again
+                if attempt == REMOTE_COMMIT_TRIES - 1 or "Retryable commit conflict" not in str(exc):
+                    raise
+            time.sleep(REMOTE_STALENESS_S + random.uniform(0, attempt + 1))  # past the read staleness
 
     def guarded_read(self, action):
         """Run one read; a damaged file becomes one clear line, and a store older than its record is
@@ -345,11 +402,27 @@ class Database:
             warnings.warn(DamageWarning(f"{self.damage}; showing what is left, writes are refused until `zk repair`"),
                           stacklevel=2)
         try:
-            return action()
+            return self.remote_call(action)
         except ZkError:
             raise
         except Exception as exc:  # noqa: BLE001 - a damaged file surfaces here as any Lance error
-            raise StoreDamaged(f"cannot read the store at {self.db_path}: {lance_message(exc)}") from None
+            raise StoreDamaged(f"cannot read the store at {self.where}: {lance_message(exc)}") from None
+
+    def _cleanup_age(self) -> dict:
+        """Which old versions upkeep drops. Locally: all of them at once (a deleted note's text must not
+        survive on disk), and files no version names (a killed commit's). On a shared store another
+        machine may be reading an older version or be in the middle of a commit whose files no version
+        names yet: only versions older than REMOTE_KEEP_VERSIONS, and never unnamed files (LanceDB drops
+        those itself after a week)."""
+        if self.remote:
+            return {"older_than": REMOTE_KEEP_VERSIONS, "delete_unverified": False}
+        return {"older_than": timedelta(0), "delete_unverified": True}
+
+    def lance_dataset(self, table):
+        """The table as a pylance dataset at its newest version: on an object store the table object may
+        not know yet of a commit made through pylance a moment ago (see connect)."""
+        self.refresh(table)
+        return table.to_lance()
 
     def upkeep(self, name: str, table, purge: bool = False) -> None:
         """The idle worker's upkeep of one table, in time that grows with the rows written since, not with
@@ -364,17 +437,19 @@ class Database:
         import lance  # noqa: F401 - pylance, imported here only: the parts of Lance lancedb does not expose
 
         def run() -> None:
-            table.to_lance().optimize.compact_files(materialize_deletions_threshold=0.0 if purge else 0.1)
+            self.lance_dataset(table).optimize.compact_files(materialize_deletions_threshold=0.0 if purge else 0.1)
             indexes = table.list_indices()
             other = [i.name for i in indexes if not i.index_type.startswith("Ivf")]
             if other:
-                table.to_lance().optimize.optimize_indices(index_names=other)  # cheap: scalar and full-text
+                self.lance_dataset(table).optimize.optimize_indices(index_names=other)  # cheap: scalar and full-text
             for index in indexes:
                 if index.index_type.startswith("Ivf"):  # a vector index
                     deltas = (index.num_segments or 1) - 1  # the newest segments; the first is the trained one
                     merge = deltas if deltas >= MAX_VECTOR_DELTAS else 0
-                    table.to_lance().optimize.optimize_indices(index_names=[index.name], num_indices_to_merge=merge)
-            table.to_lance().cleanup_old_versions(older_than=timedelta(0), delete_unverified=True)
+                    self.lance_dataset(table).optimize.optimize_indices(index_names=[index.name],
+                                                                        num_indices_to_merge=merge)
+            self.lance_dataset(table).cleanup_old_versions(**self._cleanup_age())
+            self.refresh(table)
 
         with self.write_lock(), warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)

@@ -41,10 +41,11 @@ def checks(home_arg: str | Path | None) -> list[Finding]:
         findings.append(Finding("config", False, config_error or "; ".join(unknown) + " — check the spelling"))
     else:
         findings.append(Finding("config", True, "config.toml files are valid (or absent)"))
-    storage = health.diagnose(home)
+    location = _location(home, home_arg, settings)
+    storage = _remote_check(location) if location.remote else health.diagnose(home)
     findings += storage
     if all(f.ok for f in storage) and (home / "meta.json").exists():
-        findings += _work_checks(home, settings)
+        findings += _work_checks(home, settings, location)
     findings.append(_embedder_check(settings))
     findings.append(_llm_check(settings))
     findings.append(_llama_check())
@@ -52,11 +53,29 @@ def checks(home_arg: str | Path | None) -> list[Finding]:
     return findings
 
 
-def _work_checks(home: Path, settings: Settings) -> list[Finding]:
+def _location(home: Path, home_arg, settings: Settings):
+    from .location import resolve
+
+    try:
+        return resolve(home, home_arg, settings.store, settings.store_endpoint, settings.store_region)
+    except ZkError:
+        from .location import StoreLocation
+
+        return StoreLocation(home)
+
+
+def _remote_check(location) -> list[Finding]:
+    """An object-store home: one line (reachable, credentials, write permission, commit support)."""
+    from .remote import check
+
+    return [check(location)]
+
+
+def _work_checks(home: Path, settings: Settings, location=None) -> list[Finding]:
     """Pending notes and the worker: work that should be moving and is not."""
     meta = Store.read_meta(home)
     try:
-        store = Store(home, meta["embedder"], int(meta["dim"]))
+        store = Store(home, meta["embedder"], int(meta["dim"]), location=location)
         unfinished = store.notes(unfinished=True)
         total = store.count()
     except ZkError as exc:

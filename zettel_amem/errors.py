@@ -31,6 +31,11 @@ class StoreDamaged(ZkError):
         self.refused_write = written
 
 
+class StoreUnreachable(ZkError):
+    """An object-store home (`zk --home s3://...`) cannot be reached: offline, a stopped server, a DNS or
+    TLS failure. `zk add` keeps the note in the local outbox instead (outbox.py)."""
+
+
 class StoreBusy(ZkError):
     """Another zk holds the write lock longer than the wait."""
 
@@ -70,3 +75,8 @@ def mask_secrets(text: str) -> str:
     for secret in sorted(_SECRETS, key=len, reverse=True):
         text = text.replace(secret, "***")
     return _URL_PASSWORD.sub(r"\1***@", text)
+
+
+class ZkNotice(ZkWarning):
+    """Something zk did on its own that the user should hear of (notes kept offline were sent): one
+    `zk: note:` line on stderr."""

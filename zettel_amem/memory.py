@@ -22,10 +22,11 @@ from pathlib import Path
 from .answer import Answer, Answerer
 from .config import Settings, home_dir, templates_override_dirs
 from .dates import parse_when
-from .errors import InvalidInput, NoteTooLong, NotFound, ZkError
+from .errors import InvalidInput, NoteTooLong, NotFound, StoreUnreachable, ZkError, ZkNotice
 from .evolve import forget_changes_by, record
 from .llm import LLM, LLMError, mask_spec
-from .models import PENDING, REVERTIBLE, Note, ProcessResult, journal_period, now_iso, session_id_for
+from .location import resolve as resolve_location
+from .models import OUTBOX, PENDING, REVERTIBLE, Note, ProcessResult, journal_period, now_iso, session_id_for
 from .pipeline import Pipeline
 from .prompts import Prompts
 from .retrieve import Hit
@@ -83,6 +84,8 @@ class Memory:
                  llm: LLM | None = None, embedder=None, notebook: str = "main"):
         self.home = home_dir(home)
         self.settings = settings or Settings.load(self.home)
+        s = self.settings
+        self.location = resolve_location(self.home, home, s.store, s.store_endpoint, s.store_region)
         self.notebook = notebook
         self.prompts = Prompts(templates_override_dirs(self.home))
         self._llm = llm
@@ -120,8 +123,23 @@ class Memory:
     @property
     def store(self) -> Store:
         if self._store is None:
-            self._store = Store(self.home, *self._embedder_identity())
+            self._store = Store(self.home, *self._embedder_identity(), location=self.location)
+            if self.location.remote:
+                self._send_outbox()
         return self._store
+
+    def _send_outbox(self) -> None:
+        """A shared store reached: first send the notes kept offline (outbox.py), idempotently."""
+        from .outbox import Outbox
+
+        outbox = Outbox(self.home)
+        if outbox.count():
+            sent = outbox.send(lambda ids: set(self._store.get_many(ids)), self.add_notes)
+            if sent:
+                import warnings
+
+                warnings.warn(ZkNotice(f"sent {sent} note(s) kept offline to {self.location}"), stacklevel=3)
+                self.outbox_sent = sent
 
     def _embedder_identity(self) -> tuple[str, int]:
         """Name and dimension of the embedder, taken from the store's meta file when it matches the
@@ -178,7 +196,24 @@ class Memory:
         period = journal_period(note.at, self.settings.journal_session)
         note.session_id = session_id_for(self.notebook, period.key)
         note.source = period.title
+        if self.location.remote:
+            return self._add_shared(note)
         self.add_notes([note])
+        return note
+
+    def _add_shared(self, note: Note) -> Note:
+        """`add` on an object-store home: when the store cannot be reached the note goes to the local
+        outbox (durable), with status OUTBOX and the reason in `error`; the next command sends it."""
+        from .outbox import Outbox
+
+        try:
+            self.store  # noqa: B018 - open it (and send an older outbox) before embedding anything
+            self.add_notes([note])
+        except StoreUnreachable as exc:
+            waiting = Outbox(self.home).append(note)
+            note.status = OUTBOX
+            note.error = (f"note {note.short_id} is kept in the local outbox ({waiting} waiting): {exc}; the next "
+                          "command that reaches the store sends it")
         return note
 
     def add_notes(self, notes: list[Note], skip_existing: bool = False) -> list[Note]:
@@ -296,10 +331,29 @@ class Memory:
 
     def status(self) -> dict:
         """`zk status`: where the data lives, how many notes, how much work is queued, which models."""
+        if self.location.remote:
+            return self._shared_status()
         return {"home": str(self.home), "notebook": self.notebook, "notes": self.store.count(self.notebook),
                 "pending": self.store.count(self.notebook, unfinished=True),  # "queue": the worker's, all notebooks
                 "queue": self.store.count(unfinished=True), "all_notes": self.store.count(),
                 "embedder": self.store.embedder_name, "llm": mask_spec(self.settings.llm_model)}  # no URL password
+
+    def _shared_status(self) -> dict:
+        """`status` of an object-store home: the store, this machine's folder and its outbox; the counts
+        only when the store can be reached (offline: the outbox and the reason)."""
+        from .outbox import Outbox
+
+        data = {"home": str(self.home), "store": str(self.location), "notebook": self.notebook}
+        try:
+            counts = {"notes": self.store.count(self.notebook), "pending": self.store.count(self.notebook,
+                                                                                             unfinished=True),
+                      "queue": self.store.count(unfinished=True), "all_notes": self.store.count()}
+            data.update(counts, reachable=True)
+        except StoreUnreachable as exc:
+            data.update(reachable=False, error=str(exc))
+        data["outbox"] = Outbox(self.home).count()
+        return {**data, "embedder": self._embedder_identity()[0] if self._store is None else self.store.embedder_name,
+                "llm": mask_spec(self.settings.llm_model)}
 
     def backlinks(self, note_id: str) -> list[str]:
         return self.store.backlinks(note_id)

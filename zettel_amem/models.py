@@ -12,6 +12,7 @@ from typing import Any
 PENDING = "pending"  # raw content + content embedding stored; no LLM work yet
 CONSTRUCTED = "constructed"  # keywords/tags/context written and re-embedded; links not decided yet
 READY = "ready"  # links decided, evolution applied (or skipped)
+OUTBOX = "outbox"  # a shared store could not be reached: kept in the local outbox, never stored with this status
 
 SHORT_ID = 8
 

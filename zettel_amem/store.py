@@ -174,8 +174,8 @@ def open_damage(store: Store, meta: dict[str, Any], tables: dict[str, TableVersi
 class Store(Database):
     """The notes table of one home (the database's meta file, lock and guards come from `Database`)."""
 
-    def __init__(self, home: Path, embedder_name: str, dim: int):
-        super().__init__(home, embedder_name, dim)
+    def __init__(self, home: Path, embedder_name: str, dim: int, location=None):
+        super().__init__(home, embedder_name, dim, location)
         self._vector_indexes: tuple[int, dict[str, int]] | None = None  # (table version, what it has)
         self._has_enriched: tuple[tuple[int, str | None], bool] | None = None
         self._sole_notebook: dict[tuple[int, str], bool] = {}
@@ -183,6 +183,11 @@ class Store(Database):
 
     def _open(self) -> None:
         meta = self.read_meta(self.home)
+        if self.remote:
+            from .shared_store import open_shared
+
+            open_shared(self, meta, NOTES)
+            return
         recorded = meta.get("tables", {}).get(NOTES)
         if recorded and not self.table_dir(NOTES).is_dir():
             # Never build a new, empty store over one that is gone (a moved folder, a drive not mounted).
@@ -217,6 +222,17 @@ class Store(Database):
             raise
         except Exception as exc:  # noqa: BLE001 - any LanceDB/IO failure means the store is unusable
             raise StoreDamaged(f"cannot open the store at {self.db_path}: {lance_message(exc)}") from None
+
+    # For shared_store.py, which opens the table of an object-store home.
+    def notes_schema(self):
+        return _arrow_schema(self.dim)
+
+    def ensure_indexes(self) -> None:
+        with self.write_lock(check=False):
+            self._ensure_indexes()
+
+    def migrate(self, from_version: int) -> None:
+        self._migrate(from_version)
 
     def _create_table(self, meta: dict[str, Any]) -> None:
         """Create the notes table of a new store under the lock (only a new store takes the lock to open:
@@ -283,7 +299,34 @@ class Store(Database):
             if rows:
                 self.guarded_write(lambda: self.table.add(rows))
                 self.record(NOTES, self.table)
+        if skip_existing and notes and self.remote:
+            notes = self._drop_racing_copies(notes)
         return notes
+
+    def _drop_racing_copies(self, notes: list[Note]) -> list[Note]:
+        """On a shared store the hash check above is not atomic across machines: two machines importing
+        one log at once can both write a turn. After the commit, each hash written is looked up; of
+        several rows with one hash the smallest id stays and the others are deleted. Every machine
+        picks the same survivor, so racing clean-ups delete the same rows (idempotent), and at least the
+        later committer sees both copies. Returns the notes of this batch that survived."""
+        hashes = sorted({n.content_hash for n in notes})
+        gone: set[str] = set()
+        for attempt in range(5):  # the other machine's clean-up of the same rows may conflict with ours
+            rows = [r for start in range(0, len(hashes), 500) for r in self._query(
+                in_list("content_hash", hashes[start:start + 500]), ["id", "content_hash"])]
+            ids: dict[str, set[str]] = {}
+            for row in rows:
+                ids.setdefault(row["content_hash"], set()).add(row["id"])
+            losers = sorted(i for group in ids.values() for i in sorted(group)[1:])
+            try:
+                self.delete(losers)
+                gone.update(losers)
+                break
+            except ZkError:
+                if attempt == 4:
+                    raise
+                self.refresh(self.table)
+        return [n for n in notes if n.id not in gone and n.content_hash in ids and n.id in ids[n.content_hash]]
 
     def update(self, notes: Iterable[Note]) -> None:
         """Replace whole rows by id in one atomic commit (used for every multi-note change). Update only:

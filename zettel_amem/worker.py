@@ -40,6 +40,26 @@ def worker_lock(home: Path, wait: bool) -> Iterator[bool]:
         lock.release()
 
 
+@contextmanager
+def work_lock(memory, wait: bool) -> Iterator[bool]:
+    """The worker lock of this machine and, on a shared (object-store) notebook, the lease that makes
+    one machine at a time do the model's work (lease.py). Yields whether both are held."""
+    with worker_lock(memory.home, wait) as held:
+        if not held or not memory.location.remote:
+            yield held
+            return
+        from .lease import Lease
+
+        lease = Lease(memory.store)
+        if not lease.acquire(wait):
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            lease.release()
+
+
 def worker_state(home: Path) -> tuple[bool, int | None]:
     """(whether a worker holds the lock now, the pid its marker names). A marker with the lock free
     was left by a worker that died mid-run (its note stays pending)."""
@@ -100,7 +120,7 @@ def drain(memory, on_progress: Callable[[ProcessResult, int, int], None] | None 
     results: list[ProcessResult] = []
     failed: set[str] = set()
     while True:
-        with worker_lock(memory.home, wait) as held:
+        with work_lock(memory, wait) as held:
             if not held:
                 return None if not results else results
             while True:
@@ -119,10 +139,21 @@ def drain(memory, on_progress: Callable[[ProcessResult, int, int], None] | None 
                 return results
             if then is not None:
                 then()
+        memory.store.refresh(memory.store.table)  # a note another machine added a moment ago is seen
         if not [i for i in memory.pending_ids(all_notebooks=True) if i not in failed] and not (
                 more_work is not None and more_work()):
-            memory.store.maintain()  # idle now: merge the fragments single adds left, bring the indexes up to date
+            _upkeep(memory)  # idle now: merge the fragments single adds left, bring the indexes up to date
             return results
+
+
+def _upkeep(memory) -> None:
+    """The idle worker's index upkeep; on a shared notebook under the lease, one machine at a time."""
+    if not memory.location.remote:
+        memory.store.maintain()
+        return
+    with work_lock(memory, wait=False) as held:
+        if held:
+            memory.store.maintain()
 
 
 def _process_all(memory, ids: list[str], jobs: int) -> Iterator[ProcessResult]:
@@ -174,7 +205,7 @@ def process_or_queue(memory, note_id: str, wait: bool) -> ProcessResult | None:
     """After a write (`zk add`, `zk edit`): run the LLM steps now (`wait`, never at the same time as a
     background worker on the same note), or start the background worker (when `auto_worker` is on)."""
     if wait:
-        with step_lock(memory.home):
+        with step_lock(memory.home) if not memory.location.remote else work_lock(memory, wait=True):
             return memory.process(note_id)
     if memory.settings.auto_worker:
         spawn(memory.home)

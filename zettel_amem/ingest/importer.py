@@ -324,6 +324,9 @@ class _Importer:
         return self.report
 
 
+REMOTE_BATCH = 1000  # turns per commit on a shared (object-store) notebook
+
+
 def import_source(memory: Memory, source: Path | BinaryIO, fmt: str = "auto", *,
                   source_name: str | None = None, batch_size: int = 64,
                   on_progress: Progress | None = None,
@@ -370,13 +373,16 @@ def import_source(memory: Memory, source: Path | BinaryIO, fmt: str = "auto", *,
         else:
             total = _estimate_total(source, fmt)
         enrich = (memory.settings.enrich_turns if enrich is None else enrich) or fmt == "markdown"
+        if memory.store.remote:  # each commit is requests, and each batch looks up the hashes of the ones before
+            batch_size = max(batch_size, REMOTE_BATCH)
         importer = _Importer(memory, fmt, name, batch_size, on_progress, total, enrich)
         report = importer.run(items)
     except OSError as exc:
         raise ZkError(f"cannot read {name}: {exc.strerror or exc}") from None
-    if report.added:
+    if report.added and not memory.store.remote:
         # A bulk write: fold it into the indexes now rather than when the LLM queue is drained, hours later
-        # (the rows are searchable either way; indexed, a big import is searched at indexed speed).
+        # (the rows are searchable either way; indexed, a big import is searched at indexed speed). On a
+        # shared store that upkeep is the worker's, one machine at a time (lease.py).
         memory.store.maintain()
     return report
 

@@ -1,0 +1,125 @@
+"""What a shared notebook costs over a network: object-store requests and wall time of the common commands.
+
+    python -m bench.remote [--sizes 1000 10000] [--repeat 3] [--out /tmp/remote.json]
+
+For each size, a fresh notebook on a loopback S3 server (moto's ThreadedMotoServer, tests/s3_server.py,
+which counts every request) is filled with that many notes by `zk import --no-llm`, the worker's upkeep
+runs once (`zk process`: compaction, indexes; as after any idle worker), and then `zk add`, `zk search`,
+`zk list --limit 20` and `zk show ID` run as real subprocesses, `--repeat` times each. Reported per
+command: requests (by HTTP method; the median run), wall time (median), and a projection for a 50 ms
+round trip: requests x 50 ms + the loopback wall time (an upper bound: LanceDB issues some requests
+in parallel).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from datetime import datetime, timedelta
+from pathlib import Path
+
+RTT_S = 0.05
+COMMANDS = {"zk add": ["add", "러닝 후 무릎 상태 괜찮음, knee ok after the run"],
+            "zk search": ["search", "무릎 knee", "--json"],
+            "zk list --limit 20": ["list", "--limit", "20", "--json"],
+            "zk show": ["show", "{id}", "--json"]}
+
+
+def _env(server, uri: str, local: Path) -> dict[str, str]:
+    from tests.harness import FAKE_MODEL, zk_env
+
+    # The scripted model (tests/fake_llm.py): the worker's summaries cost nothing, and no command
+    # measured here calls a model.
+    return zk_env(None, **server.env(), ZK_HOME=uri, ZK_LOCAL_DIR=str(local), ZK_LLM_MODEL=FAKE_MODEL)
+
+
+def _seed(server, uri: str, local: Path, size: int) -> str:
+    """`size` notes by import (chat turns of a year), then the worker's upkeep. Returns a note id."""
+    from tests.harness import run
+
+    source = local.parent / f"seed-{size}.jsonl"
+    start = datetime(2024, 1, 1, 8, 0)
+    with open(source, "w", encoding="utf-8") as out:
+        for i in range(size):  # spread over the years, a few hours apart, as a journal's notes are
+            text = (f"Day {i}: ran {i % 12} km, knee {'sore' if i % 5 == 0 else 'fine'}; 오늘 {i % 30}일차 기록"
+                    if i % 3 else f"Meeting {i} about project {i % 40}: 회의 메모 {i}")
+            when = (start + timedelta(minutes=157 * i)).isoformat()
+            out.write(json.dumps({"speaker": "me" if i % 2 else "Mina", "text": text, "timestamp": when},
+                                 ensure_ascii=False) + "\n")
+    env = _env(server, uri, local)
+    run("import", str(source), "--no-llm", "--quiet", env=env, check=True, timeout=3600)
+    run("process", "--quiet", env=env, check=True, timeout=3600)
+    listed = run("list", "--limit", "1", "--json", env=env, check=True)
+    return json.loads(listed.stdout)[0]["id"]
+
+
+def measure(server, uri: str, local: Path, note_id: str, repeat: int) -> dict[str, dict]:
+    from tests.harness import run
+
+    env = _env(server, uri, local)
+    out = {}
+    for name, args in COMMANDS.items():
+        runs = []
+        for _ in range(repeat):
+            server.take_counts()
+            start = time.perf_counter()
+            run(*[a.replace("{id}", note_id[:8]) for a in args], env=env, check=True)
+            wall = time.perf_counter() - start
+            runs.append((wall, dict(server.take_counts())))
+        runs.sort(key=lambda r: r[1].get("total", 0))
+        counts = runs[len(runs) // 2][1]
+        wall = statistics.median(r[0] for r in runs)
+        out[name] = {"requests": counts.get("total", 0), "by_method": {k: v for k, v in counts.items() if k != "total"},
+                     "wall_s": round(wall, 2), "projected_50ms_s": round(counts.get("total", 0) * RTT_S + wall, 2),
+                     "requests_all_runs": [r[1].get("total", 0) for r in runs]}
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    from tests.s3_server import BUCKET, LoopbackS3
+
+    server = LoopbackS3().start()
+    server.make_bucket()
+    results = {}
+    try:
+        with tempfile.TemporaryDirectory(prefix="zk-remote-") as tmp:
+            for size in args.sizes:
+                uri, local = f"s3://{BUCKET}/bench-{size}", Path(tmp) / f"local-{size}"
+                start = time.perf_counter()
+                note_id = _seed(server, uri, local, size)
+                seeded = time.perf_counter() - start
+                print(f"{size} notes seeded in {seeded:.0f} s", file=sys.stderr, flush=True)
+                results[size] = {"seed_s": round(seeded, 1), "commands": measure(server, uri, local, note_id,
+                                                                                 args.repeat)}
+                print(json.dumps({size: results[size]}, ensure_ascii=False), file=sys.stderr, flush=True)
+    finally:
+        server.stop()
+    text = json.dumps(results, indent=2, ensure_ascii=False)
+    if args.out:
+        args.out.write_text(text + "\n", encoding="utf-8")
+    print(text)
+    print(table(results))
+
+
+def table(results: dict) -> str:
+    sizes = list(results)
+    lines = ["| command | " + " | ".join(f"{s:,} notes: requests, wall, at 50 ms" for s in sizes) + " |",
+             "|---|" + "---|" * len(sizes)]
+    for name in COMMANDS:
+        cells = [f"{results[s]['commands'][name]['requests']}, {results[s]['commands'][name]['wall_s']} s, "
+                 f"{results[s]['commands'][name]['projected_50ms_s']} s" for s in sizes]
+        lines.append(f"| `{name}` | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()

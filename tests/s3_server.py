@@ -1,0 +1,127 @@
+"""A real S3-compatible server on 127.0.0.1 for the remote-store tests and `bench/remote.py`: moto's
+`ThreadedMotoServer`, with two things added around its WSGI app.
+
+- **Request counting**: every request (method, and whether it wrote), so a test or the benchmark can
+  say how many object-store requests one `zk` command cost.
+- **Atomic conditional writes**: moto checks `If-None-Match: *` / `If-Match` and then writes, in two
+  steps, and its server answers requests in threads, so two commits racing for one manifest name
+  could both pass the check. Real S3, MinIO and R2 make the check and the write one atomic step;
+  here every write (PUT, POST, DELETE) is serialised under one lock so the fake does too.
+
+`stop()` and `start()` again keep the buckets (moto's state lives in this process) and the port, so a
+test can take the store offline and bring it back.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections import Counter
+from typing import Any
+
+BUCKET = "zk-test"
+REGION = "us-east-1"
+KEY_ID, SECRET = "testing-key", "testing-secret"  # moto accepts any; zk passes them on like real ones
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class _Counting:
+    """WSGI middleware: count requests, serialise writes."""
+
+    def __init__(self, app, server: LoopbackS3):
+        self.app, self.server = app, server
+
+    def __call__(self, environ: dict[str, Any], start_response):
+        method = environ.get("REQUEST_METHOD", "GET")
+        self.server.record(method, environ.get("PATH_INFO", ""))
+        if not self.server.conditional:
+            environ.pop("HTTP_IF_NONE_MATCH", None)
+        if method in ("PUT", "POST", "DELETE"):
+            with self.server.write_lock:  # check-and-write as one step, as on real S3
+                return list(self.app(environ, start_response))
+        return self.app(environ, start_response)
+
+
+class LoopbackS3:
+    """`start()`, then `endpoint` is http://127.0.0.1:PORT; `env()` is what a zk process needs."""
+
+    def __init__(self, port: int | None = None, conditional: bool = True):
+        self.port = port or free_port()
+        self.conditional = conditional  # False: a store that ignores If-None-Match (no commit support)
+        self.write_lock = threading.Lock()
+        self.counts: Counter[str] = Counter()
+        self._count_lock = threading.Lock()
+        self._server = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def record(self, method: str, path: str) -> None:
+        with self._count_lock:
+            self.counts[method] += 1
+            self.counts["total"] += 1
+
+    def take_counts(self) -> Counter[str]:
+        """The requests since the last call (and reset)."""
+        with self._count_lock:
+            counts, self.counts = self.counts, Counter()
+        return counts
+
+    def start(self) -> LoopbackS3:
+        import logging
+
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no request log on the tests' stderr
+        from moto.moto_server.threaded_moto_server import ThreadedMotoServer
+        from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+        from werkzeug.serving import make_server
+
+        outer = self
+
+        class Server(ThreadedMotoServer):
+            def _server_entry(self) -> None:  # moto's own, with the app wrapped
+                app = _Counting(DomainDispatcherApplication(create_backend_app), outer)
+                self._server = make_server(self._ip_address, self._port, app, True)
+                self._server_ready_event.set()
+                self._server.serve_forever()
+
+        self._server = Server(ip_address="127.0.0.1", port=self.port, verbose=False)
+        self._server.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.stop()
+            self._server = None
+
+    def client(self):
+        import boto3
+
+        return boto3.client("s3", endpoint_url=self.endpoint, aws_access_key_id=KEY_ID,
+                            aws_secret_access_key=SECRET, region_name=REGION)
+
+    def make_bucket(self, name: str = BUCKET) -> str:
+        self.client().create_bucket(Bucket=name)
+        return name
+
+    def keys(self, bucket: str = BUCKET, prefix: str = "") -> list[str]:
+        out, token = [], None
+        client = self.client()
+        while True:
+            page = client.list_objects_v2(Bucket=bucket, Prefix=prefix, **({"ContinuationToken": token} if token
+                                                                             else {}))
+            out += [o["Key"] for o in page.get("Contents", [])]
+            if not page.get("IsTruncated"):
+                return out
+            token = page["NextContinuationToken"]
+
+    def env(self) -> dict[str, str]:
+        """The usual AWS environment a zk process reads (credentials, region, endpoint)."""
+        return {"AWS_ACCESS_KEY_ID": KEY_ID, "AWS_SECRET_ACCESS_KEY": SECRET, "AWS_REGION": REGION,
+                "AWS_ENDPOINT_URL": self.endpoint}
