@@ -37,11 +37,16 @@ def main() -> None:
     parser.add_argument("--process", action="store_true")
     args = parser.parse_args()
 
+    from zettel_amem.errors import ZkError
     from zettel_amem.memory import Memory
 
     for i in range(args.start, args.adds):
         text = f"{args.label} note {i}: 오늘 {i % 7}km 달렸다, knee fine"
-        note = Memory().add(text)
+        try:
+            note = Memory().add(text)
+        except ZkError as exc:  # as `zk add` says it: one line, no traceback
+            sys.stderr.write(f"machine {args.label}, add {i}: zk: error: {exc}\n")
+            sys.exit(2)
         fd = os.open(args.done, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             os.write(fd, f"{note.id}\t{note.status}\t{text}\n".encode())

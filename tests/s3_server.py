@@ -8,6 +8,10 @@
   could both pass the check. Real S3, MinIO and R2 make the check and the write one atomic step;
   here every write (PUT, POST, DELETE) is serialised under one lock so the fake does too.
 
+- **A listing answered late** (`hide_listings`): the next listings of a prefix are answered as they
+  would have been a moment earlier, before a table existed there: what a machine sees when its request
+  left just before another machine's commit and the answer came after. A race, made certain.
+
 `stop()` and `start()` again keep the buckets (moto's state lives in this process) and the port, so a
 test can take the store offline and bring it back.
 """
@@ -39,6 +43,8 @@ class _Counting:
     def __call__(self, environ: dict[str, Any], start_response):
         method = environ.get("REQUEST_METHOD", "GET")
         self.server.record(method, environ.get("PATH_INFO", ""))
+        if method == "GET" and "list-type=2" in environ.get("QUERY_STRING", ""):
+            environ["QUERY_STRING"] = self.server.listing(environ["QUERY_STRING"])
         if not self.server.conditional:
             environ.pop("HTTP_IF_NONE_MATCH", None)
         if method in ("PUT", "POST", "DELETE"):
@@ -58,6 +64,21 @@ class LoopbackS3:
         self._count_lock = threading.Lock()
         self._server = None
         self._thread: threading.Thread | None = None
+        self._hidden: list = []  # [prefix, listings left]
+
+    def hide_listings(self, prefix: str, count: int) -> None:
+        """Answer the next `count` listings of keys under `prefix` (in the bucket) as empty."""
+        self._hidden = [prefix, count]
+
+    def listing(self, query: str) -> str:
+        """The query a listing is answered by: an empty prefix's while `hide_listings` says so."""
+        from urllib.parse import unquote
+
+        with self._count_lock:
+            if self._hidden and self._hidden[1] > 0 and f"prefix={self._hidden[0]}" in unquote(query):
+                self._hidden[1] -= 1
+                return query.replace("prefix=", "prefix=zk-hidden%2F", 1)
+        return query
 
     @property
     def endpoint(self) -> str:

@@ -30,8 +30,8 @@ ALLOWED = {
     "database": {"errors", "location"},
     "store": {"database", "errors", "models", "shared_store", "text", "versions"},
     "shared_store": {"database", "errors"},  # opening the notes table of an object-store home
-    "lease": {"database"},  # the shared store's worker lease (a row in a table)
-    "tier_store": {"database", "models"},
+    "lease": {"database", "shared_store"},  # the shared store's worker lease (a row in a table)
+    "tier_store": {"database", "models", "shared_store"},  # shared_store: creating a table on an object store
     "versions": {"database"},  # which table versions read after a crash; the rows of lost commits
     "health": {"database", "errors", "store", "versions"},  # storage health: diagnose and read what is left
     "repair": {"database", "errors", "health", "store", "tier_store"},  # rebuild only what is damaged

@@ -244,3 +244,44 @@ def test_the_dynamodb_commit_store_works_too(zk, s3, zk_home, monkeypatch):
     assert len(items) >= 4  # the table's creation and each add: one commit record each
     line = next(c for c in zk("doctor", "--json").json()["checks"] if c["check"] == "remote store")
     assert line["ok"] and "DynamoDB" in line["message"]
+
+
+def _transactions(s3: LoopbackS3, uri: str, table: str) -> list[str]:
+    """The operation of each commit of a shared table, newest first (pylance reads the store directly)."""
+    import lance
+
+    from tests.s3_server import KEY_ID, REGION, SECRET
+
+    options = {"endpoint": s3.endpoint, "allow_http": "true", "region": REGION, "aws_access_key_id": KEY_ID,
+               "aws_secret_access_key": SECRET}
+    dataset = lance.dataset(f"{uri}/{table}.lance", storage_options=options)
+    return [type(t.operation).__name__ for t in dataset.get_transactions(100) if t is not None]
+
+
+def test_a_machine_that_found_no_notebook_never_creates_one_over_another_machines(s3, tmp_path):
+    """Machine B finds no table (its listings left just before machine A created the notebook and added
+    a note; the server answers them as of then) and creates it. LanceDB's `create_table` re-ran B's
+    lost creation as an Overwrite at the next version: an empty table over A's note, and A's next append
+    "incompatible with concurrent transaction Overwrite" (the CI failure of #30). B now opens A's table."""
+    import subprocess
+
+    from tests.harness import zk_command, zk_env
+
+    uri = f"s3://{BUCKET}/create-race-{uuid.uuid4().hex[:8]}"
+    envs = {label: zk_env(None, **s3.env(), ZK_HOME=uri, ZK_LOCAL_DIR=str(tmp_path / label),
+                          ZK_LLM_MODEL=FAKE_MODEL) for label in "AB"}
+
+    def add(label: str) -> subprocess.CompletedProcess:
+        return subprocess.run(zk_command("add", f"machine {label}: 새 노트북의 노트", "--json"), env=envs[label],
+                              capture_output=True, text=True, timeout=300)
+
+    assert add("A").returncode == 0
+    s3.hide_listings(f"{_prefix(uri)}/notes.lance/_versions/", 2)  # B's open and create_table's check
+    done = add("B")
+    assert done.returncode == 0, done.stderr
+    assert s3._hidden[1] == 0  # B did look twice and saw no table
+    assert _transactions(s3, uri, "notes").count("Overwrite") == 1  # the creation, once
+    assert add("A").returncode == 0
+    listed = subprocess.run(zk_command("list", "--json"), env=envs["A"], capture_output=True, text=True, timeout=300)
+    assert sorted(n["content"] for n in json.loads(listed.stdout)) == [
+        "machine A: 새 노트북의 노트", "machine A: 새 노트북의 노트", "machine B: 새 노트북의 노트"]

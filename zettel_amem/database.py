@@ -31,6 +31,7 @@ SCHEMA_VERSION = 3  # 2: raw_vector (the raw words' embedding beside the enriche
 _U64 = (1 << 64) - 1  # LanceDB's v2 manifest names count down: `_versions/{2**64 - 1 - version}.manifest`
 REMOTE_STALENESS_S = 1.0  # an object-store read may use a table version this old (see connect)
 REMOTE_COMMIT_TRIES = 5  # a shared store's commit preempted by another machine's is run again (guarded_write)
+COMMIT_CONFLICTS = ("Retryable commit conflict", "Commit conflict for version", "Incompatible transaction")
 REMOTE_KEEP_VERSIONS = timedelta(minutes=10)  # a shared store's old versions live this long (see _cleanup_age)
 MAX_VECTOR_DELTAS = 4  # extra segments of a vector index (new rows since training) before they are merged
 # Data file names inside a manifest (protobuf; the names are plain strings in it).
@@ -380,8 +381,11 @@ class Database:
             raise StoreDamaged(f"cannot write to the store at {self.where}: {lance_message(exc)}") from None
 
     def _committed(self, action) -> None:
-        """Run one commit. On a shared store a commit another machine's commit preempted ("Retryable commit
-        conflict": nothing of it was written) is run again once this process sees the newer version."""
+        """Run one commit. On a shared store a commit that another machine's commit preempted (nothing of it
+        was written) is run again, whole, once this process sees the newer version: Lance says "Retryable
+        commit conflict" when its own retries ran out, "Incompatible transaction" when the other commit
+        cannot be merged with this one (a compaction under a delete). Every write of zk applies to
+        whatever version it runs on (an append, an update or delete by id, a compaction)."""
         import random
         import time
 
@@ -390,7 +394,7 @@ class Database:
                 self.remote_call(action)
                 return
             except Exception as exc:  # noqa: BLE001 - only a preempted commit is tried again
-                if attempt == REMOTE_COMMIT_TRIES - 1 or "Retryable commit conflict" not in str(exc):
+                if attempt == REMOTE_COMMIT_TRIES - 1 or not any(m in str(exc) for m in COMMIT_CONFLICTS):
                     raise
             time.sleep(REMOTE_STALENESS_S + random.uniform(0, attempt + 1))  # past the read staleness
 

@@ -25,6 +25,7 @@ import uuid
 from pathlib import Path
 
 from .database import Database, sql_str
+from .shared_store import create_once
 
 LEASES = "zk_leases"
 TTL_S = 60.0
@@ -83,12 +84,9 @@ class Lease:
         except ValueError:  # not created yet: create it with the row; a racing creator's table wins
             schema = pa.schema([pa.field("name", pa.string()), pa.field("holder", pa.string()),
                                 pa.field("expires", pa.float64())])
-            try:
-                self.db.remote_call(lambda: db.create_table(LEASES, [{"name": self.name, "holder": "",
-                                                                       "expires": 0.0}], schema=schema))
-            except (ValueError, RuntimeError, OSError):
-                pass  # another machine created it first
-            return self.db.remote_call(lambda: db.open_table(LEASES))
+            # Its first commit holds the row; a machine that loses the creation opens the winner's table
+            # (LanceDB's create_table would commit its own row over the winner's lease: shared_store.py).
+            return create_once(self.db, LEASES, schema, [{"name": self.name, "holder": "", "expires": 0.0}])
 
     def _swap(self, condition: str, holder: str, expires: float) -> bool:
         """Set the row to (holder, expires) if `condition` holds for the stored row: True if it did."""

@@ -2,8 +2,11 @@
 write the same table at the same time.
 
 Every step is safe to run twice or on two machines at once, with no lock:
-- *creation*: the first commit of a table is a conditional write; a machine that loses the race finds
-  the table there and opens it. The embedder's name and dimension and the schema version travel in the
+- *creation*: the first commit of a table is a conditional write of version 1, tried once; a machine
+  that loses the race finds the table there and opens it. (LanceDB's `create_table` would instead
+  retry a lost creation as an Overwrite at the next version: an empty table over the winner's, whose
+  notes are then gone, and whose next append fails as "incompatible with concurrent transaction
+  Overwrite".) The embedder's name and dimension and the schema version travel in the
   table's own schema metadata, so a second machine with another embedder is refused.
 - *indexes*: created when absent; a racing machine's identical index is a conflict that leaves one
   index, and the worker's upkeep creates whatever is still missing.
@@ -18,9 +21,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .database import SCHEMA_VERSION, lance_message
-from .errors import StoreDamaged, ZkError
+from .errors import StoreDamaged, StoreUnreachable, ZkError
 
 if TYPE_CHECKING:
+    from .database import Database
     from .store import Store
 
 EMBEDDER_KEY, DIM_KEY, SCHEMA_KEY = b"zk.embedder", b"zk.dim", b"zk.schema_version"
@@ -50,14 +54,41 @@ def open_shared(store: Store, meta: dict[str, Any], name: str) -> None:
         raise StoreDamaged(f"cannot open the store at {store.where}: {lance_message(exc)}") from None
 
 
-def _create(store: Store, name: str) -> None:
-    schema = store.notes_schema().with_metadata(schema_metadata(store.embedder_name, store.dim))
+def create_once(store: Database, name: str, schema, rows: list[dict] | None = None) -> Any:
+    """Create the shared table `name` (with `schema`, and `rows` if given) unless another machine has,
+    and open it.
+
+    The creation is Lance's first commit alone: version 1's manifest, written only if absent, with no
+    retry (`max_retries=0`). Losing that race is an error here, and the table the winner made is opened;
+    nothing is ever committed over it (the loser's data file, if any, is named by no version). Any other
+    failure of the commit is raised when the table cannot be opened after it either."""
+    import lance
+    import pyarrow as pa
+
+    uri = f"{store.location.lancedb_uri}/{name}.lance"
+    options = store.location.options or None
+
+    def commit():
+        fragments = lance.fragment.write_fragments(pa.Table.from_pylist(rows, schema=schema), uri, schema=schema,
+                                                   storage_options=options) if rows else []
+        return lance.LanceDataset.commit(uri, lance.LanceOperation.Overwrite(schema, fragments),
+                                         storage_options=options, max_retries=0, enable_v2_manifest_paths=True)
+
     try:
-        store.remote_call(lambda: store.db.create_table(name, schema=schema))
-    except (ValueError, RuntimeError, OSError) as exc:  # another machine created it first
-        if "already exists" not in str(exc) and "onflict" not in str(exc):
-            raise
-    store.table = store.remote_call(lambda: store.db.open_table(name))
+        store.remote_call(commit)
+    except StoreUnreachable:
+        raise
+    except Exception as exc:  # noqa: BLE001 - "already exists" or a lost race: then the table is there
+        try:
+            return store.remote_call(lambda: store.db.open_table(name))
+        except ValueError:
+            raise exc from None
+    return store.remote_call(lambda: store.db.open_table(name))
+
+
+def _create(store: Store, name: str) -> None:
+    store.table = create_once(store, name, store.notes_schema().with_metadata(
+        schema_metadata(store.embedder_name, store.dim)))
     try:
         store.ensure_indexes()
     except ZkError:

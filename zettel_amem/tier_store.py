@@ -86,13 +86,14 @@ class TierStore:
                 if not create:
                     return None  # nothing stored in it yet, as far as this read is concerned
                 with self.store.write_lock():  # creation happens under the lock: after it, it is complete
-                    if name not in db.list_tables().tables:
-                        try:
+                    if self.store.remote:  # other machines may create it at this moment (shared_store.py)
+                        from .shared_store import create_once
+
+                        table = create_once(self.store, name, _schema(name, self.store.dim))
+                    else:
+                        if name not in db.list_tables().tables:
                             self.store.record(name, db.create_table(name, schema=_schema(name, self.store.dim)))
-                        except ValueError as exc:  # a shared store: another machine created it first
-                            if not self.store.remote or "already exists" not in str(exc):
-                                raise
-                    table = db.open_table(name)
+                        table = db.open_table(name)
             self._tables[name] = table
         return self._tables[name]
 
