@@ -69,8 +69,8 @@ def create_once(store: Database, name: str, schema, rows: list[dict] | None = No
     options = store.location.options or None
 
     def commit():
-        fragments = lance.fragment.write_fragments(pa.Table.from_pylist(rows, schema=schema), uri, schema=schema,
-                                                   storage_options=options) if rows else []
+        fragments = [lance.fragment.LanceFragment.create(uri, pa.Table.from_pylist(rows, schema=schema), 0,
+                                                         schema=schema, storage_options=options)] if rows else []
         return lance.LanceDataset.commit(uri, lance.LanceOperation.Overwrite(schema, fragments),
                                          storage_options=options, max_retries=0, enable_v2_manifest_paths=True)
 
