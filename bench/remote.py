@@ -6,7 +6,8 @@ For each size, a fresh notebook on a loopback S3 server (moto's ThreadedMotoServ
 which counts every request) is filled with that many notes by `zk import --no-llm`, the worker's upkeep
 runs once (`zk process`: compaction, indexes; as after any idle worker), and then `zk add`, `zk search`,
 `zk list --limit 20` and `zk show ID` run as real subprocesses, `--repeat` times each. Reported per
-command: requests (by HTTP method; the median run), wall time (median), and a projection for a 50 ms
+command: requests (by HTTP method, and by what they read: version listings, manifests, data files, index
+files; the median run), wall time (median), and a projection for a 50 ms
 round trip: requests x 50 ms + the loopback wall time (an upper bound: LanceDB issues some requests
 in parallel).
 """
@@ -73,7 +74,9 @@ def measure(server, uri: str, local: Path, note_id: str, repeat: int) -> dict[st
         runs.sort(key=lambda r: r[1].get("total", 0))
         counts = runs[len(runs) // 2][1]
         wall = statistics.median(r[0] for r in runs)
-        out[name] = {"requests": counts.get("total", 0), "by_method": {k: v for k, v in counts.items() if k != "total"},
+        out[name] = {"requests": counts.get("total", 0),
+                     "by_method": {k: v for k, v in counts.items() if k != "total" and not k.startswith("kind:")},
+                     "by_kind": {k[5:]: v for k, v in sorted(counts.items()) if k.startswith("kind:")},
                      "wall_s": round(wall, 2), "projected_50ms_s": round(counts.get("total", 0) * RTT_S + wall, 2),
                      "requests_all_runs": [r[1].get("total", 0) for r in runs]}
     return out

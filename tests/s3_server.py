@@ -34,6 +34,17 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def request_kind(method: str, path: str, query: str = "") -> str:
+    """What a request is for, from its key: `list` (a table's versions), `manifest`, `data` (a data file),
+    `index` (an index file), `other` (a transaction record, the namespace, the bucket)."""
+    if "list-type=" in query:
+        return "list"
+    for part, kind in (("/_versions/", "manifest"), ("/data/", "data"), ("/_indices/", "index")):
+        if part in path:
+            return kind
+    return "other"
+
+
 class _Counting:
     """WSGI middleware: count requests, serialise writes."""
 
@@ -42,7 +53,7 @@ class _Counting:
 
     def __call__(self, environ: dict[str, Any], start_response):
         method = environ.get("REQUEST_METHOD", "GET")
-        self.server.record(method, environ.get("PATH_INFO", ""))
+        self.server.record(method, environ.get("PATH_INFO", ""), environ.get("QUERY_STRING", ""))
         if method == "GET" and "list-type=2" in environ.get("QUERY_STRING", ""):
             environ["QUERY_STRING"] = self.server.listing(environ["QUERY_STRING"])
         if not self.server.conditional:
@@ -84,10 +95,11 @@ class LoopbackS3:
     def endpoint(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def record(self, method: str, path: str) -> None:
+    def record(self, method: str, path: str, query: str = "") -> None:
         with self._count_lock:
             self.counts[method] += 1
             self.counts["total"] += 1
+            self.counts[f"kind:{request_kind(method, path, query)}"] += 1
 
     def take_counts(self) -> Counter[str]:
         """The requests since the last call (and reset)."""
