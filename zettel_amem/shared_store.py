@@ -65,7 +65,8 @@ def create_once(store: Database, name: str, schema, rows: list[dict] | None = No
     import lance
     import pyarrow as pa
 
-    uri = f"{store.location.lancedb_uri}/{name}.lance"
+    base, _, query = store.location.lancedb_uri.partition("?")  # s3+ddb://bucket/prefix?ddbTableName=T
+    uri = f"{base.rstrip('/')}/{name}.lance" + (f"?{query}" if query else "")
     options = store.location.options or None
 
     def commit():
