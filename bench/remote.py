@@ -1,6 +1,6 @@
 """What a shared notebook costs over a network: object-store requests and wall time of the common commands.
 
-    python -m bench.remote [--sizes 1000 10000] [--repeat 3] [--out /tmp/remote.json]
+    python -m bench.remote [--sizes 1000 10000] [--repeat 3] [--out /tmp/remote.json] [--synthetic]
 
 For each size, a fresh notebook on a loopback S3 server (moto's ThreadedMotoServer, tests/s3_server.py,
 which counts every request) is filled with that many notes by `zk import --no-llm`, the worker's upkeep
@@ -38,7 +38,7 @@ def _env(server, uri: str, local: Path) -> dict[str, str]:
     return zk_env(None, **server.env(), ZK_HOME=uri, ZK_LOCAL_DIR=str(local), ZK_LLM_MODEL=FAKE_MODEL)
 
 
-def _seed(server, uri: str, local: Path, size: int) -> str:
+def _seed(server, uri: str, local: Path, size: int, synthetic: bool = False) -> str:
     """`size` notes by import (chat turns of a year), then the worker's upkeep. Returns a note id."""
     from tests.harness import run
 
@@ -52,10 +52,44 @@ def _seed(server, uri: str, local: Path, size: int) -> str:
             out.write(json.dumps({"speaker": "me" if i % 2 else "Mina", "text": text, "timestamp": when},
                                  ensure_ascii=False) + "\n")
     env = _env(server, uri, local)
-    run("import", str(source), "--no-llm", "--quiet", env=env, check=True, timeout=3600)
+    if synthetic:
+        _write_synthetic(source, env)
+    else:
+        run("import", str(source), "--no-llm", "--quiet", env=env, check=True, timeout=3600)
     run("process", "--quiet", env=env, check=True, timeout=3600)
     listed = run("list", "--limit", "1", "--json", env=env, check=True)
     return json.loads(listed.stdout)[0]["id"]
+
+
+def _write_synthetic(source: Path, env: dict[str, str]) -> None:
+    """`--synthetic`: the same turns written through the store in batches of 1,000 with random unit vectors
+    instead of embeddings (seconds, not minutes, for 40k notes; requests do not depend on the vectors'
+    values, though which rows a search finds does)."""
+    import os
+
+    import numpy as np
+
+    saved = dict(os.environ)
+    os.environ.update(env)
+    try:
+        from zettel_amem.memory import Memory
+        from zettel_amem.models import READY
+
+        memory, rng = Memory(), np.random.default_rng(30)
+        lines = [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines()]
+        for start in range(0, len(lines), 1000):
+            notes = []
+            for i, turn in enumerate(lines[start:start + 1000], start):
+                note = memory.new_note(turn["text"], turn["timestamp"], kind="turn", speaker=turn["speaker"],
+                                       session_id=f"bench-{i // 20}", seq=i % 20)
+                note.status = READY  # as `zk import --no-llm` writes a turn
+                vector = rng.standard_normal(memory.store.dim).astype(np.float32)
+                note.vector = note.raw_vector = (vector / np.linalg.norm(vector)).tolist()
+                notes.append(note)
+            memory.store.add(notes)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 def measure(server, uri: str, local: Path, note_id: str, repeat: int) -> dict[str, dict]:
@@ -87,6 +121,7 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--synthetic", action="store_true", help="random vectors instead of embeddings (fast seeding)")
     args = parser.parse_args()
     from tests.s3_server import BUCKET, LoopbackS3
 
@@ -98,7 +133,7 @@ def main() -> None:
             for size in args.sizes:
                 uri, local = f"s3://{BUCKET}/bench-{size}", Path(tmp) / f"local-{size}"
                 start = time.perf_counter()
-                note_id = _seed(server, uri, local, size)
+                note_id = _seed(server, uri, local, size, args.synthetic)
                 seeded = time.perf_counter() - start
                 print(f"{size} notes seeded in {seeded:.0f} s", file=sys.stderr, flush=True)
                 results[size] = {"seed_s": round(seeded, 1), "commands": measure(server, uri, local, note_id,
