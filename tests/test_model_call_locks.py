@@ -20,7 +20,7 @@ from zettel_amem.memory import Memory
 from zettel_amem.models import EPISODE_PENDING, EPISODE_READY, PENDING, READY
 from zettel_amem.tiers import Tiers
 
-WATCHDOG = 20.0  # seconds a blocked call waits at most: on main, the writer gets the lock only then
+WATCHDOG = 30.0  # seconds a blocked call waits at most: on main, the writer gets the lock only then
 
 
 class BlockingLLM(FakeLLM):
