@@ -246,8 +246,7 @@ class Promotion:
             self._merge_by_similarity(entity, nearest, usage)
         with guard():
             self._check(episode)  # forgotten meanwhile: no entity may carry the removed words back
-            if entity.merged_into and not any(e.id == entity.merged_into for e in self.store.entities(
-                    notebook, canonical_only=True)):
+            if entity.merged_into and not any(e.id == entity.merged_into for e in self.store.entities(notebook)):
                 entity.merged_into, entity.merge_reason = None, ""  # its target was removed meanwhile
             self.store.put_entities([entity])
         return entity, entity.merged_into is not None
