@@ -1113,7 +1113,7 @@ def session_close(ids: list[str] = typer.Argument(None, metavar="[ID]...", help=
     """Mark sessions complete: they are summarised into episodes (by the background worker, or now)."""
     from . import render
     from .models import journal_period, now_iso, session_id_for
-    from .worker import work_lock
+    from .worker import step_lock, work_lock
 
     tiers = _tiers()
     memory = tiers.memory
@@ -1123,7 +1123,7 @@ def session_close(ids: list[str] = typer.Argument(None, metavar="[ID]...", help=
     results = []
     if wait:
         with work_lock(memory, wait=True):  # never alongside the background worker
-            results = [tiers.promotion.process_episode(e.id) for e in episodes]
+            results = [tiers.promotion.process_episode(e.id, lambda: step_lock(memory.home)) for e in episodes]
     elif memory.settings.auto_worker:
         from .worker import spawn
 

@@ -4,7 +4,9 @@ One server is bound to one notebook (`zk -n work mcp`); no tool argument can rea
 through the same durable path as the CLI: `add_note` stores the raw note with its embedding and
 returns, and the same background worker does the LLM work. Every expected failure (`ZkError`, a
 model error) becomes an MCP tool error with the one-line message the CLI would print; never a
-traceback. Tools run in the SDK's worker threads, so calls into the library are serialised by a lock.
+traceback. Tools run in the SDK's worker threads: their store reads and writes (and embeddings) are
+serialised by one lock, which is never held across a model call; `ask` calls the model under a lock of
+its own (one model call at a time), so `search`, `context`, `show` … and `add_note` never wait for it.
 
 Tools: add_note, search (L1), context (L0), expand (L1), graph (L2), show, links, ask.
 Resources: `zk://note/{id}` (a note as JSON).
@@ -25,6 +27,7 @@ import os
 import secrets
 import threading
 from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -192,13 +195,15 @@ class ZkTools:
         self.tiers = Tiers(self.memory)
         self.notebook = notebook
         self._spawn = spawn_worker
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # the store, the embedder, lazy loading: short holds only
+        self._model = threading.Lock()  # the model: one call at a time, never under `_lock`
 
-    def call(self, fn: Callable[[], T]) -> T:
-        """Run one tool body under the lock; expected failures become one-line tool errors."""
+    def call(self, fn: Callable[[], T], locked: bool = True) -> T:
+        """Run one tool body (under the store lock unless it takes its locks itself, like `ask`);
+        expected failures become one-line tool errors."""
         from mcp.server.mcpserver.exceptions import ToolError
 
-        with self._lock:
+        with self._lock if locked else nullcontext():
             try:
                 return fn()
             except (ZkError, LLMError) as exc:
@@ -270,12 +275,17 @@ class ZkTools:
         return LinksOut(id=note.id, links=brief(note.links), backlinks=brief(back))
 
     def ask(self, question: str) -> AskOut:
-        block, _, _ = self.tiers.context.memory_block(question)
-        answer = self.memory.ask(question, memory_block=block)
-        for _ in answer.pieces:
-            pass
-        cited = answer.cited()
-        return AskOut(answer=answer.text.strip(), cited=cited, mode=answer.mode, notes=self._hits(answer.notes))
+        """Retrieve under the store lock, answer with only the model lock held (other tools go on
+        meanwhile), then read the cited notes' backlinks under the store lock again."""
+        with self._lock:
+            block, _, _ = self.tiers.context.memory_block(question)
+            answer = self.memory.ask(question, memory_block=block)
+        with self._model:
+            for _ in answer.pieces:
+                pass
+        with self._lock:
+            return AskOut(answer=answer.text.strip(), cited=answer.cited(), mode=answer.mode,
+                          notes=self._hits(answer.notes))
 
     def read_note(self, note_id: str) -> str:
         note = self.memory.resolve(note_id)
@@ -403,7 +413,7 @@ def build_server(home: str | Path | None, notebook: str, spawn_worker: Callable[
                              "note ids (a question of at most 2,000 characters). Slower than `search`; prefer "
                              "`search`/`context` when you can read the notes yourself.")
     def ask(question: str) -> AskOut:
-        return zk.call(lambda: zk.ask(question))
+        return zk.call(lambda: zk.ask(question), locked=False)
 
     _add_note_resource(server, zk)
     return server

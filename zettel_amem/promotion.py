@@ -15,6 +15,7 @@ import hashlib
 import re
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -51,6 +52,15 @@ _AGE = re.compile(r"^\s*(\d+)\s*([dwmy]?)\s*$")
 def _stable_id(*parts: str) -> str:
     """Deterministic id, so a stage re-run after a crash rewrites the same rows instead of adding more."""
     return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()[:32]
+
+
+class _Stale(Exception):
+    """The episode was re-queued or deleted while the model worked on it: its work is dropped."""
+
+
+def _turns_key(turns: list[Note]) -> list[tuple[str, str]]:
+    """What a summary is made from: each turn's id and text (an edit keeps the count, not the text)."""
+    return [(t.id, t.content) for t in turns]
 
 
 def parse_age(text: str) -> timedelta:
@@ -90,46 +100,66 @@ class Promotion:
                         ) -> list[EpisodeResult]:
         from .worker import step_lock
 
+        def guard() -> AbstractContextManager:
+            return step_lock(self.memory.home)
+
         todo = self.pending()
         results = []
         for index, episode in enumerate(todo, 1):
-            with step_lock(self.memory.home):
-                results.append(self.process_episode(episode.id))
+            results.append(self.process_episode(episode.id, guard))
             if on_progress:
                 on_progress(results[-1], index, len(todo))
         return results
 
-    def process_episode(self, episode_id: str) -> EpisodeResult:
+    def process_episode(self, episode_id: str, guard: Callable[[], AbstractContextManager] = nullcontext
+                        ) -> EpisodeResult:
+        """Summarise and extract one episode. `guard` (the worker's step lock) is held around every read
+        and commit, never around a model call: `zk rm` and `zk edit` never wait for the model. A commit
+        re-reads the episode (and, for a summary, its turns) and drops the model's work if either changed
+        meanwhile: a deleted turn's words never come back, an edited turn is summarised afresh."""
         start = time.perf_counter()
         usage = Usage()
-        episode = self.store.episode(episode_id, with_vector=True)
+        with guard():
+            episode = self.store.episode(episode_id, with_vector=True)
         if episode is None:
             raise NotFound(f"no episode {episode_id}")
         result = EpisodeResult(id=episode.id, status=episode.status)
         try:
             if episode.status == EPISODE_PENDING:
-                self._summarise(episode, usage)
+                self._summarise(episode, usage, guard)
             if episode.status == EPISODE_SUMMARISED:
-                self._extract(episode, usage, result)
+                self._extract(episode, usage, result, guard)
+        except _Stale:  # left as `zk rm`/`zk edit`/`zk session close` made it (queued again, or gone)
+            with guard():
+                latest = self.store.episode(episode.id)
+            episode.status = latest.status if latest is not None else "deleted"
         except LLMError as exc:  # stays at its last committed stage, with the reason
-            episode.error = result.error = str(exc)
-            self.store.put_episodes([episode])
+            result.error = str(exc)
+            with guard():
+                if not self._changed_since_read(episode):
+                    episode.error = result.error
+                    self.store.put_episodes([episode])
         result.status = episode.status
         result.charge(usage, time.perf_counter() - start)
         return result
 
-    def _summarise(self, episode: Episode, usage: Usage) -> None:
-        turns = self.sessions.turns(episode.session_id, episode.notebook)
+    def _summarise(self, episode: Episode, usage: Usage, guard: Callable[[], AbstractContextManager]) -> None:
+        with guard():
+            self._check(episode)
+            turns = self.sessions.turns(episode.session_id, episode.notebook)
         summary, spent = summarise(self.memory.llm, self.memory.prompts, turns, episode.title, self.memory.settings)
         usage.add(spent)
-        if self._changed_since_read(episode):
-            return  # re-closed or a turn removed while we summarised: stays pending, summarised afresh
-        episode.summary, episode.abstract = summary, abstract_of(summary)
-        episode.turns = len(turns)
-        text = "\n".join(filter(None, [episode.title, summary]))
-        episode.vector = self.memory.embedder.embed_passages([text])[0].tolist()
-        episode.status, episode.error = EPISODE_SUMMARISED, ""
-        self.store.put_episodes([episode])
+        with guard():
+            # Re-closed, a turn removed or edited while we summarised: stays pending, summarised afresh.
+            self._check(episode)
+            if _turns_key(self.sessions.turns(episode.session_id, episode.notebook)) != _turns_key(turns):
+                raise _Stale
+            episode.summary, episode.abstract = summary, abstract_of(summary)
+            episode.turns = len(turns)
+            text = "\n".join(filter(None, [episode.title, summary]))
+            episode.vector = self.memory.embedder.embed_passages([text])[0].tolist()
+            episode.status, episode.error = EPISODE_SUMMARISED, ""
+            self.store.put_episodes([episode])
 
     def _changed_since_read(self, episode: Episode) -> bool:
         """Whether the episode row was re-queued (`close_session`, `forget_note`: new `created`, turn
@@ -139,17 +169,25 @@ class Promotion:
         return latest is None or (latest.created, latest.turns, latest.status) != (
             episode.created, episode.turns, episode.status)
 
-    def _extract(self, episode: Episode, usage: Usage, result: EpisodeResult) -> None:
-        self._forget_relations_of(episode.id)  # a re-summarised episode replaces its own facts
-        if not episode.summary.strip():
-            episode.status = EPISODE_READY
-            self.store.put_episodes([episode])
-            return
+    def _check(self, episode: Episode) -> None:
+        """Under the guard: stop (`_Stale`) if the episode changed since it was read."""
+        if self._changed_since_read(episode):
+            raise _Stale
+
+    def _extract(self, episode: Episode, usage: Usage, result: EpisodeResult,
+                 guard: Callable[[], AbstractContextManager]) -> None:
+        with guard():
+            self._check(episode)
+            self._forget_relations_of(episode.id)  # a re-summarised episode replaces its own facts
+            if not episode.summary.strip():
+                episode.status = EPISODE_READY
+                self.store.put_episodes([episode])
+                return
         found, spent = extract(self.memory.llm, self.memory.prompts, episode.summary, episode.start)
         usage.add(spent)
         ids: dict[str, str] = {}
         for name, kind in found.entities:
-            entity, merged = self._resolve_entity(name, kind, episode, usage)
+            entity, merged = self._resolve_entity(name, kind, episode, usage, guard)
             ids[name_key(name)] = entity.id
             result.entities += 1
             result.merged += int(merged)
@@ -157,13 +195,15 @@ class Promotion:
                         predicate=p, object=ids[name_key(o)], notebook=episode.notebook, episode_id=episode.id,
                         valid_from=episode.start, created=now_iso())
                for s, p, o in found.relations]
-        changed = self._supersede(new, episode.notebook, usage)
-        if self._changed_since_read(episode):
-            return  # the session grew (or lost a turn) while we worked: stay queued, summarised afresh
-        self.store.put_relations([*new, *changed])
-        result.relations, result.invalidated = len(new), sum(1 for r in [*new, *changed] if r.invalid_from)
-        episode.status, episode.error = EPISODE_READY, ""
-        self.store.put_episodes([episode])
+        changed = self._supersede(new, episode.notebook, usage, guard)
+        with guard():
+            self._check(episode)  # the session grew (or lost a turn) while we worked: stays queued
+            current = {r.id for r in self.store.relations(episode.notebook, current_only=True)}
+            changed = [r for r in changed if r.id in current]  # one deleted or outdated meanwhile stays so
+            self.store.put_relations([*new, *changed])
+            result.relations, result.invalidated = len(new), sum(1 for r in [*new, *changed] if r.invalid_from)
+            episode.status, episode.error = EPISODE_READY, ""
+            self.store.put_episodes([episode])
 
     def _forget_relations_of(self, episode_id: str) -> None:
         """Remove an episode's relations and undo the invalidations they caused (before re-extraction)."""
@@ -177,51 +217,67 @@ class Promotion:
         self.store.put_relations(restored)
         self.store.delete_relations(list(ids))
 
-    def _resolve_entity(self, name: str, kind: str, episode: Episode, usage: Usage) -> tuple[Entity, bool]:
+    def _resolve_entity(self, name: str, kind: str, episode: Episode, usage: Usage,
+                        guard: Callable[[], AbstractContextManager]) -> tuple[Entity, bool]:
         """The entity a mention refers to: an existing one (same key), a new row merged into an existing
-        one (same romanised key, a very close name, or the model says so), or a new entity."""
+        one (same romanised key, a very close name, or the model says so), or a new entity. The store is
+        read and written under `guard`; the model is asked without it."""
         notebook = episode.notebook
         key = name_key(name)
-        same_key = self.store.entities(notebook, key=key, with_vector=True)
-        if same_key:
-            entity = same_key[0]
-            if episode.id not in entity.episodes:
-                entity.episodes.append(episode.id)
-                self.store.put_entities([entity])
-            return entity, False
-        vector = self.memory.embedder.embed_passages([name])[0].tolist()
-        entity = Entity(id=_stable_id(notebook, "entity", key), name=name, type=kind, notebook=notebook, key=key,
-                        created=now_iso(), episodes=[episode.id], vector=vector)
-        canonical = self.store.entities(notebook, canonical_only=True)
-        for other in canonical:
-            reason = same_by_spelling(name, other.name)
-            if reason:
-                entity.merged_into, entity.merge_reason = other.id, reason
-                break
-        if entity.merged_into is None:
-            from .embed import entity_thresholds
-
-            low, high = entity_thresholds(self.memory.embedder.name)
-            for other, similarity in self.store.nearest_entities(vector, 3, notebook):
-                if other.merged_into is not None or other.id == entity.id:
-                    continue
-                if similarity >= high:
-                    entity.merged_into, entity.merge_reason = other.id, f"similar name ({similarity:.2f})"
-                elif similarity >= low and (other.type == kind or "other" in (kind, other.type)):
-                    same, spent = ask_same(self.memory.llm, self.memory.prompts, name, other, kind)
-                    usage.add(spent)
-                    if same:
-                        entity.merged_into = other.id
-                        entity.merge_reason = f"model judged same (similarity {similarity:.2f})"
-                if entity.merged_into:
+        with guard():
+            self._check(episode)
+            same_key = self.store.entities(notebook, key=key, with_vector=True)
+            if same_key:
+                entity = same_key[0]
+                if episode.id not in entity.episodes:
+                    entity.episodes.append(episode.id)
+                    self.store.put_entities([entity])
+                return entity, False
+            vector = self.memory.embedder.embed_passages([name])[0].tolist()
+            entity = Entity(id=_stable_id(notebook, "entity", key), name=name, type=kind, notebook=notebook, key=key,
+                            created=now_iso(), episodes=[episode.id], vector=vector)
+            for other in self.store.entities(notebook, canonical_only=True):
+                reason = same_by_spelling(name, other.name)
+                if reason:
+                    entity.merged_into, entity.merge_reason = other.id, reason
                     break
-        self.store.put_entities([entity])
+            nearest = [] if entity.merged_into else self.store.nearest_entities(vector, 3, notebook)
+        if entity.merged_into is None:
+            self._merge_by_similarity(entity, nearest, usage)
+        with guard():
+            self._check(episode)  # forgotten meanwhile: no entity may carry the removed words back
+            if entity.merged_into and not any(e.id == entity.merged_into for e in self.store.entities(notebook)):
+                entity.merged_into, entity.merge_reason = None, ""  # its target was removed meanwhile
+            self.store.put_entities([entity])
         return entity, entity.merged_into is not None
 
-    def _supersede(self, new: list[Relation], notebook: str, usage: Usage) -> list[Relation]:
-        """Mark relations that a newer one replaces as invalid from then on; returns changed older rows."""
-        canonical = canonical_map(self.store.entities(notebook))
-        current = self.store.relations(notebook, current_only=True)
+    def _merge_by_similarity(self, entity: Entity, nearest: list[tuple[Entity, float]], usage: Usage) -> None:
+        """Merge `entity` into the first near neighbour that is very close, or that the model judges the
+        same (a closeness band, compatible types). Asks the model: never called under the guard."""
+        from .embed import entity_thresholds
+
+        low, high = entity_thresholds(self.memory.embedder.name)
+        for other, similarity in nearest:
+            if other.merged_into is not None or other.id == entity.id:
+                continue
+            if similarity >= high:
+                entity.merged_into, entity.merge_reason = other.id, f"similar name ({similarity:.2f})"
+            elif similarity >= low and (other.type == entity.type or "other" in (entity.type, other.type)):
+                same, spent = ask_same(self.memory.llm, self.memory.prompts, entity.name, other, entity.type)
+                usage.add(spent)
+                if same:
+                    entity.merged_into = other.id
+                    entity.merge_reason = f"model judged same (similarity {similarity:.2f})"
+            if entity.merged_into:
+                break
+
+    def _supersede(self, new: list[Relation], notebook: str, usage: Usage,
+                   guard: Callable[[], AbstractContextManager]) -> list[Relation]:
+        """Mark relations that a newer one replaces as invalid from then on; returns changed older rows
+        (read under `guard`; the caller commits them only if they are still current)."""
+        with guard():
+            canonical = canonical_map(self.store.entities(notebook))
+            current = self.store.relations(notebook, current_only=True)
         pairs = conflicts(new, current, lambda i: canonical[i].id if i in canonical else i)
         if not pairs:
             return []
@@ -238,12 +294,13 @@ class Promotion:
                 changed.append(old)
         return changed
 
-
     def resummarize(self, session_or_episode: str) -> EpisodeResult:
         """Summarise a session again from its raw turns, then re-extract its facts (now, in the foreground)."""
         session_id = self.sessions.resolve(session_or_episode)
         episode = self.sessions.close(session_id, force=True)
-        return self.process_episode(episode.id)
+        from .worker import step_lock
+
+        return self.process_episode(episode.id, lambda: step_lock(self.memory.home))
 
     # -- maintenance: forgetting --------------------------------------------------------------------
     def prune(self, older_than: str, now: str | None = None) -> list[str]:

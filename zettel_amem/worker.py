@@ -85,10 +85,11 @@ def worker_state(home: Path) -> tuple[bool, int | None]:
 
 @contextmanager
 def step_lock(home: Path) -> Iterator[None]:
-    """Held for one unit of background work (one note, one episode stage) and by the foreground
-    commands that must not interleave with one: `zk rm` (a worker must not write back a note or a
-    summary it read before the deletion), `zk add --wait`, `zk prune`. Waiting costs at most one step,
-    never a whole drain."""
+    """Held around each read and each commit of background work (a note's or an episode's stage) and
+    by the foreground commands that must not interleave with one: `zk rm` (a worker must not write back a note or a
+    summary it read before the deletion), `zk edit`, `zk prune`. Never held across a model call: a unit
+    reads under it, calls the model without it, and re-takes it to commit only if what it read is
+    unchanged. Waiting costs at most one commit, never a model call or a whole drain."""
     from filelock import FileLock
 
     home.mkdir(parents=True, exist_ok=True)
@@ -202,11 +203,21 @@ def _take(queue: Iterator[str], count: int) -> list[str]:
 
 
 def process_or_queue(memory, note_id: str, wait: bool) -> ProcessResult | None:
-    """After a write (`zk add`, `zk edit`): run the LLM steps now (`wait`, never at the same time as a
-    background worker on the same note), or start the background worker (when `auto_worker` is on)."""
+    """After a write (`zk add`, `zk edit`): run the LLM steps now (`wait`), or start the background
+    worker (when `auto_worker` is on).
+
+    With `wait` the step lock guards each commit, never the model call (as in the worker), so `zk rm`
+    and `zk edit` of any note never wait for this one's model: each commit re-reads the note and drops
+    its result if the note was deleted, edited or finished by a background worker meanwhile. On a
+    shared notebook the lease is held throughout (one machine at a time does the model's work)."""
     if wait:
-        with step_lock(memory.home) if not memory.location.remote else work_lock(memory, wait=True):
-            return memory.process(note_id)
+        def guard():
+            return step_lock(memory.home)
+
+        if not memory.location.remote:
+            return memory.process(note_id, guard)
+        with work_lock(memory, wait=True):
+            return memory.process(note_id, guard)
     if memory.settings.auto_worker:
         spawn(memory.home)
     return None
