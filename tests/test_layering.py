@@ -28,7 +28,12 @@ ALLOWED = {
     "prompts": {"errors", "text"},
     # storage (the only modules that build a filter), embeddings, model backends
     "database": {"errors", "location"},
-    "store": {"database", "errors", "models", "shared_store", "text", "versions"},
+    "store": {"database", "errors", "shared_store", "store_links", "store_ranked", "store_rows", "store_upkeep",
+              "versions"},  # the notes table: one class per job (below), composed
+    "store_rows": {"database", "errors", "models", "text"},
+    "store_links": {"database", "models", "store_rows"},
+    "store_ranked": {"database", "models", "store_rows", "store_upkeep"},
+    "store_upkeep": {"database", "errors", "store_rows", "text"},
     "shared_store": {"database", "errors"},  # opening the notes table of an object-store home
     "lease": {"database"},  # the shared store's worker lease (a row in a table)
     "tier_store": {"database", "models"},
@@ -70,7 +75,8 @@ ALLOWED = {
             "models", "prompts", "render", "repair", "tiers", "worker"},
 }
 # The only layers that may build a filter string.
-STORAGE = {"database", "store", "tier_store", "health", "versions", "repair", "shared_store", "lease"}
+STORAGE = {"database", "store", "store_rows", "store_links", "store_ranked", "store_upkeep", "tier_store",
+           "health", "versions", "repair", "shared_store", "lease"}
 # Text that only a LanceDB filter contains.
 FILTER_MARKS = (" LIKE ", " IS NULL", " IS NOT NULL", "array_length(", "array_has", " IN (", "notebook = ")
 
