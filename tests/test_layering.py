@@ -1,7 +1,7 @@
 """Module boundaries, enforced: each layer imports only the layers below it.
 
 cli/mcp_server -> tiers (sessions, promotion, context, graph_queries) -> memory (pipeline, search,
-answer) -> the LLM steps (construct, link, evolve, episodes, extraction) and retrieve -> storage
+answer, changes) -> the LLM steps (construct, link, evolve, episodes, extraction) and retrieve -> storage
 (database, store, tier_store), embed, llm, prompts -> models/errors/text/config.
 
 Also enforced: only storage builds a filter string; no module reaches another module's private
@@ -51,12 +51,14 @@ ALLOWED = {
     "episodes": {"config", "construct", "llm", "models", "prompts", "text"},
     "extraction": {"llm", "models", "prompts", "text"},
     "retrieve": {"models", "relative_dates", "text"},
-    # services over a Memory (they reach it only through TYPE_CHECKING imports)
+    # services over a notebook's parts (parts.py: store, embedder, model, settings, loaded on first use)
+    "parts": set(),
+    "changes": {"errors", "evolve", "models"},
     "pipeline": {"construct", "embed", "errors", "evolve", "link", "llm", "models", "retrieve", "text"},
     "search": {"errors", "models", "retrieve", "text"},
     "answer": {"config", "errors", "llm", "models", "prompts", "retrieve", "text"},
-    "memory": {"answer", "config", "dates", "embed", "errors", "evolve", "llm", "location", "models", "outbox",
-               "pipeline", "prompts", "retrieve", "search", "store", "text"},
+    "memory": {"answer", "changes", "config", "dates", "embed", "errors", "evolve", "llm", "location", "models",
+               "outbox", "parts", "pipeline", "prompts", "retrieve", "search", "store", "text"},
     "worker": {"lease", "models"},
     "ingest": {"database", "errors", "ingest", "memory", "models", "store", "text"},
     "sessions": {"errors", "models", "tier_store"},
