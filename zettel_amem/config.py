@@ -78,6 +78,7 @@ class Settings:
     max_tags: int = 5
     max_context_chars: int = 200
     max_links: int = 5  # outgoing links per note
+    max_new_links: int = 3  # links the model may propose for a note in one call (an edited note keeps its old ones)
     link_candidates: int = 3  # neighbours shown to the LLM for linking
     # Below this cosine similarity the nearest neighbour is taken as unrelated and the link call is
     # skipped. None = the embedder's calibrated default (embed.LINK_THRESHOLDS): similarity scales differ.
