@@ -104,3 +104,36 @@ def llm_server(tmp_path_factory):
         raise RuntimeError(f"{exc}; log: {log.read_text(errors='replace')[-2000:]}") from None
     yield url
     server.stop(proc)
+
+
+
+# What a test (or a fixture it uses) calls to start another process: `zk` itself, a model server, a
+# machine of its own, a wheel build.
+_SPAWNS = ("harness.run(", "zk_command(", "subprocess.", "Popen(", "llm_server", "remote_machine", "s3_server",
+           "multiprocessing", "run_subprocess")
+
+
+def _spawns(item) -> bool:
+    import inspect
+
+    funcs = [getattr(item, "function", None)]
+    funcs += [d.func for defs in item._fixtureinfo.name2fixturedefs.values() for d in defs]
+    for func in funcs:
+        try:
+            source = inspect.getsource(func) if func is not None else ""
+        except (OSError, TypeError):
+            continue
+        if any(mark in source for mark in _SPAWNS):
+            return True
+    return False
+
+
+def pytest_collection_modifyitems(items):
+    """Mark the test tiers (CONTRIBUTING.md): `embedder` for tests that load the real bundled embedder (through
+    any fixture), `subprocess` for tests that start other processes; the fast tier is
+    `-m "not slow and not embedder and not subprocess"`."""
+    for item in items:
+        if "embedder" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.embedder)
+        if _spawns(item):
+            item.add_marker(pytest.mark.subprocess)

@@ -22,16 +22,7 @@ from zettel_amem.tiers import Tiers
 KOREAN = "민수: 내일 오후 3시에 강남역에서 만나요 🙂"
 
 
-@pytest.fixture(scope="module")
-def embedder(tmp_path_factory):
-    """Load the real (bundled) embedder once for the whole module."""
-    return Memory(tmp_path_factory.mktemp("warm") / "home").embedder
-
-
-@pytest.fixture
-def memory(tmp_path, monkeypatch, embedder) -> Memory:
-    monkeypatch.setenv("ZK_NO_WORKER", "1")
-    return Memory(tmp_path / "home", embedder=embedder)
+# `memory` and `embedder` are the shared fixtures (conftest.py): a fresh home, the scripted model.
 
 
 def _session_turns(memory, prefix: str):

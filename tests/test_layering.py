@@ -1,7 +1,7 @@
 """Module boundaries, enforced: each layer imports only the layers below it.
 
 cli/mcp_server -> tiers (sessions, promotion, context, graph_queries) -> memory (pipeline, search,
-answer) -> the LLM steps (construct, link, evolve, episodes, extraction) and retrieve -> storage
+answer, changes) -> the LLM steps (construct, link, evolve, episodes, extraction) and retrieve -> storage
 (database, store, tier_store), embed, llm, prompts -> models/errors/text/config.
 
 Also enforced: only storage builds a filter string; no module reaches another module's private
@@ -28,7 +28,12 @@ ALLOWED = {
     "prompts": {"errors", "text"},
     # storage (the only modules that build a filter), embeddings, model backends
     "database": {"errors", "location"},
-    "store": {"database", "errors", "models", "shared_store", "text", "versions"},
+    "store": {"database", "errors", "shared_store", "store_links", "store_ranked", "store_rows", "store_upkeep",
+              "versions"},  # the notes table: one class per job (below), composed
+    "store_rows": {"database", "errors", "models", "text"},
+    "store_links": {"database", "models", "store_rows"},
+    "store_ranked": {"database", "models", "store_rows", "store_upkeep"},
+    "store_upkeep": {"database", "errors", "store_rows", "text"},
     "shared_store": {"database", "errors"},  # opening the notes table of an object-store home
     "lease": {"database", "shared_store"},  # the shared store's worker lease (a row in a table)
     "tier_store": {"database", "models", "shared_store"},  # shared_store: creating a table on an object store
@@ -46,12 +51,14 @@ ALLOWED = {
     "episodes": {"config", "construct", "llm", "models", "prompts", "text"},
     "extraction": {"llm", "models", "prompts", "text"},
     "retrieve": {"models", "relative_dates", "text"},
-    # services over a Memory (they reach it only through TYPE_CHECKING imports)
+    # services over a notebook's parts (parts.py: store, embedder, model, settings, loaded on first use)
+    "parts": set(),
+    "changes": {"errors", "evolve", "models"},
     "pipeline": {"construct", "embed", "errors", "evolve", "link", "llm", "models", "retrieve", "text"},
     "search": {"errors", "models", "retrieve", "text"},
     "answer": {"config", "errors", "llm", "models", "prompts", "retrieve", "text"},
-    "memory": {"answer", "config", "dates", "embed", "errors", "evolve", "llm", "location", "models", "outbox",
-               "pipeline", "prompts", "retrieve", "search", "store", "text"},
+    "memory": {"answer", "changes", "config", "dates", "embed", "errors", "evolve", "llm", "location", "models",
+               "outbox", "parts", "pipeline", "prompts", "retrieve", "search", "store", "text"},
     "worker": {"lease", "models"},
     "ingest": {"database", "errors", "ingest", "memory", "models", "store", "text"},
     "sessions": {"errors", "models", "tier_store"},
@@ -70,7 +77,8 @@ ALLOWED = {
             "models", "prompts", "render", "repair", "tiers", "worker"},
 }
 # The only layers that may build a filter string.
-STORAGE = {"database", "store", "tier_store", "health", "versions", "repair", "shared_store", "lease"}
+STORAGE = {"database", "store", "store_rows", "store_links", "store_ranked", "store_upkeep", "tier_store",
+           "health", "versions", "repair", "shared_store", "lease"}
 # Text that only a LanceDB filter contains.
 FILTER_MARKS = (" LIKE ", " IS NULL", " IS NOT NULL", "array_length(", "array_has", " IN (", "notebook = ")
 

@@ -11,6 +11,7 @@ import sys
 import typer
 
 from .errors import ZkError
+from .ingest import formats  # the import formats' names (their parsers load on use)
 
 # add_completion: `zk --install-completion` / `--show-completion` (Typer's, for the shell it detects);
 # `zk completion SHELL` prints the script for a named shell. Note ids complete from the store.
@@ -526,7 +527,7 @@ def process(limit: int | None = typer.Option(None, "--limit", help="Process at m
 @app.command("import")
 def import_(source: str = typer.Argument(..., help="File, Markdown folder, or - for standard input."),
             fmt: str = typer.Option("auto", "--format", "-f",
-                                    help="auto, text, jsonl, chatgpt, locomo or markdown."),
+                                    help=f"auto, {formats.listed()}."),
             enrich: bool = typer.Option(False, "--enrich", help="Let the model annotate and link the chat "
                                         "turns too (setting enrich_turns; off by default: ~9 s a turn "
                                         "for little recall with the bundled model)."),

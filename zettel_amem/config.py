@@ -16,7 +16,7 @@ from .errors import ZkError, ZkWarning
 
 APP_NAME = "zettel-amem"
 # Models whose enrichment search does not rank by default: SmolLM2-135M's keywords, tags and contexts
-# lowered LoCoMo conv-30 R@10 from 65.4 to 55.6-56.8 at weight 0.5 (docs/benchmarks.md, issue #11).
+# lowered recall (docs/benchmarks.md, "Why the defaults are what they are").
 UNRANKED_ENRICHMENT = frozenset({"smollm2-135m"})
 
 
@@ -78,6 +78,7 @@ class Settings:
     max_tags: int = 5
     max_context_chars: int = 200
     max_links: int = 5  # outgoing links per note
+    max_new_links: int = 3  # links the model may propose for a note in one call (an edited note keeps its old ones)
     link_candidates: int = 3  # neighbours shown to the LLM for linking
     # Below this cosine similarity the nearest neighbour is taken as unrelated and the link call is
     # skipped. None = the embedder's calibrated default (embed.LINK_THRESHOLDS): similarity scales differ.
@@ -86,17 +87,16 @@ class Settings:
     evolve_on_topic: bool = True  # refuse a rewritten context closer to the new note than to its own words
     construct: bool = True  # False: no LLM annotation (notes keep their raw content embedding)
     link: bool = True  # False: no link generation (and so no evolution)
-    # Imported chat turns get the LLM steps too (construction, links, evolution). Off by default: on the
-    # five LoCoMo dev chats the full pipeline with the bundled 0.5B model moved R@10 by -1.7 to +2.7 points
-    # against the raw turns' search, short of issue #11's +4, for ~9 s and ~2 calls per turn (README).
+    # Imported chat turns get the LLM steps too (construction, links, evolution). Off by default: with the
+    # bundled model they cost seconds a turn for no clear recall (docs/benchmarks.md, defaults).
     enrich_turns: bool = False
     search_k: int = 8
     search_pool: int = 100  # candidates each signal ranks before fusion (and session smoothing)
     # What the LLM added ranks beside the raw words, at this weight per signal (raw signals weigh 1).
     # None: 0.5, or 0 with a model whose enrichment lowered recall (UNRANKED_ENRICHMENT; `enrichment_weight`).
     search_enrichment_weight: float | None = None
-    # A chat turn gains these shares of its best neighbour's score at 1 and 2 turns away. Off: on LoCoMo
-    # it lifted R@10 over plain hybrid but stayed below following each hit with its turns (README).
+    # A chat turn gains these shares of its best neighbour's score at 1 and 2 turns away. Off: following
+    # each hit with its turns did better (docs/benchmarks.md, defaults).
     search_session_near: float = 0.0
     search_session_far: float = 0.0
     # A query naming someone who speaks in imported chats ranks inside their sessions and the notes naming
@@ -105,8 +105,8 @@ class Settings:
     search_scope_mentions: int = 1000  # the user's own notes (outside chats) naming them, at most (0: chats only)
     search_session_turns: int = 2  # expansion: each hit is followed by its session turns this many places away
     context_budget_tokens: int = 700  # for `zk ask`
-    # Let the model reply "No information available." (templates/answer_decline.txt). Off by default:
-    # the bundled 0.5B model then declined 46-65% of answerable LoCoMo questions (README).
+    # Let the model reply "No information available." (templates/answer_decline.txt). Off by default: the
+    # bundled model then declines too many answerable questions (docs/benchmarks.md, defaults).
     answer_decline: bool = False
     answer_max_tokens: int = 128  # the JSON answer: a short answer (<= 160 characters) and up to 3 ids
     # Decline without the model when the question names one speaker of the retrieved turns, and the turn

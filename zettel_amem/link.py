@@ -51,7 +51,8 @@ def link_schema(candidate_ids: list[str], settings: Settings, language: str = "E
         "title": "link",
         "type": "object",
         "properties": {
-            "links": {"type": "array", "items": id_enum, "maxItems": min(3, settings.max_links, len(candidate_ids))},
+            "links": {"type": "array", "items": id_enum,
+                      "maxItems": min(settings.max_new_links, settings.max_links, len(candidate_ids))},
             "updates": {
                 "type": "array",
                 "maxItems": settings.evolve_max_neighbours,
@@ -87,7 +88,7 @@ def parse_decision(data: dict[str, Any], ids: dict[str, str], settings: Settings
         full = ids.get(short) if isinstance(short, str) else None
         if full and full not in decision.links:
             decision.links.append(full)
-    decision.links = decision.links[: settings.max_links]
+    decision.links = decision.links[: min(settings.max_new_links, settings.max_links)]
     seen: set[str] = set()
     for item in data.get("updates") or []:
         if len(decision.updates) >= settings.evolve_max_neighbours:

@@ -16,17 +16,20 @@ import uuid
 from collections.abc import Callable
 from concurrent.futures import Future
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
 from pathlib import Path
 
+from . import changes
 from .answer import Answer, Answerer
+from .changes import Removal
 from .config import Settings, home_dir, templates_override_dirs
 from .dates import parse_when
-from .errors import InvalidInput, NoteTooLong, NotFound, StoreUnreachable, ZkError, ZkNotice
-from .evolve import forget_changes_by, record
-from .llm import LLM, LLMError, mask_spec
+from .errors import InvalidInput, NoteTooLong, StoreUnreachable, ZkError, ZkNotice
+from .evolve import record
+from .llm import LLM, mask_spec
+from .llm.configured import load_configured
 from .location import resolve as resolve_location
-from .models import OUTBOX, PENDING, REVERTIBLE, Note, ProcessResult, journal_period, now_iso, session_id_for
+from .models import OUTBOX, PENDING, Note, ProcessResult, journal_period, now_iso, session_id_for
+from .parts import Parts
 from .pipeline import Pipeline
 from .prompts import Prompts
 from .retrieve import Hit
@@ -40,14 +43,6 @@ MAX_NOTE_CHARS = 100_000  # a note is an atomic thought; longer input belongs in
 MAX_QUERY_CHARS = 2_000
 
 
-@dataclass
-class Removal:
-    """What `Memory.remove` did: notes that lost a link to the deleted one, and notes whose fields
-    it had evolved, restored to their state before it."""
-
-    id: str
-    unlinked: list[str]
-    restored: list[str]
 
 
 def content_hash(content: str, speaker: str | None = None, at: str | None = None, source: str | None = None
@@ -92,8 +87,11 @@ class Memory:
         self._embedder = embedder
         self._query_vectors: dict[str, Future] = {}  # text -> its embedding, being or already computed
         self._store: Store | None = None
-        self.pipeline = Pipeline(self)
-        self.searcher = Searcher(self)
+        # What the services use, loaded on first use (a service never holds the whole Memory).
+        self.parts = Parts(notebook, self.settings, self.prompts, store=lambda: self.store,
+                           embedder=lambda: self.embedder, llm=lambda: self.llm, start_embedding=self.start_embedding)
+        self.pipeline = Pipeline(self.parts)
+        self.searcher = Searcher(self.parts)
         self.answerer = Answerer(self)
 
     # -- lazily loaded parts ----------------------------------------------------------------------
@@ -158,26 +156,8 @@ class Memory:
 
     @property
     def llm(self) -> LLM:
-        if self._llm is None and self.settings.llm_model.startswith("python:"):
-            from .llm import load_python_backend
-
-            self._llm = load_python_backend(self.settings.llm_model)
-        if self._llm is None and self.settings.llm_model.startswith("openai:"):
-            from .llm.openai_compat import load_openai
-
-            s = self.settings
-            try:
-                self._llm = load_openai(s.llm_model, s.llm_base_url or None, s.llm_api_key_env, s.llm_timeout,
-                                        s.llm_retries)
-            except LLMError as exc:
-                raise ZkError(str(exc)) from None
         if self._llm is None:
-            from .llm.llama import load_llm
-
-            try:
-                self._llm = load_llm(self.settings.llm_model, self.settings.llm_ctx, self.settings.llm_threads)
-            except LLMError as exc:
-                raise ZkError(str(exc)) from None
+            self._llm = load_configured(self.settings)
         return self._llm
 
     # -- writing ----------------------------------------------------------------------------------
@@ -273,61 +253,16 @@ class Memory:
 
     # -- history, revert, deletion ----------------------------------------------------------------
     def revert(self, note_id: str, to_version: int | None = None) -> Note:
-        """Restore the evolvable fields as they were at `to_version` (default: before the last change).
-
-        The revert is itself a new version, so the newer states stay in the history and can be restored.
-        """
-        note = self.store.get(self.resolve(note_id).id, with_vector=True)
-        target = note.version - 1 if to_version is None else to_version
-        if not 1 <= target < note.version:
-            raise ZkError(f"note {note.short_id} is at version {note.version}; "
-                          f"choose a version from 1 to {note.version - 1}")
-        state = {name: getattr(note, name) for name in REVERTIBLE}
-        for version in sorted(note.history, key=lambda v: -v.version):
-            if version.version <= target:
-                break
-            for name, change in version.changes.items():
-                if name in state:
-                    state[name] = change["old"]
-        changes = {name: {"old": getattr(note, name), "new": value}
-                   for name, value in state.items() if value != getattr(note, name)}
-        for name, change in changes.items():
-            setattr(note, name, change["new"])
-        record(note, changes, None, f"revert to v{target}")
-        note.vector = self.embedder.embed_passages([note.embedding_text()])[0].tolist()
-        self.store.update([note])
-        return note
+        """Restore the evolvable fields as they were at `to_version` (default: before the last change)."""
+        return changes.revert(self.parts, note_id, to_version)
 
     def remove(self, note_id: str) -> Removal:
-        """Delete a note, its links in both directions, its history and what it wrote into the notes
-        it evolved, then purge old table versions so its text does not survive on disk."""
-        note = self.resolve(note_id)
-        linking = self.store.get_many(self.backlinks(note.id), with_vector=True)
-        for other in linking.values():
-            other.links = [i for i in other.links if i != note.id]
-        # Neighbours it evolved may carry its words in their context/tags and in their history.
-        evolved = {n.id: n for n in self.store.changed_by(note.id)}
-        unlinked = list(linking)
-        restored = []
-        for other_id, other in evolved.items():
-            target = linking.setdefault(other_id, other)
-            if forget_changes_by(target, note.id):
-                restored.append(target)
-        if restored:  # no stale vector may keep the removed words searchable
-            for n, vector in zip(restored, self.embedder.embed_passages([n.embedding_text() for n in restored])):
-                n.vector = vector.tolist()
-        if linking:
-            self.store.update(linking.values())
-        self.store.delete([note.id])
-        self.store.compact()
-        return Removal(note.id, unlinked, [n.id for n in restored])
+        """Delete a note with its links both ways, its history and what it wrote into others (changes.py)."""
+        return changes.remove(self.parts, note_id)
 
     # -- reading ----------------------------------------------------------------------------------
     def resolve(self, prefix: str) -> Note:
-        note = self.store.get(self.store.resolve(prefix, self.notebook))
-        if note is None or note.notebook != self.notebook:
-            raise NotFound(f"no note with id {prefix} in notebook '{self.notebook}'")
-        return note
+        return changes.find(self.parts, prefix)
 
     def status(self) -> dict:
         """`zk status`: where the data lives, how many notes, how much work is queued, which models."""

@@ -21,8 +21,8 @@ from .models import CONSTRUCTED, EVOLVABLE, PENDING, READY, Note, ProcessResult,
 from .retrieve import CoverageIndex
 from .text import is_trivial
 
-if TYPE_CHECKING:  # the pipeline works on a Memory's parts; it never imports Memory at run time
-    from .memory import Memory
+if TYPE_CHECKING:
+    from .parts import Parts
 
 
 def edited(note: Note) -> bool:
@@ -33,12 +33,12 @@ def edited(note: Note) -> bool:
 class Pipeline:
     """Processing of stored notes (the background worker and `zk process` call it through Memory)."""
 
-    def __init__(self, memory: Memory):
-        self.memory = memory
+    def __init__(self, parts: Parts):
+        self.parts = parts
 
     def pending_ids(self, all_notebooks: bool = False) -> list[str]:
         """Notes with LLM work left, oldest first (the background worker serves every notebook)."""
-        return self.memory.store.unfinished_ids(None if all_notebooks else self.memory.notebook)
+        return self.parts.store.unfinished_ids(None if all_notebooks else self.parts.notebook)
 
     def process(self, note_id: str, guard: Callable[[], AbstractContextManager] = nullcontext) -> ProcessResult:
         """Construct, link and evolve one note. Safe to call again after a crash at any point.
@@ -51,7 +51,7 @@ class Pipeline:
         start = time.perf_counter()
         usage = Usage()
         with guard():
-            note = self.memory.store.get(note_id, with_vector=True)
+            note = self.parts.store.get(note_id, with_vector=True)
         if note is None:
             raise NotFound(f"no note with id {note_id}")
         result = ProcessResult(id=note.id, status=note.status)
@@ -66,10 +66,10 @@ class Pipeline:
             if exc.usage is not None:  # a failed call still cost its tokens: count them
                 usage.add(exc.usage)
             with guard():
-                stored = self.memory.store.get(note.id, with_vector=True)
+                stored = self.parts.store.get(note.id, with_vector=True)
                 if stored is not None:
                     stored.error = result.error = str(exc)
-                    self.memory.store.update([stored])
+                    self.parts.store.update([stored])
             note = stored
         result.status = note.status if note is not None else "deleted"
         result.charge(usage, time.perf_counter() - start)
@@ -79,24 +79,24 @@ class Pipeline:
         """The stored note if it is still at the stage this step started from, with the text the step
         read (None: deleted, another process finished the step, or `zk edit` changed the text meanwhile:
         the edited note is pending again and is processed afresh)."""
-        stored = self.memory.store.get(note.id, with_vector=True)
+        stored = self.parts.store.get(note.id, with_vector=True)
         return stored if stored is not None and stored.status == expected and stored.content == note.content \
             else None
 
     def _construct(self, note: Note, usage: Usage, result: ProcessResult, guard) -> Note | None:
-        if is_trivial(note.content) or not self.memory.settings.construct:
+        if is_trivial(note.content) or not self.parts.settings.construct:
             with guard():
                 if (note := self._fresh(note, PENDING)) is None:
-                    return self.memory.store.get(result.id, with_vector=True)
+                    return self.parts.store.get(result.id, with_vector=True)
                 note.status, note.error = READY, ""
-                result.skipped = "trivial note" if self.memory.settings.construct else "construction disabled"
-                self.memory.store.update([note])
+                result.skipped = "trivial note" if self.parts.settings.construct else "construction disabled"
+                self.parts.store.update([note])
             return note
-        annotation, spent = annotate(self.memory.llm, self.memory.prompts, note, self.memory.settings)
+        annotation, spent = annotate(self.parts.llm, self.parts.prompts, note, self.parts.settings)
         usage.add(spent)
         with guard():
             if (note := self._fresh(note, PENDING)) is None:
-                return self.memory.store.get(result.id, with_vector=True)
+                return self.parts.store.get(result.id, with_vector=True)
             before = {name: getattr(note, name) for name in EVOLVABLE}
             note.keywords, note.tags, note.context = annotation.keywords, annotation.tags, annotation.context
             if edited(note):  # re-annotation after `zk edit` is a version too, so a revert restores it whole
@@ -104,60 +104,60 @@ class Pipeline:
                            if old != getattr(note, n)}
                 if changes:
                     record(note, changes, None, "annotated again after edit")
-            note.vector = self.memory.embedder.embed_passages([note.embedding_text()])[0].tolist()
+            note.vector = self.parts.embedder.embed_passages([note.embedding_text()])[0].tolist()
             note.status, note.error = CONSTRUCTED, ""
-            self.memory.store.update([note])
+            self.parts.store.update([note])
         return note
 
     def link_threshold(self) -> float:
-        if self.memory.settings.link_min_similarity is not None:
-            return self.memory.settings.link_min_similarity
+        if self.parts.settings.link_min_similarity is not None:
+            return self.parts.settings.link_min_similarity
         from .embed import DEFAULT_LINK_THRESHOLD, LINK_THRESHOLDS
 
-        return LINK_THRESHOLDS.get(self.memory.embedder.name, DEFAULT_LINK_THRESHOLD)
+        return LINK_THRESHOLDS.get(self.parts.embedder.name, DEFAULT_LINK_THRESHOLD)
 
     def link_candidates(self, note: Note) -> list[tuple[Note, float]]:
         """Nearest already-constructed notes by the note's full embedding (never itself)."""
-        return self.memory.store.nearest(note.vector, self.memory.settings.link_candidates, note.notebook,
+        return self.parts.store.nearest(note.vector, self.parts.settings.link_candidates, note.notebook,
                                          exclude=note.id, processed=True)
 
     def _link_and_evolve(self, note: Note, usage: Usage, result: ProcessResult, guard) -> Note | None:
         with guard():
-            skip = "linking disabled" if not self.memory.settings.link else ""
+            skip = "linking disabled" if not self.parts.settings.link else ""
             candidates = [] if skip else self.link_candidates(note)
             if not skip and (not candidates or candidates[0][1] < self.link_threshold()):
                 skip = "no similar neighbour"
             if skip:
                 if (note := self._fresh(note, CONSTRUCTED)) is None:
-                    return self.memory.store.get(result.id, with_vector=True)
+                    return self.parts.store.get(result.id, with_vector=True)
                 note.status, note.error, result.skipped = READY, "", skip
-                self.memory.store.update([note])
+                self.parts.store.update([note])
                 return note
-        memory = self.memory
-        decision, spent = decide_links(memory.llm, memory.prompts, note, [c for c, _ in candidates], memory.settings)
+        parts = self.parts
+        decision, spent = decide_links(parts.llm, parts.prompts, note, [c for c, _ in candidates], parts.settings)
         usage.add(spent)
         with guard():
             if (note := self._fresh(note, CONSTRUCTED)) is None:
-                return self.memory.store.get(result.id, with_vector=True)
+                return self.parts.store.get(result.id, with_vector=True)
             # Read links' and neighbours' current state now: another thread or process may have
             # evolved or deleted them during the model call.
-            present = self.memory.store.get_many([*decision.links, *(u.note_id for u in decision.updates)],
+            present = self.parts.store.get_many([*decision.links, *(u.note_id for u in decision.updates)],
                                           with_vector=True)
             chosen = [i for i in decision.links if i in present]
             old_links = list(note.links)  # an edited note keeps its links; new ones are added after them
             note.links = [i for i in dict.fromkeys([*note.links, *chosen]) if i != note.id]
-            note.links = note.links[: self.memory.settings.max_links]
+            note.links = note.links[: self.parts.settings.max_links]
             if edited(note) and note.links != old_links:
                 record(note, {"links": {"old": old_links, "new": list(note.links)}}, None, "linked again after edit")
             updates, result.refused = self._on_topic([u for u in decision.updates if u.note_id in present],
                                                      present, note)
-            evolved = [n for u in updates if (n := present[u.note_id]) and apply_update(n, u, note.id, memory.settings)]
+            evolved = [n for u in updates if (n := present[u.note_id]) and apply_update(n, u, note.id, parts.settings)]
             if evolved:  # re-embed at once: an evolved note must never be searched by its old vector
-                vectors = self.memory.embedder.embed_passages([n.embedding_text() for n in evolved])
+                vectors = self.parts.embedder.embed_passages([n.embedding_text() for n in evolved])
                 for neighbour, vector in zip(evolved, vectors):
                     neighbour.vector = vector.tolist()
             note.status, note.error = READY, ""
-            self.memory.store.update([note, *evolved])  # one atomic commit: links + every evolution + versions
+            self.parts.store.update([note, *evolved])  # one atomic commit: links + every evolution + versions
         result.links = list(note.links)
         result.evolved = [n.id for n in evolved]
         return note
@@ -171,11 +171,11 @@ class Pipeline:
         the rewrite. A real evolution ("race plan uncertain because of a knee injury" for "signed up for
         the race") keeps a word of its note. Tags-only updates pass."""
         with_context = [u for u in updates if u.context]
-        if not with_context or not self.memory.settings.evolve_on_topic:
+        if not with_context or not self.parts.settings.evolve_on_topic:
             return updates, []
         import numpy as np
 
-        proposed = self.memory.embedder.embed_passages([u.context for u in with_context])
+        proposed = self.parts.embedder.embed_passages([u.context for u in with_context])
         cause_vector = np.asarray(cause.raw_vector or cause.vector, dtype=np.float32)
         refused = []
         for update, vector in zip(with_context, proposed):

@@ -14,8 +14,8 @@ from .text import is_trivial, keyword_terms, name_candidates, tag_key
 SCOPE_MAX_SHARE = 0.5  # a scope holding more of the notebook than this narrows nothing: no scope
 SCOPE_IN_PLACE = 5_000  # a scope up to this many notes is ranked here (one read); a bigger one by the indexes
 
-if TYPE_CHECKING:  # search reads a Memory's parts; it never imports Memory at run time
-    from .memory import Memory
+if TYPE_CHECKING:
+    from .parts import Parts
 
 
 def has_tag(note: Note, tag: str) -> bool:
@@ -41,14 +41,14 @@ def background():
 class Searcher:
     """`Memory.search` and the parts the benchmark tunes (`signals`)."""
 
-    def __init__(self, memory: Memory):
-        self.memory = memory
+    def __init__(self, parts: Parts):
+        self.parts = parts
         self.last_scope: Scope | None = None  # the person scope of the latest search (shown by `zk search`)
 
     def _keyword_ranked(self, terms: list[str], pool: int, column: str, tagged: bool = False,
                         within: Scope | None = None) -> list[tuple[Note, float]]:
         """BM25 over the store's full-text index of `column`, on the same terms the index holds."""
-        return self.memory.store.keyword_search(terms, pool, self.memory.notebook, column=column, tagged=tagged,
+        return self.parts.store.keyword_search(terms, pool, self.parts.notebook, column=column, tagged=tagged,
                                                 light=True, within=within)
 
     def _vector_ranked(self, vector, pool: int, column: str, tagged: bool = False, enriched: bool = False,
@@ -56,7 +56,7 @@ class Searcher:
         """Nearest notes by one embedding column, without short filler ("ok", "ㅇㅋ"): it sits close to
         every query in embedding space. Filler is still found by its words."""
         for size in (pool, pool * 8):  # a chat full of filler: look further for real notes
-            found = self.memory.store.nearest(vector, size, self.memory.notebook, column=column, tagged=tagged,
+            found = self.parts.store.nearest(vector, size, self.parts.notebook, column=column, tagged=tagged,
                                              enriched=enriched, light=True, within=within)
             ranked = [(n, s) for n, s in found if not is_trivial(n.content)]
             if len(ranked) >= pool // 2 or len(found) < size:
@@ -68,7 +68,7 @@ class Searcher:
         in and up to `search_scope_mentions` notes of the user's own (outside chats) that name them. A scope
         holding most of the notebook narrows nothing (it would only hide the notes outside chats):
         `narrows` is then False."""
-        store, notebook = self.memory.store, self.memory.notebook
+        store, notebook = self.parts.store, self.parts.notebook
         found = store.speakers(name_candidates(query), notebook)
         if not found:
             return None
@@ -77,7 +77,7 @@ class Searcher:
         if scope.rows > SCOPE_MAX_SHARE * store.count(notebook):
             scope.narrows = False
             return scope
-        limit = self.memory.settings.search_scope_mentions
+        limit = self.parts.settings.search_scope_mentions
         scope.mentions = store.mentioning(sorted({t for p in scope.people for t in keyword_terms(p)}), limit,
                                           notebook) if limit > 0 else []
         scope.rows += len(scope.mentions)
@@ -94,11 +94,11 @@ class Searcher:
         (`person_scope`), a small scope in place with its own word statistics. Their name is not a
         keyword: every one of their turns carries it, so it would only reward short turns."""
         if use_vector:
-            self.memory.start_embedding(query)  # embedding runs while the scope and the keyword lists are read
-        enriched = use_enrichment and self.memory.store.has_enriched(self.memory.notebook)
-        weight = self.memory.settings.enrichment_weight() if enriched else 0.0
+            self.parts.start_embedding(query)  # embedding runs while the scope and the keyword lists are read
+        enriched = use_enrichment and self.parts.store.has_enriched(self.parts.notebook)
+        weight = self.parts.settings.enrichment_weight() if enriched else 0.0
         terms = keyword_terms(query)
-        scope = self.person_scope(query) if scoped and not tagged and self.memory.settings.search_person_scope \
+        scope = self.person_scope(query) if scoped and not tagged and self.parts.settings.search_person_scope \
             else None
         self.last_scope = scope
         if scope is not None:
@@ -115,7 +115,7 @@ class Searcher:
                 jobs["enriched-keywords"] = reads.submit(self._keyword_ranked, terms, pool, "enrichment_terms",
                                                          tagged, scope)
         if use_vector:
-            vector = self.memory.query_vector(query)
+            vector = self.parts.query_vector(query)
             jobs["vector"] = reads.submit(self._vector_ranked, vector, pool, "raw_vector", tagged, False, scope)
             if weight > 0:
                 jobs["enriched-vector"] = reads.submit(self._vector_ranked, vector, pool, "vector", tagged, True,
@@ -129,10 +129,10 @@ class Searcher:
         cosine, and BM25 with the scope's own statistics."""
         import numpy as np
 
-        rows = self.memory.store.within(scope, self.memory.notebook, enrichment=weight > 0)
+        rows = self.parts.store.within(scope, self.parts.notebook, enrichment=weight > 0)
         out = []
         if use_vector and rows:
-            vector = np.asarray(self.memory.query_vector(query), dtype=np.float32)
+            vector = np.asarray(self.parts.query_vector(query), dtype=np.float32)
             for name, w, column, only_enriched in (("vector", 1.0, "raw_vector", False),
                                                    ("enriched-vector", weight, "vector", True)):
                 if w <= 0:
@@ -160,7 +160,7 @@ class Searcher:
 
     def session_windows(self, notes: list[Note], radius: int) -> dict[str, list[Note]]:
         """Each chat turn's session neighbours within `radius` turns, nearest first (one read)."""
-        return self.memory.store.session_windows(notes, radius, self.memory.notebook) if radius else {}
+        return self.parts.store.session_windows(notes, radius, self.parts.notebook) if radius else {}
 
     def search(self, query: str, k: int | None = None, *, follow_links: bool = True,
                budget_tokens: int | None = None, use_vector: bool = True, use_keywords: bool = True,
@@ -172,22 +172,22 @@ class Searcher:
         someone from the chats ranks inside their chats and the notes naming them (`signals`)."""
         if not query.strip():
             raise InvalidInput("the query is empty")
-        k = k or self.memory.settings.search_k
-        pool = max(self.memory.settings.search_pool, 2 * k)  # the same pool whatever k: k=10 is a prefix of k=25
+        k = k or self.parts.settings.search_k
+        pool = max(self.parts.settings.search_pool, 2 * k)  # the same pool whatever k: k=10 is a prefix of k=25
         signals = self.signals(query, pool if tag is None else 20 * pool, use_vector, use_keywords, use_enrichment,
                                tag is not None, scoped)
         if tag is not None:
             for signal in signals:
                 signal.ranked = [(n, score) for n, score in signal.ranked if has_tag(n, tag)][:pool]
         hits = fold_repeats(fuse_signals(signals, pool))
-        weights = (self.memory.settings.search_session_near, self.memory.settings.search_session_far)
+        weights = (self.parts.settings.search_session_near, self.parts.settings.search_session_far)
         if session_smoothing and any(weights) and tag is None:
             hits = smooth_by_session(hits, self.session_windows([h.note for h in hits], len(weights)), weights)
         hits = hits[:k]
-        radius = self.memory.settings.search_session_turns if session_turns is None else session_turns
+        radius = self.parts.settings.search_session_turns if session_turns is None else session_turns
         # The hits in full with their linked notes and the notes linking to them (one read), and their
         # session turns (another), at once.
-        store, reads, ids = self.memory.store, background(), [h.note.id for h in hits]
+        store, reads, ids = self.parts.store, background(), [h.note.id for h in hits]
         wanted = [*ids, *(i for h in hits for i in h.note.links)] if follow_links else ids
         full_job = reads.submit(store.notes_and_linking, wanted, ids if follow_links else [])
         windows_job = reads.submit(self.session_windows, [h.note for h in hits], radius)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from .detect import BY_KEYS, Probe, has_mapping
 from .turns import (
     Item,
     ParseProblem,
@@ -105,3 +106,10 @@ def parse_chatgpt(data: bytes, default_session: str) -> Iterator[Item]:
             index += isinstance(item, Turn)
 
 
+def detect(probe: Probe) -> int | None:
+    """A conversation with its node tree (`mapping`), or a cut document with the tree's key names."""
+    if (rank := probe.shaped(has_mapping)) is not None:
+        return rank
+    if "mapping" in probe.keys and {"current_node", "author", "parent", "children"} & probe.keys:
+        return BY_KEYS
+    return None

@@ -1,99 +1,83 @@
-"""Which format a file or stream is, from its name and first bytes (`zk import --format auto`)."""
+"""What format detection looks at (`zk import --format auto`): a `Probe` of the input's name and first
+bytes, and how strong each kind of evidence is. Each format's own module says what its input looks like
+(a `detect(probe)` function); `formats.detect_format` asks them all and takes the strongest answer.
+"""
 
 from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .turns import (
-    BOM,
-)
+from .turns import BOM
+
+# Evidence, strongest first (a lower number wins; on a tie the format registered first wins):
+BY_PATH = 0  # the file's name or a folder (a `.md` file is Markdown whatever it holds)
+BY_DOCUMENT = 1  # the head is one whole JSON document, and its first object has the format's shape
+BY_RECORD = 2  # the first line is one JSON object that reads as a record of the format
+BY_FIRST_LINE = 3  # the first line is JSON (the head may end mid-document), and its first object has the shape
+BY_KEYS = 4  # a large document cut at the head: only the key names seen so far
 
 _KEY_RE = re.compile(r'"([A-Za-z_][A-Za-z0-9_]*)"\s*:')
 _JSON_OBJECTS_START = re.compile(r"\{|\[\s*\{")
+_NOT_JSON = object()
 
 
-def _is_message(obj: Any) -> bool:
-    return isinstance(obj, dict) and ("content" in obj or "role" in obj)
+def _loads(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return _NOT_JSON
 
 
-def _is_locomo(obj: Any) -> bool:
-    return (
-        isinstance(obj, dict)
-        and isinstance(obj.get("conversation"), dict)
-        and ("qa" in obj or "sample_id" in obj or "speaker_a" in obj["conversation"])
-    )
-
-
-def _classify_json(doc: Any) -> str | None:
+def first_object(doc: Any) -> dict | None:
+    """The first JSON object of a document (itself, or the first object of a list)."""
     items = doc if isinstance(doc, list) else [doc]
-    dicts = [x for x in items if isinstance(x, dict)]
-    if not dicts:
+    return next((x for x in items if isinstance(x, dict)), None)
+
+
+@dataclass
+class Probe:
+    """The input as detection sees it: `path` (None for a stream), the decoded head, the head parsed as
+    one JSON document, its first line parsed, and the JSON key names in it."""
+
+    path: Path | None
+    text: str
+    document: Any = field(default=_NOT_JSON)
+    first_line: Any = field(default=_NOT_JSON)
+    keys: set[str] = field(default_factory=set)
+
+    @classmethod
+    def of(cls, path: Path | None, head: bytes) -> Probe:
+        text = head.removeprefix(BOM).decode("utf-8", errors="replace").lstrip()
+        probe = cls(path, text)
+        if text and text[0] in "[{":  # only JSON is looked into
+            probe.document = _loads(text)  # small files arrive whole in the head
+            probe.first_line = _loads(text.split("\n", 1)[0].strip())  # the head may end mid-line
+            if _JSON_OBJECTS_START.match(text):
+                probe.keys = set(_KEY_RE.findall(text))
+        return probe
+
+    def is_folder_or_suffix(self, *suffixes: str) -> bool:
+        return self.path is not None and (self.path.is_dir() or self.path.suffix.lower() in suffixes)
+
+    def shaped(self, test) -> int | None:
+        """BY_DOCUMENT or BY_FIRST_LINE when the first object of the whole head, else of its first line,
+        passes `test`; None when neither does."""
+        if self.document is not _NOT_JSON and (obj := first_object(self.document)) is not None and test(obj):
+            return BY_DOCUMENT
+        if self.first_line is not _NOT_JSON and (obj := first_object(self.first_line)) is not None and test(obj):
+            return BY_FIRST_LINE
         return None
-    first = dicts[0]
-    if isinstance(first.get("mapping"), dict):
-        return "chatgpt"
-    if _is_locomo(first):
-        return "locomo"
-    if _is_message(first):
-        return "jsonl"
-    return None
+
+    def looks_json(self) -> bool:
+        """Whether the input is JSON at all (whatever its format): `zk import` refuses JSON that no format
+        claims rather than import its lines of syntax as notes (`--format text` still does, on purpose)."""
+        return (self.document is not _NOT_JSON or isinstance(self.first_line, dict | list) or bool(self.keys))
 
 
-def detect_format(path: Path | None, head: bytes) -> str:
-    """Guess the format from the path (None for stdin) and the first bytes of the input."""
-    return _detect(path, head)[0]
-
-
-def is_unknown_json(path: Path | None, head: bytes) -> bool:
-    """Whether the input is JSON that no format matches: `zk import` refuses it rather than import its
-    lines of JSON syntax as notes (`--format text` still does, on purpose)."""
-    fmt, looks_json = _detect(path, head)
-    return fmt == "text" and looks_json
-
-
-def _detect(path: Path | None, head: bytes) -> tuple[str, bool]:
-    """(format, whether the input looked like JSON)."""
-    if path is not None and (path.is_dir() or path.suffix.lower() in (".md", ".markdown")):
-        return "markdown", False
-    text = head.removeprefix(BOM).decode("utf-8", errors="replace").lstrip()
-    if not text or text[0] not in "[{":
-        return "text", False
-    # Small files arrive whole in the head: classify by structure.
-    looks_json = False
-    try:
-        found = _classify_json(json.loads(text))
-        looks_json = True
-    except (ValueError, RecursionError):
-        found = None
-    if found:
-        return found, True
-    # One JSON object per line (the head may end mid-line, so only trust the first line).
-    first_line = text.split("\n", 1)[0].strip()
-    try:
-        first_obj = json.loads(first_line)
-        looks_json = looks_json or isinstance(first_obj, dict | list)
-    except (ValueError, RecursionError):
-        first_obj = None
-    if isinstance(first_obj, dict) and not isinstance(first_obj.get("mapping"), dict):
-        if _is_message(first_obj) or "text" in first_obj:
-            return "jsonl", True
-    if first_obj is not None:
-        found = _classify_json(first_obj)
-        if found:
-            return found, True
-    # A large document cut at HEAD_SIZE: fall back to the key names seen so far.
-    if _JSON_OBJECTS_START.match(text):
-        keys = set(_KEY_RE.findall(text))
-        if "mapping" in keys and ({"current_node", "author", "parent", "children"} & keys):
-            return "chatgpt", True
-        if "conversation" in keys and ({"qa", "sample_id", "speaker_a", "session_1"} & keys):
-            return "locomo", True
-        if "qa" in keys and {"question", "evidence"} <= keys:
-            return "locomo", True
-        if {"role", "content"} & keys:
-            return "jsonl", True
-        looks_json = looks_json or bool(keys)
-    return "text", looks_json
+def has_mapping(obj: dict) -> bool:
+    """A ChatGPT conversation's node tree; an object that has one is no message record."""
+    return isinstance(obj.get("mapping"), dict)

@@ -123,91 +123,112 @@ def restore(memory: Memory, path: Path | BinaryIO, batch_size: int = 128,
     repeat of an earlier record is skipped. `notebook` (the user's explicit `-n`) puts the notes into
     that notebook; a backup of several notebooks is then refused, since merging them is not a restore.
     """
-    added = skipped = 0
-    batch: list[Note] = []
-    failed: list[dict] = []
-    seen: dict[str, tuple[int, str]] = {}  # id -> (line of its first record, a digest of that record)
-    sessions: dict[str, None] = {}  # imported chats among the restored notes: to become episodes again
-    source_notebook: str | None = None
-
-    def report(number: int, message: str) -> None:
-        failed.append({"line": number, "record": None, "message": message})
-
-    def flush() -> None:
-        nonlocal added, skipped
-        if not batch:
-            return
-        existing = set(memory.store.get_many([n.id for n in batch]))
-        fresh = [n for n in batch if n.id not in existing]
-        skipped += len(batch) - len(fresh)
-        if fresh:
-            vectors = memory.embedder.embed_passages([n.embedding_text() for n in fresh])
-            for note, vector in zip(fresh, vectors):
-                note.vector = vector.tolist()
-            memory.store.add(fresh)
-            added += len(fresh)
-            sessions.update((n.session_id, None) for n in fresh if n.session_id and n.kind == "turn")
-        batch.clear()
-        if on_progress:
-            on_progress(added + skipped, None)
-
+    run = _Restore(memory, batch_size, on_progress, notebook)
     name = str(path) if isinstance(path, Path) else getattr(path, "name", None) or "stdin"
     name = name if isinstance(name, str) else "stdin"
     opened = open(path, encoding="utf-8-sig") if isinstance(path, Path) else io.TextIOWrapper(
         path, encoding="utf-8-sig")
     try:
         with opened as lines:
-            try:
-                header = json.loads(lines.readline() or "{}")
-            except ValueError:
-                header = {}
-            if not isinstance(header, dict) or header.get("type") != EXPORT_TYPE:
-                raise ZkError(f"{name} is not a zk export")
-            schema = header.get("schema_version", 0)
-            if not isinstance(schema, int) or isinstance(schema, bool):
-                raise ZkError(f"{name}: the export's schema_version {schema!r} is not a number")
-            if schema > SCHEMA_VERSION:
-                raise ZkError(f"{name} comes from a newer zk (schema {schema}); upgrade zettel-amem")
-            listed = header.get("notebooks")
-            if notebook is not None and isinstance(listed, list) and len(listed) > 1:
-                raise ZkError(f"{name} holds {len(listed)} notebooks ({', '.join(map(str, listed[:5]))}); restore it "
-                              "without -n (each note goes back to its own notebook), or export one notebook")
+            _check_header(lines.readline(), name, notebook)
             for number, line in enumerate(lines, 2):
-                if not line.strip():
-                    continue
-                try:
-                    note, dropped = _record_to_note(json.loads(line))
-                except ValueError as exc:  # json's decode error is a ValueError too
-                    report(number, f"not a valid note record ({str(exc)[:120]}); skipped")
-                    continue
-                digest = hashlib.sha256(line.strip().encode("utf-8", "surrogatepass")).hexdigest()
-                if note.id in seen and seen[note.id][1] == digest:
-                    report(number, f"a repeat of line {seen[note.id][0]}; skipped")
-                    continue
-                if not _NOTE_ID.match(note.id) or note.id in seen:
-                    why = (f"id {note.id[:40]!r} is not a note id" if not _NOTE_ID.match(note.id)
-                           else f"id {note.id[:12]} was already used on line {seen[note.id][0]}")
-                    note.id = uuid.uuid4().hex
-                    report(number, f"{why}; restored as {note.id[:8]}")
-                seen.setdefault(note.id, (number, digest))
-                if dropped:
-                    report(number, f"dropped {len(dropped)} link(s) that are not note ids")
-                if notebook is not None:
-                    source_notebook = source_notebook or note.notebook
-                    if note.notebook != source_notebook:
-                        report(number, f"belongs to notebook '{note.notebook}', not '{source_notebook}' like the "
-                               f"notes before it; restore without -n to keep it; skipped")
-                        continue
-                    if note.notebook != notebook:
-                        _move(note, notebook, memory.settings.journal_session)
-                batch.append(note)
-                if len(batch) >= batch_size:
-                    flush()
-        flush()
+                if line.strip():
+                    run.take(number, line)
+        run.flush()
     except UnicodeDecodeError as exc:
-        raise ZkError(f"{name} is not valid UTF-8 (byte {exc.start}); {added} note(s) restored before it") from None
-    return {"format": EXPORT_TYPE, "added": added, "skipped_duplicates": skipped, "failed": failed,
-            "session_ids": list(sessions), "notebook": notebook}
+        raise ZkError(f"{name} is not valid UTF-8 (byte {exc.start}); {run.added} note(s) restored before it") from None
+    return {"format": EXPORT_TYPE, "added": run.added, "skipped_duplicates": run.skipped, "failed": run.failed,
+            "session_ids": list(run.sessions), "notebook": notebook}
+
+
+def _check_header(first_line: str, name: str, notebook: str | None) -> None:
+    """Refuse what is not a zk export this version can read, and a backup of several notebooks for `-n`."""
+    try:
+        header = json.loads(first_line or "{}")
+    except ValueError:
+        header = {}
+    if not isinstance(header, dict) or header.get("type") != EXPORT_TYPE:
+        raise ZkError(f"{name} is not a zk export")
+    schema = header.get("schema_version", 0)
+    if not isinstance(schema, int) or isinstance(schema, bool):
+        raise ZkError(f"{name}: the export's schema_version {schema!r} is not a number")
+    if schema > SCHEMA_VERSION:
+        raise ZkError(f"{name} comes from a newer zk (schema {schema}); upgrade zettel-amem")
+    listed = header.get("notebooks")
+    if notebook is not None and isinstance(listed, list) and len(listed) > 1:
+        raise ZkError(f"{name} holds {len(listed)} notebooks ({', '.join(map(str, listed[:5]))}); restore it "
+                      "without -n (each note goes back to its own notebook), or export one notebook")
+
+
+class _Restore:
+    """One restore's records, checked one by one and stored in batches (`restore`)."""
+
+    def __init__(self, memory: Memory, batch_size: int, on_progress: Callable[[int, int | None], None] | None,
+                 notebook: str | None):
+        self.memory, self.batch_size, self.on_progress, self.notebook = memory, batch_size, on_progress, notebook
+        self.added = self.skipped = 0
+        self.batch: list[Note] = []
+        self.failed: list[dict] = []
+        self.seen: dict[str, tuple[int, str]] = {}  # id -> (line of its first record, a digest of that record)
+        self.sessions: dict[str, None] = {}  # imported chats among the restored notes: to become episodes again
+        self.source_notebook: str | None = None
+
+    def report(self, number: int, message: str) -> None:
+        self.failed.append({"line": number, "record": None, "message": message})
+
+    def take(self, number: int, line: str) -> None:
+        try:
+            note, dropped = _record_to_note(json.loads(line))
+        except ValueError as exc:  # json's decode error is a ValueError too
+            self.report(number, f"not a valid note record ({str(exc)[:120]}); skipped")
+            return
+        digest = hashlib.sha256(line.strip().encode("utf-8", "surrogatepass")).hexdigest()
+        seen = self.seen
+        if note.id in seen and seen[note.id][1] == digest:
+            self.report(number, f"a repeat of line {seen[note.id][0]}; skipped")
+            return
+        if not _NOTE_ID.match(note.id) or note.id in seen:
+            why = (f"id {note.id[:40]!r} is not a note id" if not _NOTE_ID.match(note.id)
+                   else f"id {note.id[:12]} was already used on line {seen[note.id][0]}")
+            note.id = uuid.uuid4().hex
+            self.report(number, f"{why}; restored as {note.id[:8]}")
+        seen.setdefault(note.id, (number, digest))
+        if dropped:
+            self.report(number, f"dropped {len(dropped)} link(s) that are not note ids")
+        if self.notebook is not None and not self._into_notebook(number, note):
+            return
+        self.batch.append(note)
+        if len(self.batch) >= self.batch_size:
+            self.flush()
+
+    def _into_notebook(self, number: int, note: Note) -> bool:
+        """Move the note into the `-n` notebook; False (reported) for a note of a second notebook."""
+        self.source_notebook = self.source_notebook or note.notebook
+        if note.notebook != self.source_notebook:
+            self.report(number, f"belongs to notebook '{note.notebook}', not '{self.source_notebook}' like the "
+                        f"notes before it; restore without -n to keep it; skipped")
+            return False
+        if note.notebook != self.notebook:
+            _move(note, self.notebook, self.memory.settings.journal_session)
+        return True
+
+    def flush(self) -> None:
+        batch, memory = self.batch, self.memory
+        if not batch:
+            return
+        existing = set(memory.store.get_many([n.id for n in batch]))
+        fresh = [n for n in batch if n.id not in existing]
+        self.skipped += len(batch) - len(fresh)
+        if fresh:
+            vectors = memory.embedder.embed_passages([n.embedding_text() for n in fresh])
+            for note, vector in zip(fresh, vectors):
+                note.vector = vector.tolist()
+            memory.store.add(fresh)
+            self.added += len(fresh)
+            self.sessions.update((n.session_id, None) for n in fresh if n.session_id and n.kind == "turn")
+        batch.clear()
+        if self.on_progress:
+            self.on_progress(self.added + self.skipped, None)
 
 
 def _move(note: Note, notebook: str, journal_session: str) -> None:

@@ -52,13 +52,12 @@ from typing import BinaryIO
 from ..errors import NotFound, ZkError
 from ..memory import Memory, content_hash
 from ..models import READY, Note, now_iso, session_id_for
-from . import parsers
-from .detect import is_unknown_json
-from .parsers import ParseProblem, Turn
+from . import formats
+from .formats import STREAMED, WHOLE
+from .turns import HEAD_SIZE, ParseProblem, Turn, peek_head
 
 DEFAULT_SESSION = "log"  # session key of turns whose log names no session
 HEAD_TURNS = 3  # first turns of a session-less log that must line up to continue a stored session
-_MARKDOWN_DATE_KEYS = ("date", "created", "created_at")  # front matter the markdown parser reads
 
 Progress = Callable[[int, "int | None"], None]
 
@@ -96,12 +95,11 @@ def backup_kind(stream: Path | BinaryIO, fmt: str) -> tuple[str | None, Path | B
     wherever it comes from, `zk export | zk --home new import -`) or None (notes and chats to import).
     Returns the stream to read on (a pipe's head, once peeked, is kept in front of it)."""
     from .export import is_export
-    from .parsers import peek_head
     from .vault import is_vault, looks_like_vault
 
     if isinstance(stream, Path) and stream.is_dir():
         vault = is_vault(stream) or looks_like_vault(stream)  # a copy without the hidden marker is one too
-        return ("vault" if fmt in ("auto", "markdown") and vault else None), stream
+        return ("vault" if vault and formats.reads_folders(fmt) else None), stream
     if isinstance(stream, Path):
         head = read_head(stream)
     else:
@@ -127,13 +125,14 @@ def _open_for_detection(source: Path | BinaryIO) -> tuple[bytes, Path | BinaryIO
         if source.is_dir():
             return b"", source
         with source.open("rb") as fh:
-            return fh.read(parsers.HEAD_SIZE), source
-    return parsers.peek_head(source)
+            return fh.read(HEAD_SIZE), source
+    return peek_head(source)
 
 
 def _estimate_total(source: Path | BinaryIO, fmt: str) -> int | None:
-    """Non-blank lines of a line-based file: one turn each for text, close to it for jsonl."""
-    if fmt not in ("text", "jsonl") or not isinstance(source, Path) or not source.is_file():
+    """Non-blank lines of a file a streamed format reads: one turn a line for plain text, close to it for
+    message records."""
+    if formats.get(fmt).read != STREAMED or not isinstance(source, Path) or not source.is_file():
         return None
     total, carry = 0, b""
     with source.open("rb") as fh:
@@ -151,7 +150,7 @@ class _Importer:
         self.enrich = enrich
         self.notebook = memory.notebook
         self.report = ImportReport(format=fmt)
-        self.fmt = fmt
+        self.dated_by = formats.get(fmt).dated_by()
         self.source_name = source_name
         self.batch_size = max(1, batch_size)
         self.on_progress = on_progress
@@ -172,8 +171,8 @@ class _Importer:
         """The log's own timestamp for identity; "" when the log has none."""
         if turn.at is None:
             return ""
-        if self.fmt == "markdown" and not any(k in turn.meta for k in _MARKDOWN_DATE_KEYS):
-            return ""  # the parser fell back to the file's mtime, which changes on every edit
+        if self.dated_by and not any(k in turn.meta for k in self.dated_by):
+            return ""  # the parser fell back to a guess (a file's mtime, which changes on every edit)
         return turn.at.isoformat()
 
     def _scope(self, turn: Turn, note: Note) -> str:
@@ -337,7 +336,7 @@ def import_source(memory: Memory, source: Path | BinaryIO, fmt: str = "auto", *,
     they are `ready` as written. Markdown notes are the user's own writing: always enriched, as `zk add`.
 
     `source` is a file, a markdown folder, or a binary stream (stdin). `fmt` is one of
-    `parsers.FORMATS` or "auto". `on_progress(items_done, total_or_None)` is called after each batch;
+    `formats.names()` or "auto". `on_progress(items_done, total_or_None)` is called after each batch;
     the total is exact for LoCoMo/ChatGPT, an estimate (non-blank lines) for text/jsonl files, None
     for streams and folders, and equals `items_done` in the final call. `on_format(format)` is called
     once the format is known (detected or given), before any turn is read.
@@ -345,34 +344,35 @@ def import_source(memory: Memory, source: Path | BinaryIO, fmt: str = "auto", *,
     """
     if isinstance(source, str):
         source = Path(source)
-    if fmt != "auto" and fmt not in parsers.FORMATS:
-        raise ZkError(f"unknown format '{fmt}'; choose auto or one of: {', '.join(parsers.FORMATS)}")
+    if fmt != "auto" and fmt not in formats.REGISTRY:
+        raise ZkError(f"unknown format '{fmt}'; choose auto or one of: {', '.join(formats.names())}")
     if isinstance(source, Path):
         source = source.expanduser()
         if not source.exists():
             raise NotFound(f"no such file or folder: {source}")
-        if source.is_dir() and fmt not in ("auto", "markdown"):
-            raise ZkError(f"{source} is a folder; only --format markdown imports folders")
+        if source.is_dir() and not formats.reads_folders(fmt):
+            folders = [f.name for f in formats.REGISTRY.values() if f.read == formats.FILES]
+            raise ZkError(f"{source} is a folder; only --format {' or '.join(folders)} imports folders")
     name = source_name or (source.name if isinstance(source, Path) else "stdin")
     try:
         if fmt == "auto":
             head, source = _open_for_detection(source)
             path = source if isinstance(source, Path) else None
-            fmt = parsers.detect_format(path, head)
-            if is_unknown_json(path, head):
-                raise ZkError(f"{name} is JSON of no format zk knows (it reads {', '.join(parsers.FORMATS)}, and "
+            fmt = formats.detect_format(path, head)
+            if formats.is_unknown_json(path, head):
+                raise ZkError(f"{name} is JSON of no format zk knows (it reads {', '.join(formats.names())}, and "
                               "zk's own backups); `--format text` imports it line by line")
         if on_format:
             on_format(fmt)
         total: int | None = None
-        items: Iterator[Turn | ParseProblem] = parsers.parse(source, fmt, default_session=DEFAULT_SESSION)
-        if fmt in ("chatgpt", "locomo"):  # parsed from one in-memory document anyway: count it
+        items: Iterator[Turn | ParseProblem] = formats.parse(source, fmt, default_session=DEFAULT_SESSION)
+        if formats.get(fmt).read == WHOLE:  # parsed from one in-memory document anyway: count it
             parsed = list(items)
             total = len(parsed)
             items = iter(parsed)
         else:
             total = _estimate_total(source, fmt)
-        enrich = (memory.settings.enrich_turns if enrich is None else enrich) or fmt == "markdown"
+        enrich = (memory.settings.enrich_turns if enrich is None else enrich) or formats.get(fmt).own_writing
         if memory.store.remote:  # each commit is requests, and each batch looks up the hashes of the ones before
             batch_size = max(batch_size, REMOTE_BATCH)
         importer = _Importer(memory, fmt, name, batch_size, on_progress, total, enrich)

@@ -6,6 +6,7 @@ import json
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
+from .detect import BY_KEYS, BY_RECORD, Probe, has_mapping
 from .turns import (
     Item,
     ParseProblem,
@@ -154,3 +155,15 @@ def _reason(problem: ParseProblem) -> str:
     return problem.message.split(";", 1)[0]
 
 
+def _is_message(obj: dict) -> bool:
+    return "content" in obj or "role" in obj
+
+
+def detect(probe: Probe) -> int | None:
+    """Message objects: a first line that is one (a `text` field is enough there), a document or line
+    whose first object is one, or a cut document with `role`/`content` keys."""
+    line = probe.first_line
+    record = isinstance(line, dict) and not has_mapping(line) and (_is_message(line) or "text" in line)
+    ranks = [probe.shaped(_is_message), BY_RECORD if record else None,
+             BY_KEYS if {"role", "content"} & probe.keys else None]
+    return min((r for r in ranks if r is not None), default=None)

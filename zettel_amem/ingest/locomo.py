@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from .detect import BY_KEYS, Probe
 from .turns import (
     Item,
     ParseProblem,
@@ -62,3 +63,18 @@ def parse_locomo(data: bytes, default_session: str) -> Iterator[Item]:
                 index += isinstance(item, Turn)
 
 
+def _is_sample(obj: dict) -> bool:
+    return isinstance(obj.get("conversation"), dict) and (
+        "qa" in obj or "sample_id" in obj or "speaker_a" in obj["conversation"])
+
+
+def detect(probe: Probe) -> int | None:
+    """A sample (a `conversation` with its speakers or questions), or a cut one by its key names."""
+    if (rank := probe.shaped(_is_sample)) is not None:
+        return rank
+    keys = probe.keys
+    if "conversation" in keys and {"qa", "sample_id", "speaker_a", "session_1"} & keys:
+        return BY_KEYS
+    if "qa" in keys and {"question", "evidence"} <= keys:
+        return BY_KEYS
+    return None

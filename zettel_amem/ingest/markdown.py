@@ -10,6 +10,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import BinaryIO
 
+from .detect import BY_PATH, Probe
 from .folder import Refused, read_inside, walk_files
 from .turns import (
     Item,
@@ -20,6 +21,9 @@ from .turns import (
     maybe_datetime,
 )
 
+# Front-matter fields that give a note its date (else the file's mtime, which changes with every edit;
+# formats.py: only these make the time part of a turn's identity).
+DATED_BY = ("date", "created", "created_at")
 _HEADING_RE = re.compile(r"#{1,6}(\s|$)")
 _FENCE_RE = re.compile(r"(`{3,}|~{3,})")
 
@@ -127,7 +131,7 @@ def _parse_markdown_doc(
         lines.append(line)
     fields, consumed = _front_matter(lines)
     at = None
-    for key in ("date", "created", "created_at"):
+    for key in DATED_BY:
         if key in fields:
             at = maybe_datetime(fields[key])
             if at:
@@ -174,3 +178,8 @@ def parse_markdown(source: Path | BinaryIO, default_session: str) -> Iterator[It
             yield ParseProblem(None, f"{rel}: cannot read file ({exc.strerror or exc}); skipped")
             continue
         yield from _parse_markdown_doc(io.BytesIO(data), rel, rel, mtime)
+
+
+def detect(probe: Probe) -> int | None:
+    """A folder (a vault) or a `.md` file, whatever it holds."""
+    return BY_PATH if probe.is_folder_or_suffix(".md", ".markdown") else None

@@ -1,0 +1,144 @@
+"""`zk mcp`'s tools one by one, in this process: each `ZkTools` method on a real store and embedder with
+the scripted model, plus a contract test of every tool's name, arguments and one-line errors through the
+server itself. The end-to-end stdio test with the official client stays in test_mcp.py."""
+
+from __future__ import annotations
+
+import json
+
+import anyio
+import pytest
+
+from tests.harness import FAKE_MODEL
+
+
+@pytest.fixture
+def tools(zk_home, embedder, fake_llm, monkeypatch):
+    import zettel_amem.embed
+    from zettel_amem.mcp_server import ZkTools
+
+    monkeypatch.setattr(zettel_amem.embed, "load_embedder", lambda *args, **kwargs: embedder)
+    monkeypatch.setenv("ZK_LLM_MODEL", FAKE_MODEL)
+    spawned = []
+    zk = ZkTools(zk_home, "main", spawn_worker=spawned.append)
+    zk.memory.use_llm(fake_llm)
+    zk.memory.settings.link_min_similarity = 0.0
+    zk.spawned = spawned
+    return zk
+
+
+@pytest.fixture
+def two_notes(tools):
+    """Two notes, the second linked to the first by the scripted model."""
+    first = tools.add_note("Knee felt stiff after the 10k run; iced it.", "2026-03-02T09:00", None)
+    second = tools.add_note("Physio said the knee needs rest before the race.", "2026-03-03T09:00", "main")
+    tools.memory.process_pending()
+    return first, second
+
+
+def test_add_note_is_durable_at_once_and_starts_the_worker(tools):
+    tools.memory.settings.auto_worker = False
+    tools.add_note("quiet: no worker", None, None)
+    assert tools.spawned == []
+    tools.memory.settings.auto_worker = True
+    out = tools.add_note("무릎이 좀 나아졌다", None, None)
+    assert out.status == "pending" and out.notebook == "main" and out.session_id
+    assert tools.memory.store.get(out.id).content == "무릎이 좀 나아졌다"
+    assert tools.spawned == [tools.memory.home]
+
+
+def test_add_note_refuses_another_notebook(tools):
+    from zettel_amem.errors import ZkError
+
+    with pytest.raises(ZkError, match="bound to notebook 'main'"):
+        tools.add_note("a note for work", None, "work")
+
+
+def test_search_returns_the_notes_and_follows_links(tools, two_notes):
+    first, second = two_notes
+    out = tools.search("knee rest before the race", 5, True)
+    ids = [n.id for n in out.notes]
+    assert second.id in ids and first.id in ids
+    assert all(n.score is not None for n in out.notes if n.via is None)
+
+
+def test_context_of_a_trivial_message_is_empty(tools, two_notes):
+    out = tools.context("ok", [])
+    assert out.block == "" and out.hints == []
+
+
+def test_expand_show_links_and_read_note(tools, two_notes):
+    first, second = two_notes
+    assert tools.expand(second.id[:8]).note.id == second.id
+    shown = tools.show(second.id)
+    assert shown.links == [first.id] and shown.version >= 1 and shown.status == "ready"
+    links = tools.links(first.id)
+    assert [n.id for n in links.backlinks] == [second.id] and links.links == []
+    assert json.loads(tools.read_note(first.id[:10]))["id"] == first.id
+    session = tools.expand(second.session_id)
+    assert session.kind == "session" and second.id in [t.id for t in session.turns]
+
+
+def test_graph_of_an_empty_notebook_lists_no_entities(tools, two_notes):
+    assert tools.graph(None, None, 1).entities == []
+
+
+def test_ask_cites_the_notes_it_was_given(tools, two_notes):
+    out = tools.ask("What did the physio say about the knee?")
+    assert out.answer and out.notes
+    assert set(out.cited) <= {n.id for n in out.notes}
+
+
+def test_errors_become_one_line_tool_errors(tools):
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    for call in (lambda: tools.show("zzzz"), lambda: tools.expand("0123abcd"), lambda: tools.add_note("  ", None, None),
+                 lambda: tools.search("x" * 2001, 3, True)):
+        with pytest.raises(ToolError) as caught:
+            tools.call(call)
+        assert "\n" not in str(caught.value) and str(caught.value)
+
+
+# -- the contract: names, arguments, one-line errors, as a client sees them ---------------------------------
+CONTRACT = {  # tool -> (required arguments, optional arguments)
+    "add_note": ({"text"}, {"at", "notebook"}),
+    "search": ({"query"}, {"limit", "follow_links"}),
+    "context": ({"message"}, {"recent"}),
+    "expand": ({"id"}, set()),
+    "graph": (set(), {"entity", "at", "depth"}),
+    "show": ({"id"}, set()),
+    "links": ({"id"}, set()),
+    "ask": ({"question"}, set()),
+}
+
+
+def test_every_tool_has_its_name_arguments_and_one_line_errors(zk_home, embedder, monkeypatch):
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    import zettel_amem.embed
+    from zettel_amem.mcp_server import build_server
+
+    monkeypatch.setattr(zettel_amem.embed, "load_embedder", lambda *args, **kwargs: embedder)
+    server = build_server(zk_home, "main")
+    errors: dict[str, str] = {}
+
+    async def run() -> dict:
+        listed = {t.name: t.input_schema for t in await server.list_tools()}
+        for name, (required, _) in CONTRACT.items():
+            for arguments in ({}, {"id": "zzzz"}) if required else ():  # a missing, then a bad argument
+                try:
+                    await server.call_tool(name, arguments)
+                except ToolError as exc:
+                    errors[f"{name} {sorted(arguments)}"] = str(exc)
+        return listed
+
+    listed = anyio.run(run)
+    assert set(listed) == set(CONTRACT)
+    for name, (required, optional) in CONTRACT.items():
+        schema = listed[name]
+        assert set(schema.get("required", [])) == required, name
+        assert set(schema["properties"]) == required | optional, name
+    assert all("\n" not in message and message.startswith("Error executing tool") for message in errors.values())
+    assert "argument 'question': Field required" in errors["ask []"]
+    assert "'zzzz' is not a note id" in errors["show ['id']"]
+    assert len(errors) >= len([r for r, _ in CONTRACT.values() if r])  # every tool with a required argument

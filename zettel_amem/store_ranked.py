@@ -1,0 +1,144 @@
+"""Ranked retrieval: BM25 and vector top-k lists, and a person scope's notes (search fuses them).
+"""
+
+from __future__ import annotations
+
+from .database import (
+    in_list,
+    sql_str,
+)
+from .models import PENDING, Note, Scope
+from .store_rows import TEXT_COLUMNS, NoteRows, row_to_note
+from .store_upkeep import ROWS_PER_PARTITION
+
+# HNSW's default beam misses a third of the true top 10 for question-like queries (recall 0.57 at 100k).
+# Measured at 100k (bench.scale): half the 25 partitions with a beam of 400 found 0.90 of the exact top 10
+# (0.88 of the top 100); every partition with a beam of 100 and a 3x re-rank, 0.99 (0.98), and no slower.
+# At 1M (250 partitions) a quarter of them: 0.97 of the top 10, warm search p95 145 ms (half: 0.98, 190 ms).
+ANN_EF, ANN_REFINE, ANN_REFINE_UP_TO = 100, 3, 20
+
+
+ANN_PROBE_ALL_UP_TO = 32  # partitions; past this, a quarter of them (at least 32)
+
+
+def ann_probes(partitions: int) -> int:
+    """How many IVF partitions a vector search visits."""
+    partitions = max(1, partitions)
+    return partitions if partitions <= ANN_PROBE_ALL_UP_TO else max(ANN_PROBE_ALL_UP_TO, partitions // 4)
+
+
+# Columns a ranking reads (search fuses several ranked lists of 100): what fusion, session smoothing and
+# filtering look at, and the links (read with the hits in full). Each column costs every list a read per
+# row: these 7 instead of 12 take 1.5-2 ms off each list at 100k notes. Notes read this way are for
+# ranking only and never written back; search re-reads the few it returns in full.
+RANK_COLUMNS = ["id", "content", "at", "kind", "session_id", "seq", "links"]
+
+
+def rank_columns(tagged: bool = False) -> list[str]:
+    """RANK_COLUMNS, and the user's #tags when a tag filter looks at them."""
+    return [*RANK_COLUMNS, "user_tags"] if tagged else RANK_COLUMNS
+
+
+def scope_filter(scope: Scope) -> str:
+    """The notes of a person scope: the sessions the people speak in, and the notes naming them."""
+    parts = [in_list("session_id", scope.sessions)] if scope.sessions else []
+    parts += [in_list("id", scope.mentions)] if scope.mentions else []
+    return " OR ".join(f"({p})" for p in parts) or "false"
+
+
+class Ranked(NoteRows):
+    """Ranked lists over the notes table (each best first) and what ranking reads."""
+
+    def has_enriched(self, notebook: str | None = None) -> bool:
+        """Whether any note of the notebook has what the LLM adds (a context); remembered per table version,
+        so a store the LLM never touched does not pay for the enrichment signals on every search."""
+        key = (self.table.version, notebook)
+        if self._has_enriched is None or self._has_enriched[0] != key:
+            self._has_enriched = (key, self.guarded_read(lambda: self.table.count_rows(self._where(notebook,
+                                                                                              "context != ''"))) > 0)
+        return self._has_enriched[1]
+
+    # -- people -----------------------------------------------------------------------------------
+    def speakers(self, candidates: list[str], notebook: str | None = None) -> dict[str, set[str]]:
+        """Which of `candidates` speak in chat sessions, each with the sessions they speak in: two columns
+        of their turns, found through the speaker index."""
+        if not candidates:
+            return {}
+        rows = self._query(self._where(notebook, in_list("speaker", candidates), "session_id IS NOT NULL"),
+                           ["speaker", "session_id"])
+        out: dict[str, set[str]] = {}
+        for row in rows:
+            out.setdefault(row["speaker"], set()).add(row["session_id"])
+        return out
+
+    def mentioning(self, terms: list[str], k: int, notebook: str | None = None) -> list[str]:
+        """Ids of up to `k` of the user's own notes (not chat turns) whose words hold any of `terms` (a
+        name's keyword terms), best BM25 first."""
+        if not terms:
+            return []
+        where = self._where(notebook, "kind IS NULL OR kind != 'turn'")
+        query = self.table.search(" ".join(terms), query_type="fts", fts_columns="terms").select(["id", "_score"])
+        if where:
+            query = query.where(where, prefilter=True)
+        return [r["id"] for r in self.guarded_read(lambda: query.limit(k).to_list()) if r["_score"] > 0]
+
+    def count_within(self, scope: Scope, notebook: str | None = None) -> int:
+        where = self._where(notebook, scope_filter(scope))
+        return self.guarded_read(lambda: self.table.count_rows(where))
+
+    def within(self, scope: Scope, notebook: str | None = None, *, enrichment: bool = False
+               ) -> list[tuple[Note, list[str], list[str]]]:
+        """Every note of a person scope for ranking in place: (note with RANK_COLUMNS and both vectors,
+        its keyword terms, its enrichment terms; the latter read only with `enrichment`)."""
+        columns = [*RANK_COLUMNS, "raw_vector", "terms", *(["vector", "context", "enrichment_terms"] if enrichment
+                                                           else [])]
+        rows = self._query(self._where(notebook, scope_filter(scope)), columns)
+        return [(row_to_note(r), (r["terms"] or "").split(), (r.get("enrichment_terms") or "").split())
+                for r in rows]
+
+    # -- keywords ---------------------------------------------------------------------------------
+    def keyword_search(self, terms: list[str], k: int, notebook: str | None = None, *,
+                       column: str = "terms", tagged: bool = False, light: bool = False,
+                       within: Scope | None = None) -> list[tuple[Note, float]]:
+        """Top-k by BM25 over the full-text index of `column` ("terms": the raw words; "enrichment_terms":
+        what the LLM added), for query terms from `text.keyword_terms`. Best first; only positive scores.
+        `light`: notes hold only RANK_COLUMNS (for ranking; never write them back); `within`: only the
+        notes of a person scope."""
+        if not terms:
+            return []
+        where = self._where(notebook, "array_length(user_tags) > 0" if tagged else None,
+                       within and scope_filter(within))
+        query = self.table.search(" ".join(terms), query_type="fts", fts_columns=column) \
+            .select([*(rank_columns(tagged) if light else TEXT_COLUMNS), "_score"])
+        if where:
+            query = query.where(where, prefilter=True)
+        rows = self.guarded_read(lambda: query.limit(k).to_list())
+        return [(row_to_note(r), float(r["_score"])) for r in rows if r["_score"] > 0]
+
+    # -- vectors ----------------------------------------------------------------------------------
+    def nearest(self, vector, k: int, notebook: str | None = None, *, column: str = "vector",
+                exclude: str | None = None, processed: bool = False, tagged: bool = False,
+                enriched: bool = False, light: bool = False, within: Scope | None = None
+                ) -> list[tuple[Note, float]]:
+        """Top-k by cosine similarity (1 - cosine distance) over `column` ("vector" = the full, enriched
+        embedding; "raw_vector" = the raw words). `exclude`: one note id left out; `processed`: only notes
+        past construction (link candidates); `tagged`: only notes with #tags; `enriched`: only notes with a
+        context (the enriched embedding differs from the raw one); `light`: notes hold only RANK_COLUMNS
+        (for ranking; never write them back); `within`: only the notes of a person scope."""
+        if self.count() == 0:
+            return []
+        where = self._where(notebook, exclude and f"id != {sql_str(exclude)}",
+                            f"status != {sql_str(PENDING)}" if processed else None,
+                            "array_length(user_tags) > 0" if tagged else None, "context != ''" if enriched else None,
+                       within and scope_filter(within))
+        query = self.table.search(list(vector), vector_column_name=column).distance_type("cosine") \
+            .select([*(rank_columns(tagged) if light else TEXT_COLUMNS), "_distance"])
+        if where:
+            query = query.where(where, prefilter=True)
+        trained = self.vector_indexes().get(column)
+        if trained:  # many partitions, a narrow HNSW beam: cheaper than few and wide at the same recall
+            query = query.nprobes(ann_probes(trained // ROWS_PER_PARTITION)).ef(max(ANN_EF, k))
+            if k <= ANN_REFINE_UP_TO:  # a short list is re-ranked on the full vectors; a long one needs not
+                query = query.ef(max(ANN_EF, ANN_REFINE * k)).refine_factor(ANN_REFINE)
+        rows = self.guarded_read(lambda: query.limit(k).to_list())
+        return [(row_to_note(r), 1.0 - float(r["_distance"])) for r in rows]
