@@ -126,6 +126,10 @@ class Settings:
     summary_chunk_tokens: int = 1500  # raw turns per summarising call (longer sessions take several)
     summary_max_facts: int = 6
     summary_max_tokens: int = 300
+    # L2 (#31): entity types the graph keeps (a closed list, comma-separated), and where a relation's two
+    # ends must be named together: "sentence" (one sentence of the notes) or "entry" (one note).
+    graph_types: str = "person,project,place,organisation,technology,event,other"
+    graph_support: str = "sentence"
     context_hints: int = 3  # L0: at most this many one-line episode abstracts
     context_min_score: float = 0.35  # L0: below this, no hint; above the 0.3 a vector alone can reach
     context_keyword_weight: float = 0.7  # L0: text 0.7 / vector 0.3

@@ -223,6 +223,7 @@ class EpisodeResult(Spent):
     merged: int = 0
     relations: int = 0
     invalidated: int = 0
+    dropped: dict = field(default_factory=dict)  # what the graph checks refused, by reason (grounding.py)
     error: str = ""
 
 
