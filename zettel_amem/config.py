@@ -131,6 +131,7 @@ class Settings:
     graph_types: str = "person,project,place,organisation,technology,event,other"
     graph_support: str = "sentence"
     context_hints: int = 3  # L0: at most this many one-line episode abstracts
+    context_facts: int = 5  # L2: at most this many checked graph facts about what the message names
     context_min_score: float = 0.35  # L0: below this, no hint; above the 0.3 a vector alone can reach
     context_keyword_weight: float = 0.7  # L0: text 0.7 / vector 0.3
     context_query_chars: int = 300  # L0: message + last 2 user turns, newest end kept

@@ -18,13 +18,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .grounding import FUNCTIONAL, Checked, check
+from .grounding import ENTITY_TYPES, FUNCTIONAL, Checked, check
 from .llm import LLM
 from .models import Entity, Relation, Usage
 from .prompts import Prompts, language_of
 from .text import clip, name_key, one_line, romanise
 
-ENTITY_TYPES = ["person", "project", "place", "organisation", "technology", "event", "other"]
 NAME_CHARS = 40
 PREDICATE_CHARS = 30
 MAX_ENTITIES = 8
@@ -47,7 +46,7 @@ def extract_schema() -> dict[str, Any]:
         "type": "object",
         "properties": {
             "entities": {"type": "array", "maxItems": MAX_ENTITIES, "items": {
-                "type": "object", "properties": {"name": _NAME, "type": {"type": "string", "enum": ENTITY_TYPES}},
+                "type": "object", "properties": {"name": _NAME, "type": {"type": "string", "enum": list(ENTITY_TYPES)}},
                 "required": ["name", "type"]}},
             "relations": {"type": "array", "maxItems": MAX_RELATIONS, "items": {
                 "type": "object", "properties": {"subject": _NAME, "predicate": predicate, "object": _NAME},

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from .text import name_key, romanise
 
+ENTITY_TYPES = ("person", "project", "place", "organisation", "technology", "event", "other")  # closed
 MAX_WORDS = 4
 MAX_SYLLABLES = 12
 CHECKS_FILE = "graph-checks.json"
@@ -195,7 +196,7 @@ def occurs(name: str, text: str) -> bool:
     if key and key in haystack:
         return True
     roman = romanise(key)
-    return roman != key and len(roman) >= 5 and roman in romanise(haystack)
+    return len(roman) >= 5 and roman in romanise(haystack)
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?。])\s+|\n+|(?<=다\.)|;\s*")
