@@ -103,7 +103,7 @@ class OutOfTime(Exception):
 
 
 def build(store: Path, journal: Path, model: str, threads: int, replay: Path | None, limit: int | None,
-          minutes: float | None = None) -> dict | None:
+          minutes: float | None = None, settings: dict | None = None) -> dict | None:
     """The journal through the shipped promotion chain, into `store` (kept: a rerun only scores). With
     `minutes`, stops after the episode that passes them and returns None; a rerun resumes."""
     from zettel_amem.memory import Memory
@@ -117,6 +117,8 @@ def build(store: Path, journal: Path, model: str, threads: int, replay: Path | N
     memory.settings.auto_worker = False
     memory.settings.construct = memory.settings.link = False  # the notes' own LLM steps feed no graph
     memory.settings.llm_model = model
+    for key, value in (settings or {}).items():  # a variant: graph_types, graph_support
+        setattr(memory.settings, key, value)
 
     def load():
         from bench.locomo import load_model
@@ -149,7 +151,8 @@ def build(store: Path, journal: Path, model: str, threads: int, replay: Path | N
     rows = [json.loads(line) for line in progress_path.read_text(encoding="utf-8").splitlines()]
     results = list({r["id"]: r for r in rows}.values())
     seconds = sum(r["seconds"] for r in results)
-    report = {"model": model, "episodes": len(results), "model_seconds": round(seconds, 1),
+    report = {"model": model, "settings": settings or {}, "replayed_calls": llm.hits, "model_calls": llm.misses,
+              "episodes": len(results), "model_seconds": round(seconds, 1),
               "seconds_per_episode": round(seconds / max(len(results), 1), 2),
               "llm_calls": sum(r["llm_calls"] for r in results), "errors": sum(bool(r["error"]) for r in results),
               "results": results}
@@ -289,6 +292,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--replay", type=Path, help="an llm-cache.json whose replies answer identical prompts")
     parser.add_argument("--limit", type=int, help="only the first N entries (a quick check)")
+    parser.add_argument("--types", help="graph_types for this build (default: the shipped setting)")
+    parser.add_argument("--support", choices=["sentence", "entry"], help="graph_support for this build")
     parser.add_argument("--minutes", type=float, help="stop building after this many minutes (rerun resumes)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     args = parser.parse_args(argv)
@@ -297,7 +302,8 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError, KeyError) as exc:
         print(f"cannot read the gold file {args.gold}: {exc}", file=sys.stderr)
         return 2
-    built = build(args.store, args.journal, args.llm, args.threads, args.replay, args.limit, args.minutes)
+    variant = {k: v for k, v in (("graph_types", args.types), ("graph_support", args.support)) if v}
+    built = build(args.store, args.journal, args.llm, args.threads, args.replay, args.limit, args.minutes, variant)
     if built is None:
         return 3
     report = {"build": {k: v for k, v in built.items() if k != "results"},

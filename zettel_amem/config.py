@@ -18,6 +18,9 @@ APP_NAME = "zettel-amem"
 # Models whose enrichment search does not rank by default: SmolLM2-135M's keywords, tags and contexts
 # lowered LoCoMo conv-30 R@10 from 65.4 to 55.6-56.8 at weight 0.5 (docs/benchmarks.md, issue #11).
 UNRANKED_ENRICHMENT = frozenset({"smollm2-135m"})
+# Models whose entity graph is off by default: SmolLM2-135M's extraction did not reach the graph bar of
+# issue #31 (docs/benchmarks.md, "Graph precision"); `graph = true` turns it on anyway.
+NO_GRAPH = frozenset({"smollm2-135m"})
 
 
 def home_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
@@ -128,6 +131,7 @@ class Settings:
     summary_max_tokens: int = 300
     # L2 (#31): entity types the graph keeps (a closed list, comma-separated), and where a relation's two
     # ends must be named together: "sentence" (one sentence of the notes) or "entry" (one note).
+    graph: bool | None = None  # L2 extraction; None: on, except with a model in NO_GRAPH
     graph_types: str = "person,project,place,organisation,technology,event,other"
     graph_support: str = "sentence"
     context_hints: int = 3  # L0: at most this many one-line episode abstracts
@@ -142,6 +146,10 @@ class Settings:
         if self.search_enrichment_weight is not None:
             return self.search_enrichment_weight
         return 0.0 if self.llm_model in UNRANKED_ENRICHMENT else 0.5
+
+    def graph_enabled(self) -> bool:
+        """Whether episodes feed the entity graph: the setting, else on unless the model is in NO_GRAPH."""
+        return self.graph if self.graph is not None else self.llm_model not in NO_GRAPH
 
     @classmethod
     def load(cls, home: Path) -> Settings:
@@ -236,6 +244,7 @@ _TYPE_CHECKS = {
     "float": (_is_number, "a number"),
     "float | None": (_is_number, "a number"),
     "bool": (lambda v: isinstance(v, bool), "true or false"),
+    "bool | None": (lambda v: isinstance(v, bool), "true or false"),
 }
 
 

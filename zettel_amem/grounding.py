@@ -216,6 +216,14 @@ def supporting_sentence(subject: str, obj: str, source: str, unit: str = "senten
     return None
 
 
+def moved_away_from(obj: str, sentence: str) -> bool:
+    """Whether the sentence names `obj` as what something moved away from: "from SQLite to PostgreSQL",
+    "SQLite에서 PostgreSQL로", "SQLite → PostgreSQL". Such an object is a past fact, not a current one."""
+    escaped = re.escape(obj.strip())
+    return bool(re.search(rf"\bfrom\s+{escaped}\b.*\bto\b", sentence, re.IGNORECASE)
+                or re.search(rf"{escaped}\s*(에서|->|→)\s*\S+", sentence))
+
+
 # -- what was dropped ----------------------------------------------------------------------------------
 @dataclass
 class Dropped:
@@ -317,8 +325,12 @@ def check(entities: list[tuple[str, str]], relations: list[tuple[str, str, str]]
         if allowed and (s_type not in allowed[0] or o_type not in allowed[1]):
             out.dropped.relation("types do not fit the predicate")
             continue
-        if name_key(s) == name_key(o) or supporting_sentence(s, o, source, support) is None:
+        sentence = supporting_sentence(s, o, source, support) if name_key(s) != name_key(o) else None
+        if sentence is None:
             out.dropped.relation("no sentence holds both ends")
+            continue
+        if predicate in FUNCTIONAL and moved_away_from(o, sentence):
+            out.dropped.relation("the object it moved away from")
             continue
         triple = (name_key(s), predicate, name_key(o))
         if triple not in seen:

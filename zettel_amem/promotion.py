@@ -133,8 +133,8 @@ class Promotion:
 
     def _extract(self, episode: Episode, usage: Usage, result: EpisodeResult) -> None:
         self._forget_relations_of(episode.id)  # a re-summarised episode replaces its own facts
-        if not episode.summary.strip():
-            episode.status = EPISODE_READY
+        if not episode.summary.strip() or not self.memory.settings.graph_enabled():
+            episode.status = EPISODE_READY  # nothing to read, or no graph for this model (#31)
             self.store.put_episodes([episode])
             return
         settings = self.memory.settings
