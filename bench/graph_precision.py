@@ -294,6 +294,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, help="only the first N entries (a quick check)")
     parser.add_argument("--types", help="graph_types for this build (default: the shipped setting)")
     parser.add_argument("--support", choices=["sentence", "entry"], help="graph_support for this build")
+    parser.add_argument("--cues", choices=["on", "off"], help="graph_cues for this build")
     parser.add_argument("--minutes", type=float, help="stop building after this many minutes (rerun resumes)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     args = parser.parse_args(argv)
@@ -303,6 +304,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"cannot read the gold file {args.gold}: {exc}", file=sys.stderr)
         return 2
     variant = {k: v for k, v in (("graph_types", args.types), ("graph_support", args.support)) if v}
+    if args.cues:
+        variant["graph_cues"] = args.cues == "on"
     built = build(args.store, args.journal, args.llm, args.threads, args.replay, args.limit, args.minutes, variant)
     if built is None:
         return 3

@@ -94,7 +94,45 @@ DOMAINS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "works at": (("person",), ("organisation", "place")),
     "lives in": (("person",), ("place",)),
     "reports to": (("person",), ("person",)),
+    "works on": (("person",), ("project",)),
+    "family of": (("person",), ("person",)),
+    "friend of": (("person",), ("person",)),
+    "colleague of": (("person",), ("person",)),
+    "teaches": (("person",), ("person", "other", "technology", "event")),
+    "written by": (("other", "project", "event"), ("person",)),
+    "visited": (("person",), ("place", "organisation", "event")),
+    "located in": (("place", "organisation", "event"), ("place",)),
 }
+
+# The rule's half of "found twice": words one of which the supporting sentence must hold for the
+# predicate (stems, lower case; English and Korean). A predicate without cues needs none.
+CUES: dict[str, tuple[str, ...]] = {
+    "uses database": ("db", "database", "데이터베이스", "sqlite", "postgres", "mysql", "mongo", "migrat", "옮기",
+                      "옮겼"),
+    "hosted on": ("host", "호스팅", "server", "서버", "deploy", "배포", "올렸", "moved", "옮기", "옮겼"),
+    "has pm": ("pm", "매니저", "manager"),
+    "works at": ("work", "job", "직장", "근무", "연구소", "institute", "회사", "company", "본사", "joined"),
+    "lives in": ("이사", "살", "live", "moving", "moved", "계약", "home", "집", "원룸", "투룸"),
+    "reports to": ("팀장", "lead", "manager", "boss", "상사"),
+    "works on": ("맡", "담당", "백엔드", "backend", "work", "pm", "데모", "demo", "launch", "개발", "develop", "ran"),
+    "reads": ("read", "읽", "book", "finished", "책"),
+    "written by": (" by ", "작가", "저자", "author", "wrote"),
+    "recommended": ("recommend", "추천", "suggest", "제안"),
+    "gave": ("gave", "줬", "주었", "선물", "gift", "lent", "빌려"),
+    "family of": ("엄마", "아빠", "동생", "mom", "dad", "가족", "sister", "brother", "부모"),
+    "teaches": ("과외", "lesson", "선생님", "teach", "sensei", "tutor", "수업"),
+    "learns": ("learn", "배우", "공부", "lesson", "과외", "수업", "study"),
+    "visited": ("visit", "went", "갔", "다녀", "방문", "flew", "trip", "놀러", "가기로", "walk", "산책"),
+    "participates in": ("sign", "참가", "참여", "대회", "joined", "완주", "attend", "race", "class"),
+    "replaced": ("replac", "대신", "instead", "바뀌", "바꿨", "moved", "옮기", "옮겼"),
+}
+
+
+def cue_agrees(predicate: str, sentence: str) -> bool:
+    """Whether the sentence holds a cue word of the predicate (or the predicate needs none)."""
+    cues = CUES.get(predicate)
+    lower = f" {sentence.lower()} "
+    return not cues or any(cue in lower for cue in cues)
 
 
 def _norm_predicate(text: str) -> str:
@@ -294,7 +332,7 @@ def check_entity(name: str, kind: str, source: str, types: frozenset[str]) -> tu
 
 
 def check(entities: list[tuple[str, str]], relations: list[tuple[str, str, str]], source: str,
-          types: frozenset[str], support: str = "sentence") -> Checked:
+          types: frozenset[str], support: str = "sentence", cues: bool = False) -> Checked:
     """Entities that are noun phrases of the source with an allowed type; relations whose predicate is in
     the vocabulary and whose two ends are such entities named together in one sentence of the source."""
     out = Checked()
@@ -331,6 +369,9 @@ def check(entities: list[tuple[str, str]], relations: list[tuple[str, str, str]]
             continue
         if predicate in FUNCTIONAL and moved_away_from(o, sentence):
             out.dropped.relation("the object it moved away from")
+            continue
+        if cues and not cue_agrees(predicate, sentence):
+            out.dropped.relation("the sentence does not say it")
             continue
         triple = (name_key(s), predicate, name_key(o))
         if triple not in seen:
