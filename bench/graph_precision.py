@@ -98,12 +98,35 @@ class ReplayLLM:
         return self._llm.stream(system, user, max_tokens)
 
 
+def seed_from(store: Path, seed_home: Path) -> None:
+    """Start from a copy of another store built from the same journal (its notes and episode summaries,
+    e.g. the journal-QA benchmark's): its graph is removed and its episodes go back to 'summarised', so
+    the build runs extraction only. Summaries are the model's output for identical prompts either way."""
+    import shutil
+
+    from zettel_amem.memory import Memory
+    from zettel_amem.models import EPISODE_READY, EPISODE_SUMMARISED
+    from zettel_amem.tier_store import TierStore
+
+    shutil.copytree(seed_home, store / "home")
+    memory = Memory(store / "home")
+    tiers = TierStore(lambda: memory.store)
+    episodes = [e for e in tiers.episodes(memory.notebook, with_vector=True) if e.status == EPISODE_READY]
+    for episode in episodes:
+        episode.status = EPISODE_SUMMARISED
+    tiers.put_episodes(episodes)
+    tiers.delete_relations([r.id for r in tiers.relations(memory.notebook)])
+    tiers.delete_entities([e.id for e in tiers.entities(memory.notebook)])
+    (store / "home" / "graph-checks.json").unlink(missing_ok=True)
+    (store / "added").write_text(f"seeded from {seed_home}\n", encoding="utf-8")
+
+
 class OutOfTime(Exception):
     """The build's `--minutes` are spent: the committed episodes stay, the next run resumes."""
 
 
 def build(store: Path, journal: Path, model: str, threads: int, replay: Path | None, limit: int | None,
-          minutes: float | None = None, settings: dict | None = None) -> dict | None:
+          minutes: float | None = None, settings: dict | None = None, seed: Path | None = None) -> dict | None:
     """The journal through the shipped promotion chain, into `store` (kept: a rerun only scores). With
     `minutes`, stops after the episode that passes them and returns None; a rerun resumes."""
     from zettel_amem.memory import Memory
@@ -113,6 +136,8 @@ def build(store: Path, journal: Path, model: str, threads: int, replay: Path | N
     if done.exists():
         return json.loads(done.read_text(encoding="utf-8"))
     store.mkdir(parents=True, exist_ok=True)
+    if seed and not (store / "added").exists():
+        seed_from(store, seed)
     memory = Memory(store / "home")
     memory.settings.auto_worker = False
     memory.settings.construct = memory.settings.link = False  # the notes' own LLM steps feed no graph
@@ -295,6 +320,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--types", help="graph_types for this build (default: the shipped setting)")
     parser.add_argument("--support", choices=["sentence", "entry"], help="graph_support for this build")
     parser.add_argument("--cues", choices=["on", "off"], help="graph_cues for this build")
+    parser.add_argument("--seed", type=Path, help="start from a copy of this home (same journal, summarised)")
     parser.add_argument("--minutes", type=float, help="stop building after this many minutes (rerun resumes)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     args = parser.parse_args(argv)
@@ -306,7 +332,8 @@ def main(argv: list[str] | None = None) -> int:
     variant = {k: v for k, v in (("graph_types", args.types), ("graph_support", args.support)) if v}
     if args.cues:
         variant["graph_cues"] = args.cues == "on"
-    built = build(args.store, args.journal, args.llm, args.threads, args.replay, args.limit, args.minutes, variant)
+    built = build(args.store, args.journal, args.llm, args.threads, args.replay, args.limit, args.minutes, variant,
+                  args.seed)
     if built is None:
         return 3
     report = {"build": {k: v for k, v in built.items() if k != "results"},
