@@ -259,9 +259,19 @@ def _ratio(hit: int, total: int) -> float | None:
     return round(hit / total, 3) if total else None
 
 
-def score(graph: dict, gold: Gold) -> dict:
-    from zettel_amem.grounding import predicate_of
+def _matches(gold: Gold, rel: dict) -> list[int]:
+    """Gold relations a stored one states: its predicate mapped to the vocabulary (ends swapped for an
+    inverse wording such as "is replaced by")."""
+    from zettel_amem.grounding import map_predicate
 
+    mapped = map_predicate(rel["predicate"])
+    if mapped is None:
+        return []
+    subject, obj = (rel["object"], rel["subject"]) if mapped[1] else (rel["subject"], rel["object"])
+    return gold.relation(subject, mapped[0].replace(" ", "_"), obj)
+
+
+def score(graph: dict, gold: Gold) -> dict:
     out: dict[str, Any] = {}
     for split in ("tune", "heldout"):
         mentions = [m for m in graph["mentions"] if m["split"] == split]
@@ -270,9 +280,10 @@ def score(graph: dict, gold: Gold) -> dict:
         found = {gold.entity(m["name"]) for m in ok}
         gold_entities = [i for i, e in enumerate(gold.entities) if split_of(e["first"]) == split]
         rels = [r for r in graph["relations"] if r["split"] == split]
-        right = [r for r in rels if gold.relation(r["subject"], predicate_of(r["predicate"]), r["object"])]
-        ends = [r for r in rels if gold.relation(r["subject"], None, r["object"])]
-        matched = {i for r in right for i in gold.relation(r["subject"], predicate_of(r["predicate"]), r["object"])}
+        right = [r for r in rels if _matches(gold, r)]
+        ends = [r for r in rels if gold.relation(r["subject"], None, r["object"])
+                or gold.relation(r["object"], None, r["subject"])]
+        matched = {i for r in right for i in _matches(gold, r)}
         gold_rels = [i for i, r in enumerate(gold.relations) if r["split"] == split]
         out[split] = {
             "entity_mentions": len(mentions), "entity_precision": _ratio(len(ok), len(mentions)),
@@ -291,14 +302,15 @@ def score(graph: dict, gold: Gold) -> dict:
 def invalidations(graph: dict, gold: Gold) -> dict:
     """An invalidated relation is right when it matches a gold relation that ended (valid_until set),
     invalidated within two weeks of that end (episodes are weekly)."""
-    from zettel_amem.grounding import predicate_of
-
     closed = [r for r in graph["relations"] if r["invalid_from"]]
     right = []
     for rel in closed:
-        for index in gold.relation(rel["subject"], predicate_of(rel["predicate"]), rel["object"]):
+        for index in _matches(gold, rel):
             until = gold.relations[index].get("valid_until")
-            if until and abs((date.fromisoformat(rel["invalid_from"]) - date.fromisoformat(until)).days) <= 14:
+            last = gold.relations[index].get("until_window_end") or until
+            ended = date.fromisoformat(rel["invalid_from"])
+            if until and (date.fromisoformat(until) - ended).days <= 14 \
+                    and (ended - date.fromisoformat(last)).days <= 14:
                 right.append(rel)
                 break
     ended = [r for r in gold.relations if r.get("valid_until")]
