@@ -135,6 +135,7 @@ class Settings:
     graph_types: str = "person,project,place,organisation,technology,event,other"
     graph_support: str = "sentence"
     graph_cues: bool = False  # a relation also needs a cue word of its predicate in that sentence
+    graph_related_only: bool = False  # keep an entity only when a checked relation names it
     context_hints: int = 3  # L0: at most this many one-line episode abstracts
     context_facts: int = 5  # L2: at most this many checked graph facts about what the message names
     context_min_score: float = 0.35  # L0: below this, no hint; above the 0.3 a vector alone can reach

@@ -332,7 +332,7 @@ def check_entity(name: str, kind: str, source: str, types: frozenset[str]) -> tu
 
 
 def check(entities: list[tuple[str, str]], relations: list[tuple[str, str, str]], source: str,
-          types: frozenset[str], support: str = "sentence", cues: bool = False) -> Checked:
+          types: frozenset[str], support: str = "sentence", cues: bool = False, related: bool = False) -> Checked:
     """Entities that are noun phrases of the source with an allowed type; relations whose predicate is in
     the vocabulary and whose two ends are such entities named together in one sentence of the source."""
     out = Checked()
@@ -377,6 +377,12 @@ def check(entities: list[tuple[str, str]], relations: list[tuple[str, str, str]]
         if triple not in seen:
             seen.add(triple)
             out.relations.append((s, predicate, o))
+    if related:  # abstain: an entity only when a checked relation names it
+        ends = {name_key(n) for r in out.relations for n in (r[0], r[2])}
+        for name, _ in out.entities:
+            if name_key(name) not in ends:
+                out.dropped.entity("in no checked relation")
+        out.entities = [(n, t) for n, t in out.entities if name_key(n) in ends]
     return out
 
 

@@ -142,7 +142,7 @@ class Promotion:
         source = "\n".join(one_line(t.content) for t in turns)  # the notes themselves, one per line
         types = frozenset(t.strip() for t in settings.graph_types.split(",") if t.strip())
         found, spent = extract(self.memory.llm, self.memory.prompts, episode.summary, episode.start, source,
-                               types, settings.graph_support, settings.graph_cues)
+                               types, settings.graph_support, settings.graph_cues, settings.graph_related_only)
         usage.add(spent)
         record_checks(self.memory.home, episode.id, found.dropped)
         result.dropped = found.dropped.to_json()
