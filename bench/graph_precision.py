@@ -333,6 +333,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--support", choices=["sentence", "entry"], help="graph_support for this build")
     parser.add_argument("--cues", choices=["on", "off"], help="graph_cues for this build")
     parser.add_argument("--seed", type=Path, help="start from a copy of this home (same journal, summarised)")
+    parser.add_argument("--graph", choices=["on", "off"], help="the graph setting (SmolLM2's is off by default)")
     parser.add_argument("--related-only", action="store_true", help="graph_related_only for this build")
     parser.add_argument("--minutes", type=float, help="stop building after this many minutes (rerun resumes)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -345,6 +346,8 @@ def main(argv: list[str] | None = None) -> int:
     variant = {k: v for k, v in (("graph_types", args.types), ("graph_support", args.support)) if v}
     if args.cues:
         variant["graph_cues"] = args.cues == "on"
+    if args.graph:
+        variant["graph"] = args.graph == "on"
     if args.related_only:
         variant["graph_related_only"] = True
     built = build(args.store, args.journal, args.llm, args.threads, args.replay, args.limit, args.minutes, variant,
