@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .grounding import ENTITY_TYPES, FUNCTIONAL, Checked, check
+from .grounding import ENTITY_TYPES, FUNCTIONAL, VOCABULARY, Checked, check
 from .llm import LLM
 from .models import Entity, Relation, Usage
 from .prompts import Prompts, language_of
@@ -40,7 +40,8 @@ class Extraction:
 
 
 def extract_schema() -> dict[str, Any]:
-    predicate = {"type": "string", "pattern": f'^[^"\\\\\u3040-\u30ff\u3400-\u9fff]{{1,{PREDICATE_CHARS}}}$'}
+    # The predicate is one of the closed vocabulary (#31): the grammar lets the model write nothing else.
+    predicate = {"type": "string", "enum": list(VOCABULARY)}
     return {
         "title": "extract",
         "type": "object",

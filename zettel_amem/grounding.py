@@ -88,7 +88,7 @@ FUNCTIONAL = frozenset(p.name for p in VOCABULARY.values() if p.functional)
 # Which entity types each end of a functional predicate may have (a database is a technology, a home is
 # a place): the model's type and the predicate must agree before a fact can end another one.
 DOMAINS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "uses database": (("project", "technology"), ("technology",)),
+    "uses database": (("project",), ("technology",)),
     "hosted on": (("project", "technology"), ("technology", "organisation")),
     "has pm": (("project",), ("person",)),
     "works at": (("person",), ("organisation", "place")),
@@ -107,8 +107,7 @@ DOMAINS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 # The rule's half of "found twice": words one of which the supporting sentence must hold for the
 # predicate (stems, lower case; English and Korean). A predicate without cues needs none.
 CUES: dict[str, tuple[str, ...]] = {
-    "uses database": ("db", "database", "데이터베이스", "sqlite", "postgres", "mysql", "mongo", "migrat", "옮기",
-                      "옮겼"),
+    "uses database": ("db", "database", "데이터베이스", "migrat", "옮기", "옮겼", "시작"),
     "hosted on": ("host", "호스팅", "server", "서버", "deploy", "배포", "올렸", "moved", "옮기", "옮겼"),
     "has pm": ("pm", "매니저", "manager"),
     "works at": ("work", "job", "직장", "근무", "연구소", "institute", "회사", "company", "본사", "joined"),
@@ -175,6 +174,11 @@ _EN_FUNCTION = {"i", "me", "my", "we", "our", "us", "he", "him", "his", "she", "
                 "its", "is", "are", "was", "were", "am", "be", "been", "will", "would", "should", "can", "could",
                 "did", "does", "do", "to", "and", "that", "this", "because", "but", "not", "no", "very", "today",
                 "yesterday", "tomorrow"}
+# Time words: "내년", "6개월 뒤", "October" are when, not who or what.
+_TIME = re.compile(r"(내년|올해|작년|상반기|하반기|어제|오늘|내일|매주|매일|주말|첫날|새해|개월"
+                   r"|\d+\s*(월|일|년|주|분|시간)|(^|\s)(뒤|전|후)$|\b(january|february|march|april|may|june|july|august|september|october|november"
+                   r"|december|monday|tuesday|wednesday|thursday|friday|saturday|sunday|today|yesterday|tomorrow"
+                   r"|years?|months?|weeks?|days?)\b)", re.IGNORECASE)
 _PRONOUNS = {"i", "me", "you", "he", "him", "she", "her", "it", "we", "us", "they", "them", "someone", "user",
              "the user", "나", "저", "너", "그", "그녀", "우리", "저희", "그들", "누군가", "오늘", "내가", "제가"}
 
@@ -210,6 +214,8 @@ def is_noun_phrase(name: str, source: str = "") -> bool:
     letters = re.sub(r"[\d\W_]+", "", name_key(name))
     if not letters or (any(ch.isdigit() for ch in name) and len(letters) <= 2):
         return False  # a bare measure: "3km", "61분"
+    if _TIME.search(name):
+        return False
     for index, word in enumerate(words):
         hangul = "".join(_HANGUL.findall(word))
         if hangul and (_TENSE.search(hangul) or (index == len(words) - 1 and _CLAUSE_END.search(hangul))):
@@ -219,8 +225,8 @@ def is_noun_phrase(name: str, source: str = "") -> bool:
         lower = word.lower().strip(".,;:!?\"'")
         if lower in _EN_FUNCTION:
             return False
-    first = words[0]  # "started reading", "moved house": a verb first is a clause
-    return not (first.islower() and first.isascii() and first.endswith("ed") and len(words) > 1)
+    first = words[0]  # "started reading", "Finished The Overstory": a verb first is a clause
+    return not (first.isascii() and first.lower().endswith("ed") and len(first) > 4 and len(words) > 1)
 
 
 def _key(text: str) -> str:
