@@ -13,10 +13,10 @@ pytestmark = pytest.mark.slow
 
 # Five weeks, five episodes; the project's database changes in the fourth.
 KOREAN = [
-    ("2026-01-07T19:05", "회사 프로젝트 온비서 킥오프. PM은 지수 님이고 온비서 DB는 SQLite로 시작했다."),
+    ("2026-01-07T19:05", "회사 프로젝트 온비서 킥오프. 온비서 DB는 SQLite를 사용한다."),
     ("2026-01-14T21:00", "동생이랑 망원시장에서 떡볶이를 먹었다. 맛있었다."),
     ("2026-01-21T20:00", "엄마 생신 선물로 목도리를 샀다. 토요일에 본가에 간다."),
-    ("2026-02-23T18:30", "온비서 DB를 SQLite에서 PostgreSQL로 옮겼다. 검색이 네 배 빨라졌다."),
+    ("2026-02-23T18:30", "온비서 DB를 PostgreSQL로 옮겼다. 검색이 네 배 빨라졌다."),
     ("2026-03-04T16:40", "아빠 무릎 수술이 잘 끝났다. 재활은 6주 걸린다."),
 ]
 CLAUSE_END = re.compile(r"(다|요|었|았|했|겠)$")
@@ -49,5 +49,6 @@ def test_a_korean_journal_gives_noun_phrases_and_one_true_invalidation(zk_home, 
     names = {e.id: e.name for e in tiers.store.entities("main")}
     ended = [(names[r.subject], r.predicate, names[r.object]) for r in relations if r.invalid_from]
     current_db = {names[r.object] for r in relations if r.predicate == "uses database" and not r.invalid_from}
-    assert ended == [("온비서", "uses database", "SQLite")]  # the old database, and nothing else
-    assert current_db == {"PostgreSQL"}
+    stated = [(names[r.subject], r.predicate, names[r.object], r.valid_from[:10]) for r in relations]
+    assert ended == [("온비서", "uses database", "SQLite")], stated  # the old database, and nothing else
+    assert current_db == {"PostgreSQL"}, stated

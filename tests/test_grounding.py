@@ -71,7 +71,7 @@ def test_check_drops_and_counts_what_the_notes_do_not_say():
     relations = [("온비서", "uses database", "SQLite"), ("온비서", "has pm", "지수"),
                  ("온비서", "uses database", "사용자"),  # not in the notes
                  ("엄마", "tests", "SQLite"),  # predicate outside the vocabulary
-                 ("지수", "works on", "엄마"),  # both named, never in one sentence
+                 ("지수", "colleague of", "엄마"),  # both named, never in one sentence
                  ("온비서", "has pm", "SQLite")]  # a database is no PM
     out = check(entities, relations, source, ALL)
     assert out.entities == [("온비서", "project"), ("SQLite", "technology"), ("지수", "person"), ("엄마", "person")]

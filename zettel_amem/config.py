@@ -132,9 +132,11 @@ class Settings:
     # L2 (#31): entity types the graph keeps (a closed list, comma-separated), and where a relation's two
     # ends must be named together: "sentence" (one sentence of the notes) or "entry" (one note).
     graph: bool | None = None  # L2 extraction; None: on, except with a model in NO_GRAPH
-    graph_types: str = "person,project,place,organisation,technology,event,other"
+    # Measured on the tune half (docs/benchmarks.md, "Graph precision"): events and "other" were mostly
+    # clauses and common nouns with the 0.5B model, and a relation needs a cue word of its predicate.
+    graph_types: str = "person,project,place,organisation,technology"
     graph_support: str = "sentence"
-    graph_cues: bool = False  # a relation also needs a cue word of its predicate in that sentence
+    graph_cues: bool = True  # a relation also needs a cue word of its predicate in that sentence
     graph_related_only: bool = False  # keep an entity only when a checked relation names it
     context_hints: int = 3  # L0: at most this many one-line episode abstracts
     context_facts: int = 5  # L2: at most this many checked graph facts about what the message names

@@ -95,6 +95,8 @@ DOMAINS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "lives in": (("person",), ("place",)),
     "reports to": (("person",), ("person",)),
     "works on": (("person",), ("project",)),
+    "uses": (("person", "project"), ("technology", "project", "other")),  # never "SQLite uses DB"
+    "owns": (("person",), ("technology", "other", "project")),
     "family of": (("person",), ("person",)),
     "friend of": (("person",), ("person",)),
     "colleague of": (("person",), ("person",)),
@@ -107,7 +109,7 @@ DOMAINS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 # The rule's half of "found twice": words one of which the supporting sentence must hold for the
 # predicate (stems, lower case; English and Korean). A predicate without cues needs none.
 CUES: dict[str, tuple[str, ...]] = {
-    "uses database": ("db", "database", "데이터베이스", "migrat", "옮기", "옮겼", "시작"),
+    "uses database": ("db", "database", "데이터베이스", "migrat", "옮기", "옮겼", "시작", "use", "사용"),
     "hosted on": ("host", "호스팅", "server", "서버", "deploy", "배포", "올렸", "moved", "옮기", "옮겼"),
     "has pm": ("pm", "매니저", "manager"),
     "works at": ("work", "job", "직장", "근무", "연구소", "institute", "회사", "company", "본사", "joined"),
@@ -178,7 +180,7 @@ _EN_FUNCTION = {"i", "me", "my", "we", "our", "us", "he", "him", "his", "she", "
 _TIME = re.compile(r"(내년|올해|작년|상반기|하반기|어제|오늘|내일|매주|매일|주말|첫날|새해|개월"
                    r"|\d+\s*(월|일|년|주|분|시간)|(^|\s)(뒤|전|후)$|\b(january|february|march|april|may|june|july|august|september|october|november"
                    r"|december|monday|tuesday|wednesday|thursday|friday|saturday|sunday|today|yesterday|tomorrow"
-                   r"|years?|months?|weeks?|days?)\b)", re.IGNORECASE)
+                   r"|years?|months?|weeks?|days?|morning|evening|night)\b|아침|저녁)", re.IGNORECASE)
 _PRONOUNS = {"i", "me", "you", "he", "him", "she", "her", "it", "we", "us", "they", "them", "someone", "user",
              "the user", "나", "저", "너", "그", "그녀", "우리", "저희", "그들", "누군가", "오늘", "내가", "제가"}
 
@@ -187,7 +189,11 @@ def strip_particles(name: str, source: str = "") -> str:
     """'온비서는' -> '온비서': a Korean particle after the last word goes when two syllables stay. A bare
     '이' goes only when the source shows the word without it (떡볶이 keeps its 이)."""
     words = name.strip().split(" ")
+    if len(words) > 1 and words[0].lower() in ("a", "an"):
+        words = words[1:]  # "a MacBook Pro": the article is not part of the name
     last = words[-1]
+    if len(words) > 1 and re.fullmatch(r"님(이|은|께서|의|에게|과|와|도|이랑)", last):
+        return " ".join([*words[:-1], "님"])  # "소라 님이" -> "소라 님"
     for particle in _PARTICLES:
         rest = last[: -len(particle)]
         if last.endswith(particle) and len(rest) >= 2 and _HANGUL.fullmatch(rest[-1]):
