@@ -357,7 +357,8 @@ def test_cli_tier_errors_are_one_line(zk, args):
 
 
 def test_rewriting_an_entity_keeps_its_vector(memory, fake_llm):
-    tiers = journal(memory, [("2026-03-02T10:00", "Onbiseo uses SQLite."), ("2026-03-09T10:00", "Onbiseo uses SQLite again.")])
+    tiers = journal(memory, [("2026-03-02T10:00", "Onbiseo uses SQLite."),
+                             ("2026-03-09T10:00", "Onbiseo uses SQLite again.")])
     [onbiseo] = tiers.store.entities("main", key="onbiseo", with_vector=True)
     assert len(onbiseo.episodes) == 2 and onbiseo.vector is not None  # mentioned twice, embedding kept
     tiers.graph.merge("Onbiseo", "SQLite")
