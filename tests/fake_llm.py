@@ -21,14 +21,14 @@ from typing import Any
 
 from zettel_amem.llm import LLMError, Usage
 
-TASKS = ("annotate", "link", "summarise", "extract", "same_entity", "outdated", "answer")
+TASKS = ("annotate", "link", "summarise", "extract", "same_entity", "answer")
 
 
 class FakeLLM:
     """Answers every JSON task by its schema title: a queued reply first, else the task's rule.
 
     The rules are attributes a test may replace: `annotate(user) -> dict`, `link(user, candidate_ids)`,
-    `summarise(user)`, `extract(user)`, `same(user)`, `outdated(user, ids)`, and `answer` (the text).
+    `summarise(user)`, `extract(user)`, `same(user)`, and `answer` (the text).
     `fail = True` makes every call raise LLMError, like a model that crashed. `calls` records every
     call with its `task`.
     """
@@ -45,12 +45,11 @@ class FakeLLM:
         self.link = lambda user, ids: {"links": ids[:1], "updates": []}
         self.answer = "The knee notes say so."
         # Upper tiers: a summary is the session's first turns; entities are capitalised words and
-        # "X uses Y" sentences become relations; no unsure name is the same; every conflict outdates.
+        # "X uses Y" sentences become "uses database" relations; no unsure name is the same.
         self.summarise = lambda user: {"facts": [re.sub(r"^\S+ \S+ ", "", line)
                                                  for line in _after(user, "Turns:\n").splitlines()[:3]]}
         self.extract = _extract_by_rule
         self.same = lambda user: {"same": False}
-        self.outdated = lambda user, ids: {"outdated": ids}
         self._last = Usage()
 
     @property
@@ -98,8 +97,6 @@ class FakeLLM:
             return self.extract(user)
         if task == "same_entity":
             return self.same(user)
-        if task == "outdated":
-            return self.outdated(user, props["outdated"]["items"]["enum"])
         ids = props["ids"].get("items", {}).get("enum", [])  # answer: short, citing the first note given
         return {"answer": self.answer, "ids": ids[:1]}
 
@@ -131,9 +128,10 @@ def _after(user: str, marker: str) -> str:
 def _extract_by_rule(user: str) -> dict:
     facts = _after(user, "):\n")
     names = list(dict.fromkeys(re.findall(r"\b[A-Z][A-Za-z]+\b", facts)))
-    relations = [{"subject": s, "predicate": "uses", "object": o}
-                 for s, o in re.findall(r"\b([A-Z][A-Za-z]+) uses ([A-Z][A-Za-z]+)", facts)]
-    return {"entities": [{"name": n, "type": "other"} for n in names], "relations": relations}
+    pairs = re.findall(r"\b([A-Z][A-Za-z]+) uses ([A-Z][A-Za-z]+)", facts)
+    relations = [{"subject": s, "predicate": "uses database", "object": o} for s, o in pairs]
+    kinds = {s: "project" for s, _ in pairs} | {o: "technology" for _, o in pairs}
+    return {"entities": [{"name": n, "type": kinds.get(n, "other")} for n in names], "relations": relations}
 
 
 def _new_id(user: str) -> str:

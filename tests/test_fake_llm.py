@@ -27,15 +27,12 @@ def _schemas(settings: Settings) -> dict[str, dict]:
     from zettel_amem.answer import answer_schema
     from zettel_amem.construct import annotate_schema
     from zettel_amem.episodes import summary_schema
-    from zettel_amem.extraction import ask_outdated, ask_same, extract_schema
+    from zettel_amem.extraction import ask_same, extract_schema
     from zettel_amem.link import link_schema
-    from zettel_amem.models import Entity, Relation
+    from zettel_amem.models import Entity
 
     fake = FakeLLM()
     ask_same(fake, Prompts(), "Kim Minsu", Entity(id="e" * 16, name="김민수"), "person")
-    old = Relation(id="1" * 16, subject="a", predicate="uses", object="b", valid_from="2026-03-01")
-    new = Relation(id="2" * 16, subject="a", predicate="uses", object="c", valid_from="2026-05-01")
-    ask_outdated(fake, Prompts(), [(old, new)], lambda r: f"{r.subject} {r.predicate} {r.object}")
     built = [annotate_schema(settings), link_schema(["1234abcd", "5678ef90"], settings),
              summary_schema("English", 5), extract_schema(), answer_schema(["1234abcd"], "where do I run?"),
              *(c["schema"] for c in fake.calls)]
@@ -87,7 +84,7 @@ def test_reworded_templates_still_get_the_fake_models_replies(zk_home, embedder)
     fake.enqueue("extract", {"entities": [{"name": "Hangang", "type": "place"}], "relations": []})
     memory = Memory(zk_home, llm=fake, embedder=embedder)
     memory.settings.link_min_similarity = 0.0
-    first = memory.add("Ran 5 km by the river.", "2026-03-02T08:00")
+    first = memory.add("Ran 5 km by the Hangang river.", "2026-03-02T08:00")
     second = memory.add("Bought new running shoes.", "2026-03-02T19:00")
     memory.process_pending()
     tiers = Tiers(memory)

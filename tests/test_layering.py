@@ -49,7 +49,8 @@ ALLOWED = {
     "link": {"config", "construct", "llm", "models", "prompts", "text"},
     "evolve": {"config", "link", "models", "text"},
     "episodes": {"config", "construct", "llm", "models", "prompts", "text"},
-    "extraction": {"llm", "models", "prompts", "text"},
+    "grounding": {"text"},  # pure checks of what the graph may store (#31)
+    "extraction": {"grounding", "llm", "models", "prompts", "text"},
     "retrieve": {"models", "relative_dates", "text"},
     # services over a notebook's parts (parts.py: store, embedder, model, settings, loaded on first use)
     "parts": set(),
@@ -62,11 +63,12 @@ ALLOWED = {
     "worker": {"lease", "models"},
     "ingest": {"database", "errors", "ingest", "memory", "models", "store", "text"},
     "sessions": {"errors", "models", "tier_store"},
-    "promotion": {"dates", "embed", "episodes", "errors", "extraction", "llm", "models", "sessions", "text",
-                  "tier_store", "worker"},
-    "context": {"embed", "errors", "models", "retrieve", "sessions", "text", "tier_store"},
+    "promotion": {"dates", "embed", "episodes", "errors", "extraction", "grounding", "llm", "models", "sessions",
+                  "text", "tier_store", "worker"},
+    "context": {"embed", "errors", "grounding", "models", "retrieve", "sessions", "text", "tier_store"},
     "graph_queries": {"dates", "embed", "errors", "models", "text", "tier_store"},
-    "tiers": {"context", "graph_queries", "memory", "models", "promotion", "sessions", "tier_store", "worker"},
+    "tiers": {"context", "graph_queries", "grounding", "memory", "models", "promotion", "sessions", "tier_store",
+              "worker"},
     # the front ends
     "render": {"models", "retrieve", "text"},
     "graphpage": {"models", "text"},

@@ -119,7 +119,7 @@ def test_mcp_over_stdio_with_the_official_client(prepared):
 
         # L2 graph: relations with validity, and the entity list.
         graph = await call(session, "graph", entity="Onbiseo")
-        objects = {r["object"] for r in graph["entity"]["relations"] if r["predicate"] == "uses"}
+        objects = {r["object"] for r in graph["entity"]["relations"] if r["predicate"] == "uses database"}
         assert "PostgreSQL" in objects
         assert "Onbiseo" in {e["name"] for e in (await call(session, "graph"))["entities"]}
 

@@ -176,8 +176,8 @@ def test_promotion_chain_on_the_real_model(zk_home, qwen, embedder):
         assert not any("\u4e00" <= ch <= "\u9fff" or "\u3040" <= ch <= "\u30ff" for ch in episode.summary)
     entities = tiers.graph.entities()
     assert entities, "no entity extracted"
-    summaries = name_key(" ".join(e.summary for e in episodes))
-    assert all(name_key(e["name"]) in summaries for e in entities)  # grounded in what the episodes say
+    notes = name_key(" ".join(text for _, text in JOURNAL))
+    assert all(name_key(e["name"]) in notes for e in entities)  # grounded in the notes themselves (#31)
     migration = tiers.context.hints("그거 어떻게 됐어?", recent=["온비서 PostgreSQL 마이그레이션 말이야"])
     assert migration.hints and migration.hints[0].episode.start.startswith("2026-05-04")
     assert tiers.context.hints("What's the weather like in Lisbon tomorrow?").hints == []

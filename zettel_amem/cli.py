@@ -271,7 +271,7 @@ def ask(question: str = typer.Argument(..., help="Your question."),
         render.print_json({"answer": answer.text.strip(), "cited": answer.cited(), "mode": answer.mode,
                            "reason": answer.reason or None,
                            "notes": _notes_json(memory, answer.notes, cited=lambda h: h.note.id in cited),
-                           "episodes": [h.to_json() for h in hints], "facts": facts})
+                           "episodes": [h.to_json() for h in hints], "facts": facts, "facts_used": len(facts)})
         return
     render.stream_markdown(answer.pieces)
     render.answer_note(answer.mode, answer.reason)
@@ -1003,7 +1003,8 @@ def context(message: str = typer.Argument(..., help="The user's new message, or 
     instructions = tiers.context.instructions() if with_instructions else ""
     if as_json:
         render.print_json({"query": result.query, "skipped": result.skipped or None, "top_score": result.top_score,
-                           "hints": [h.to_json() for h in result.hints], "block": result.block(instructions)})
+                           "hints": [h.to_json() for h in result.hints], "facts": result.facts,
+                           "facts_used": len(result.facts), "block": result.block(instructions)})
     else:
         sys.stdout.write(result.block(instructions))
 
@@ -1038,6 +1039,9 @@ def graph(entity: str | None = typer.Argument(None, help="A person, project, pla
           at: str | None = typer.Option(None, "--at", help="Only relations valid at this date."),
           merge_into: str | None = typer.Option(None, "--merge-into", help="Record that ENTITY is the same as this."),
           unmerge: bool = typer.Option(False, "--unmerge", help="Undo the merge of the entity named ENTITY."),
+          restore: str | None = typer.Option(None, "--restore", metavar="RELATION",
+                                             help="Undo an invalidation: the relation (id as `zk graph` shows "
+                                                  "it) is current again."),
           html: str | None = typer.Option(None, "--html", metavar="FILE", help="Write notes, links and entities "
                                           "as one interactive offline page (search, colours, click to read)."),
           all_notebooks: bool = typer.Option(False, "--all", help="With --html: every notebook, not only -n."),
@@ -1055,6 +1059,15 @@ def graph(entity: str | None = typer.Argument(None, help="A person, project, pla
         return
     if all_notebooks:
         raise ZkError("--all goes with --html")
+    if restore is not None:
+        if entity is not None or merge_into or unmerge or at:
+            raise ZkError("--restore takes a relation id alone: give no ENTITY, --at, --merge-into or --unmerge")
+        rel = tiers.graph.restore(restore)
+        if as_json:
+            render.print_json({"id": rel.id, "current": True, "valid_from": rel.valid_from})
+        else:
+            render.console.print(f"relation {rel.id[:8]} is current again")
+        return
     if merge_into and unmerge:
         raise ZkError("use either --merge-into or --unmerge, not both")
     if entity is None:

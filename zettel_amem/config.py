@@ -18,6 +18,9 @@ APP_NAME = "zettel-amem"
 # Models whose enrichment search does not rank by default: SmolLM2-135M's keywords, tags and contexts
 # lowered recall (docs/benchmarks.md, "Why the defaults are what they are").
 UNRANKED_ENRICHMENT = frozenset({"smollm2-135m"})
+# Models whose entity graph is off by default: SmolLM2-135M's extraction did not reach the graph bar of
+# issue #31 (docs/benchmarks.md, "Graph precision"); `graph = true` turns it on anyway.
+NO_GRAPH = frozenset({"smollm2-135m"})
 
 
 def home_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
@@ -126,7 +129,17 @@ class Settings:
     summary_chunk_tokens: int = 1500  # raw turns per summarising call (longer sessions take several)
     summary_max_facts: int = 6
     summary_max_tokens: int = 300
+    # L2 (#31): entity types the graph keeps (a closed list, comma-separated), and where a relation's two
+    # ends must be named together: "sentence" (one sentence of the notes) or "entry" (one note).
+    graph: bool | None = None  # L2 extraction; None: on, except with a model in NO_GRAPH
+    # Measured on the tune half (docs/benchmarks.md, "Graph precision"): events and "other" were mostly
+    # clauses and common nouns with the 0.5B model, and a relation needs a cue word of its predicate.
+    graph_types: str = "person,project,place,organisation,technology"
+    graph_support: str = "sentence"
+    graph_cues: bool = True  # a relation also needs a cue word of its predicate in that sentence
+    graph_related_only: bool = False  # keep an entity only when a checked relation names it
     context_hints: int = 3  # L0: at most this many one-line episode abstracts
+    context_facts: int = 5  # L2: at most this many checked graph facts about what the message names
     context_min_score: float = 0.35  # L0: below this, no hint; above the 0.3 a vector alone can reach
     context_keyword_weight: float = 0.7  # L0: text 0.7 / vector 0.3
     context_query_chars: int = 300  # L0: message + last 2 user turns, newest end kept
@@ -137,6 +150,10 @@ class Settings:
         if self.search_enrichment_weight is not None:
             return self.search_enrichment_weight
         return 0.0 if self.llm_model in UNRANKED_ENRICHMENT else 0.5
+
+    def graph_enabled(self) -> bool:
+        """Whether episodes feed the entity graph: the setting, else on unless the model is in NO_GRAPH."""
+        return self.graph if self.graph is not None else self.llm_model not in NO_GRAPH
 
     @classmethod
     def load(cls, home: Path) -> Settings:
@@ -231,6 +248,7 @@ _TYPE_CHECKS = {
     "float": (_is_number, "a number"),
     "float | None": (_is_number, "a number"),
     "bool": (lambda v: isinstance(v, bool), "true or false"),
+    "bool | None": (lambda v: isinstance(v, bool), "true or false"),
 }
 
 

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from .errors import NotFound, ZkError
+from .grounding import trusted
 from .models import EPISODE_PRUNED, ContextResult, Hint, canonical_map, episode_id_for, now_iso
 from .retrieve import CoverageIndex
 from .sessions import Sessions
@@ -90,6 +91,7 @@ class Context:
             scored = self.search_episodes(query, k=max(limit, 1))
             result.top_score = scored[0].score if scored else None
             result.hints = [h for h in scored if h.score >= min_score][:limit]
+            result.facts = self.facts_for(message, limit=self.memory.settings.context_facts)
         if log:
             self._log_context(result)
         return result
@@ -145,7 +147,8 @@ class Context:
         return block, hints, facts
 
     def facts_for(self, question: str, limit: int = 8, with_time: bool = True) -> list[str]:
-        """Graph facts about the entities a question names (by name or alias), current first, with dates.
+        """Graph facts about the entities a question names (by name or alias), current first, with dates;
+        only facts that pass the graph checks (`grounding.trusted`).
 
         `with_time=False` drops the dates and the validity (every fact as if current): the benchmark's
         control for what validity times change."""
@@ -159,6 +162,8 @@ class Context:
             subject, obj = canonical.get(rel.subject), canonical.get(rel.object)
             if not subject or not obj or not ({subject.id, obj.id} & named):
                 continue
+            if not trusted(subject.name, rel.predicate, obj.name):
+                continue  # a fact stored before the checks (#31): a wrong fact is worse than none
             span = f"since {rel.valid_from[:10]}" if rel.invalid_from is None else \
                 f"{rel.valid_from[:10]} to {rel.invalid_from[:10]}, no longer true"
             line = f"- {subject.name} {rel.predicate} {obj.name}" + (f" ({span})" if with_time else "")

@@ -1,27 +1,29 @@
 """Semantic tier: entities and relations from an episode summary, deduplicated, valid over time.
 
-Three LLM tasks, all schema-constrained:
-- EXTRACT (one call per episode): entities with types, and subject-predicate-object relations.
+Two LLM tasks, both schema-constrained:
+- EXTRACT (one call per episode): entities with types, and subject-predicate-object relations, then
+  checked against the episode's notes (grounding.py): clauses, names the notes do not hold, predicates
+  outside the vocabulary and relations no sentence supports are dropped and counted.
 - SAME (only when unsure): is a new name the same entity as an existing one? Names that share a
   normalised key are the same without asking; a romanised match ("온비서" / "Onbiseo") or a very close
   name embedding is merged without asking; a middling similarity asks the model.
-- OUTDATED (only when a new relation shares subject and predicate with an older, different one):
-  which older facts did the newer ones replace? Those get `invalid_from`, never deleted.
+Time needs no model (#31: the 0.5B model's OUTDATED answers ended true facts): a newer checked fact with
+the same subject and a functional predicate ends the older one (`conflicts`); it gets `invalid_from`,
+never deleted.
 The orchestration (store reads and writes, embeddings) lives in `tiers.py`.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from .grounding import ENTITY_TYPES, FUNCTIONAL, VOCABULARY, Checked, check
 from .llm import LLM
 from .models import Entity, Relation, Usage
 from .prompts import Prompts, language_of
 from .text import clip, name_key, one_line, romanise
 
-ENTITY_TYPES = ["person", "project", "place", "organisation", "technology", "event", "other"]
 NAME_CHARS = 40
 PREDICATE_CHARS = 30
 MAX_ENTITIES = 8
@@ -38,13 +40,14 @@ class Extraction:
 
 
 def extract_schema() -> dict[str, Any]:
-    predicate = {"type": "string", "pattern": f'^[^"\\\\\u3040-\u30ff\u3400-\u9fff]{{1,{PREDICATE_CHARS}}}$'}
+    # The predicate is one of the closed vocabulary (#31): the grammar lets the model write nothing else.
+    predicate = {"type": "string", "enum": list(VOCABULARY)}
     return {
         "title": "extract",
         "type": "object",
         "properties": {
             "entities": {"type": "array", "maxItems": MAX_ENTITIES, "items": {
-                "type": "object", "properties": {"name": _NAME, "type": {"type": "string", "enum": ENTITY_TYPES}},
+                "type": "object", "properties": {"name": _NAME, "type": {"type": "string", "enum": list(ENTITY_TYPES)}},
                 "required": ["name", "type"]}},
             "relations": {"type": "array", "maxItems": MAX_RELATIONS, "items": {
                 "type": "object", "properties": {"subject": _NAME, "predicate": predicate, "object": _NAME},
@@ -87,32 +90,15 @@ def clean_extraction(data: dict[str, Any]) -> Extraction:
     return out
 
 
-_PRONOUNS = {"i", "me", "you", "he", "him", "she", "her", "it", "we", "us", "they", "them", "someone", "user",
-             "나", "저", "너", "그", "그녀", "우리", "저희", "그들", "누군가", "오늘", "today", "yesterday", "tomorrow"}
-
-
-def is_entity_name(name: str) -> bool:
-    """Not a pronoun or a bare measurement ("3km", "61분", "3월 4일"), which small models call entities."""
-    key = name_key(name)
-    if not key or key in _PRONOUNS:
-        return False
-    letters = re.sub(r"[\d\W_]+", "", key)
-    return not (any(ch.isdigit() for ch in key) and len(letters) <= 2)
-
-
-def grounded(found: Extraction, text: str) -> Extraction:
-    """Only entities whose name occurs in the text (small models copy names from the prompt's example)
-    and that are names at all, and only relations between those."""
-    key = name_key(text)
-    kept = [(n, t) for n, t in found.entities if name_key(n) in key and is_entity_name(n)]
-    names = {name_key(n) for n, _ in kept}
-    return Extraction(kept, [r for r in found.relations if name_key(r[0]) in names and name_key(r[2]) in names])
-
-
-def extract(llm: LLM, prompts: Prompts, summary: str, when: str) -> tuple[Extraction, Usage]:
+def extract(llm: LLM, prompts: Prompts, summary: str, when: str, source: str = "",
+            types: frozenset[str] = frozenset(ENTITY_TYPES), support: str = "sentence", cues: bool = False,
+            related: bool = False) -> tuple[Checked, Usage]:
+    """Entities and relations of an episode, read by the model from its summary and then checked against
+    `source`, the episode's own notes (grounding.py): what the notes do not say is dropped and counted."""
     user = prompts.render("extract", language=language_of(summary), when=when[:10], facts=summary)
     data, usage = llm.complete_json(prompts.raw("extract_system").strip(), user, extract_schema(), max_tokens=320)
-    return grounded(clean_extraction(data), summary), usage
+    found = clean_extraction(data)
+    return check(found.entities, found.relations, source or summary, types, support, cues, related), usage
 
 
 # -- deduplication ------------------------------------------------------------------------------
@@ -134,43 +120,27 @@ def ask_same(llm: LLM, prompts: Prompts, new: str, existing: Entity, kind: str) 
     return data.get("same") is True, usage
 
 
-# -- time: which older relations a newer one replaces ---------------------------------------------
+# -- time: which older relations a newer one ends --------------------------------------------------------
 def conflicts(new: list[Relation], current: list[Relation], canonical) -> list[tuple[Relation, Relation]]:
-    """(earlier, later) pairs with the same subject and predicate but a different object.
+    """(earlier, later) pairs with the same subject and the same *functional* predicate (one object at a
+    time: a project's database, a person's home), a different object, and a strictly later start. Only
+    checked facts reach the store, so the later one is grounded in its notes; nothing else ends a fact.
 
     `canonical(entity_id) -> entity_id` resolves merges, so a fact about "Onbiseo" meets one about "온비서"."""
     pairs = []
     for rel in new:
+        if rel.predicate not in FUNCTIONAL:
+            continue
         for old in current:
             if old.id == rel.id or canonical(old.subject) != canonical(rel.subject):
                 continue
-            if name_key(old.predicate) != name_key(rel.predicate):
+            if old.predicate != rel.predicate or canonical(old.object) == canonical(rel.object):
                 continue
-            if canonical(old.object) == canonical(rel.object):
-                continue
-            earlier, later = (old, rel) if old.valid_from <= rel.valid_from else (rel, old)
+            if old.valid_from[:10] == rel.valid_from[:10]:
+                continue  # stated the same day: which came first is unknown, so neither ends the other
+            earlier, later = (old, rel) if old.valid_from < rel.valid_from else (rel, old)
+            if any(canonical(r.object) == canonical(earlier.object) and r.predicate == rel.predicate
+                   and canonical(r.subject) == canonical(rel.subject) for r in new if r is not earlier):
+                continue  # the same episode still states the older object ("stays PostgreSQL")
             pairs.append((earlier, later))
     return pairs
-
-
-def ask_outdated(llm: LLM, prompts: Prompts, pairs: list[tuple[Relation, Relation]], describe
-                 ) -> tuple[dict[str, Relation], Usage]:
-    """Earlier relation id -> the later relation that replaced it, as the model decides."""
-    earlier = {p[0].id: p[0] for p in pairs}
-    later = {p[1].id: p[1] for p in pairs}
-    short = {r.id[:8]: r.id for r in earlier.values()}
-    user = prompts.render(
-        "outdated",
-        older="\n".join(f"[{s}] {describe(earlier[i])} (since {earlier[i].valid_from[:10]})" for s, i in short.items()),
-        newer="\n".join(f"- {describe(r)} (from {r.valid_from[:10]})" for r in later.values()))
-    schema = {"title": "outdated", "type": "object", "properties": {"outdated": {
-        "type": "array", "maxItems": len(short), "items": {"type": "string", "enum": list(short)}}},
-        "required": ["outdated"]}
-    data, usage = llm.complete_json(prompts.raw("extract_system").strip(), user, schema, max_tokens=60)
-    replaced: dict[str, Relation] = {}
-    for s in data.get("outdated") or []:
-        old_id = short.get(s)
-        if old_id:
-            candidates = [p[1] for p in pairs if p[0].id == old_id]
-            replaced[old_id] = min(candidates, key=lambda r: r.valid_from)
-    return replaced, usage

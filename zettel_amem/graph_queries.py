@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .dates import parse_when
-from .errors import NotFound, ZkError
-from .models import Entity, canonical_map
+from .errors import InvalidInput, NotFound, ZkError
+from .models import Entity, Relation, canonical_map
 from .text import name_key, romanise
 from .tier_store import TierStore
 
@@ -75,6 +75,7 @@ class GraphQueries:
                     "id": rel.id, "subject": subject.name, "predicate": rel.predicate, "object": obj.name,
                     "direction": "out" if subject.id == entity.id else "in", "other": other.name,
                     "valid_from": rel.valid_from, "invalid_from": rel.invalid_from, "current": rel.invalid_from is None,
+                    "invalidated_by": rel.invalidated_by,
                     "episode": rel.episode_id, "episode_title": episode.title if episode else None,
                     "episode_abstract": episode.abstract if episode else None})
                 if level < depth and other.id not in seen:
@@ -98,6 +99,24 @@ class GraphQueries:
         source.merged_into, source.merge_reason = target.id, "merged by hand"
         self.store.put_entities([source])
         return source
+
+    def restore(self, relation_id: str) -> Relation:
+        """Undo an invalidation: the relation (id or unique prefix, as `zk graph` shows it) is current
+        again. The newer fact that ended it stays; the user decides which one holds."""
+        prefix = relation_id.strip().lower()
+        if len(prefix) < 4:
+            raise InvalidInput("give at least 4 characters of the relation id")
+        found = [r for r in self.store.relations(self.memory.notebook) if r.id.startswith(prefix)]
+        if not found:
+            raise NotFound(f"no relation {relation_id} in notebook '{self.memory.notebook}'")
+        if len(found) > 1:
+            raise InvalidInput(f"the id {relation_id} is ambiguous ({len(found)} relations); give more characters")
+        rel = found[0]
+        if rel.invalid_from is None:
+            raise ZkError(f"relation {rel.id[:8]} is current; nothing to restore")
+        rel.invalid_from = rel.invalidated_by = None
+        self.store.put_relations([rel])
+        return rel
 
     def unmerge(self, name: str) -> Entity:
         """Undo a merge: the entity with exactly this name stands alone again, with its own relations."""

@@ -223,6 +223,7 @@ class EpisodeResult(Spent):
     merged: int = 0
     relations: int = 0
     invalidated: int = 0
+    dropped: dict = field(default_factory=dict)  # what the graph checks refused, by reason (grounding.py)
     error: str = ""
 
 
@@ -354,13 +355,16 @@ class ContextResult:
     hints: list[Hint] = field(default_factory=list)
     skipped: str = ""  # "trivial message" when no search was made
     top_score: float | None = None  # best score seen, passed or not (for threshold tuning)
+    facts: list[str] = field(default_factory=list)  # checked L2 facts about what the message names
 
     def block(self, instructions: str = "") -> str:
         """The `## Memory Context` block; empty when there is nothing worth saying."""
-        if not self.hints:
+        if not self.hints and not self.facts:
             return ""
         lines = ["## Memory Context"]
         lines += [f"- [{h.episode.id[:9]}] {h.episode.start[:10]} {h.episode.abstract}" for h in self.hints]
+        if self.facts:
+            lines += ["Known facts:", *self.facts]
         if instructions:
             lines += ["", instructions.strip()]
         return "\n".join(lines) + "\n"

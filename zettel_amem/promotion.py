@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING
 from .dates import parse_when
 from .episodes import abstract_of, summarise
 from .errors import InvalidInput, NotFound
-from .extraction import ask_outdated, ask_same, conflicts, extract, same_by_spelling
+from .extraction import ask_same, conflicts, extract, same_by_spelling
+from .grounding import record_checks
 from .llm import LLMError
 from .models import (
     EPISODE_PENDING,
@@ -40,7 +41,7 @@ from .models import (
     now_iso,
 )
 from .sessions import Sessions
-from .text import name_key
+from .text import name_key, one_line
 from .tier_store import TierStore
 
 if TYPE_CHECKING:  # promotion works on a Memory's parts; it never imports Memory at run time
@@ -73,15 +74,6 @@ def parse_age(text: str) -> timedelta:
         return timedelta(days=number * {"d": 1, "w": 7, "m": 30, "y": 365}[unit])
     except OverflowError:
         raise InvalidInput(f"the age '{text}' is too large") from None
-
-
-def describer(canonical: dict[str, Entity]) -> Callable[[Relation], str]:
-    """A relation as "subject predicate object" with canonical names (for the outdated-facts prompt)."""
-    def describe(rel: Relation) -> str:
-        def name(i: str) -> str:
-            return canonical[i].name if i in canonical else "?"
-        return f"{name(rel.subject)} {rel.predicate} {name(rel.object)}"
-    return describe
 
 
 class Promotion:
@@ -176,15 +168,22 @@ class Promotion:
 
     def _extract(self, episode: Episode, usage: Usage, result: EpisodeResult,
                  guard: Callable[[], AbstractContextManager]) -> None:
+        settings = self.memory.settings
         with guard():
             self._check(episode)
             self._forget_relations_of(episode.id)  # a re-summarised episode replaces its own facts
-            if not episode.summary.strip():
-                episode.status = EPISODE_READY
+            if not episode.summary.strip() or not settings.graph_enabled():
+                episode.status = EPISODE_READY  # nothing to read, or no graph for this model (#31)
                 self.store.put_episodes([episode])
                 return
-        found, spent = extract(self.memory.llm, self.memory.prompts, episode.summary, episode.start)
+            turns = self.sessions.turns(episode.session_id, episode.notebook)
+        source = "\n".join(one_line(t.content) for t in turns)  # the notes themselves, one per line
+        types = frozenset(t.strip() for t in settings.graph_types.split(",") if t.strip())
+        found, spent = extract(self.memory.llm, self.memory.prompts, episode.summary, episode.start, source,
+                               types, settings.graph_support, settings.graph_cues, settings.graph_related_only)
         usage.add(spent)
+        record_checks(self.memory.home, episode.id, found.dropped)
+        result.dropped = found.dropped.to_json()
         ids: dict[str, str] = {}
         for name, kind in found.entities:
             entity, merged = self._resolve_entity(name, kind, episode, usage, guard)
@@ -273,26 +272,23 @@ class Promotion:
 
     def _supersede(self, new: list[Relation], notebook: str, usage: Usage,
                    guard: Callable[[], AbstractContextManager]) -> list[Relation]:
-        """Mark relations that a newer one replaces as invalid from then on; returns changed older rows
-        (read under `guard`; the caller commits them only if they are still current)."""
+        """Mark the relations a newer checked fact of the same subject and functional predicate replaces
+        as invalid from then on (extraction.conflicts; no model call); returns the changed older rows, read
+        under `guard` (the caller commits them only if still current). Each keeps its row, with
+        `invalidated_by`, so `zk graph` shows it and `zk graph --restore` undoes it."""
         with guard():
             canonical = canonical_map(self.store.entities(notebook))
             current = self.store.relations(notebook, current_only=True)
         pairs = conflicts(new, current, lambda i: canonical[i].id if i in canonical else i)
-        if not pairs:
-            return []
-        replaced, spent = ask_outdated(self.memory.llm, self.memory.prompts, pairs, describer(canonical))
-        usage.add(spent)
-        changed = []
+        changed: dict[str, Relation] = {}
         new_ids = {r.id for r in new}
-        for old_id, later in replaced.items():
-            old = next((p[0] for p in pairs if p[0].id == old_id), None)
-            if old is None:
-                continue
+        for old, later in sorted(pairs, key=lambda p: p[1].valid_from):
+            if old.invalid_from is not None:
+                continue  # the first (earliest) newer fact ends it
             old.invalid_from, old.invalidated_by = later.valid_from, later.id
             if old.id not in new_ids:
-                changed.append(old)
-        return changed
+                changed[old.id] = old
+        return list(changed.values())
 
     def resummarize(self, session_or_episode: str) -> EpisodeResult:
         """Summarise a session again from its raw turns, then re-extract its facts (now, in the foreground)."""

@@ -290,8 +290,9 @@ def graph_tree(view: dict) -> Tree:
                     else f"[red]{rel['valid_from'][:10]} – {rel['invalid_from'][:10]}[/]")
             style = "" if rel["current"] else "[strike]"
             close = "" if rel["current"] else "[/strike]"
+            undo = "" if rel["current"] else f" · ended by a newer fact; undo: zk graph --restore {rel['id'][:8]}"
             branch.add(f"{arrow} {style}{escape(rel['predicate'])} [bold]{escape(rel['other'])}[/]{close} "
-                       f"[dim]{span} · {rel['episode'][:9]}[/]")
+                       f"[dim]{span} · {rel['episode'][:9]}{undo}[/]")
         for child in node["connected"]:
             grow(branch.add(label(child)), child)
 

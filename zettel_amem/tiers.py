@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 from .context import Context
 from .graph_queries import GraphQueries
+from .grounding import load_check_counts
 from .memory import Memory
 from .models import EpisodeResult
 from .promotion import Promotion
@@ -82,4 +83,5 @@ class Tiers:
             "entities": {"total": len(entities), "merged": sum(1 for e in entities if e.merged_into)},
             "relations": {"total": len(relations), "current": sum(1 for r in relations if r.invalid_from is None)},
             "context": self.context.stats(),
+            "graph_checks": load_check_counts(self.memory.home),  # what grounding dropped, by reason
         }

@@ -1,0 +1,404 @@
+"""Grounding: what the entity graph may store. Pure functions, no model, no store.
+
+A small model's extraction is checked before anything is written (issue #31: most of what the 0.5B
+model proposed was clauses, unsupported relations and false invalidations):
+- an entity name is a short noun phrase (at most 4 words, 12 Hangul syllables; no verb or clause
+  ending; Korean particles stripped) found in the source notes, and its type is one of a closed list;
+- a relation's predicate maps to a small closed vocabulary (the model's wording, English or Korean, is
+  mapped; anything else is dropped), and one sentence of the source holds both of its ends;
+- only a *functional* predicate (one object at a time: a project's database, a person's home) lets a
+  newer fact end an older one.
+Whatever fails is dropped and counted (`Dropped`), so `zk stats --json` and the benchmark can show it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .text import name_key, romanise
+
+ENTITY_TYPES = ("person", "project", "place", "organisation", "technology", "event", "other")  # closed
+MAX_WORDS = 4
+MAX_SYLLABLES = 12
+CHECKS_FILE = "graph-checks.json"
+
+
+@dataclass(frozen=True)
+class Predicate:
+    name: str  # the stored form ("uses database")
+    ko: str  # how the Korean side says it
+    functional: bool = False  # one object at a time: a newer object ends the older one
+    symmetric: bool = False
+    synonyms: tuple[str, ...] = ()  # model wordings that mean this predicate, subject first
+    inverse: tuple[str, ...] = ()  # model wordings that mean it with the ends swapped
+
+
+# The closed vocabulary. Functional ones are the facts that change over time in a personal journal.
+VOCABULARY: dict[str, Predicate] = {p.name: p for p in [
+    Predicate("uses database", "데이터베이스로 사용", True, synonyms=(
+        "uses db", "database", "db", "데이터베이스", "db로 사용", "데이터베이스 사용", "db 사용",
+        "uses database system", "has database", "database is", "db는", "migrated database to", "db를 사용")),
+    Predicate("hosted on", "호스팅", True, synonyms=(
+        "hosted at", "hosted by", "runs on", "deployed on", "deployed to", "hosting", "호스팅", "서버", "배포",
+        "server", "server on", "hosted in", "올림")),
+    Predicate("has pm", "PM", True, synonyms=("pm", "pm is", "project manager", "has project manager",
+                                              "managed by", "led by", "pm은", "pm 담당", "프로젝트 매니저"),
+              inverse=("pm of", "is pm of", "is pm", "project manager of", "manages", "leads", "pm을 맡음")),
+    Predicate("works at", "근무", True, synonyms=("works for", "employed at", "employed by", "job at", "근무",
+                                                "다님", "employee of", "works in")),
+    Predicate("lives in", "거주", True, synonyms=("moved to", "moving to", "lives at", "resides in", "거주", "살다",
+                                                "사는 곳", "이사", "이사함", "moves to", "home in")),
+    Predicate("reports to", "팀장", True, synonyms=("team lead is", "manager is", "boss is", "팀장", "팀장은",
+                                                  "has team lead", "has manager"),
+              inverse=("team lead of", "manager of", "boss of")),
+    Predicate("works on", "담당", synonyms=("working on", "develops", "builds", "담당", "맡음", "맡다", "개발",
+                                          "works on project", "member of", "backend of", "contributes to")),
+    Predicate("uses", "사용", synonyms=("using", "use", "used", "사용", "씀", "uses tool", "uses technology")),
+    Predicate("owns", "소유", synonyms=("has", "bought", "adopted", "샀다", "구입", "입양", "소유", "owner of")),
+    Predicate("reads", "읽음", synonyms=("reading", "read", "finished", "finished reading", "started reading", "읽음",
+                                       "읽다", "읽기 시작", "읽는 중", "다 읽음")),
+    Predicate("written by", "저자", synonyms=("by", "author", "author is", "저자", "작가"),
+              inverse=("wrote", "author of", "writer of")),
+    Predicate("recommended", "추천", synonyms=("recommends", "suggested", "suggests", "추천", "제안", "proposed",
+                                             "추천함", "제안함")),
+    Predicate("gave", "선물", synonyms=("gifted", "gave gift", "선물", "줬다", "선물함", "gave to")),
+    Predicate("family of", "가족", symmetric=True, synonyms=(
+        "family", "mother of", "father of", "parent of", "sibling of", "child of", "가족", "엄마", "아빠", "동생")),
+    Predicate("friend of", "친구", symmetric=True, synonyms=("friend", "friends with", "친구")),
+    Predicate("colleague of", "동료", symmetric=True, synonyms=("colleague", "coworker", "동료", "teammate",
+                                                              "works with", "같은 팀")),
+    Predicate("teaches", "가르침", synonyms=("tutor of", "teacher of", "가르침", "가르치다", "tutors")),
+    Predicate("learns", "배움", synonyms=("learning", "studies", "studying", "배움", "공부", "배우다",
+                                        "learns language")),
+    Predicate("visited", "방문", synonyms=("visits", "went to", "visit", "방문", "갔다", "다녀옴", "traveled to",
+                                         "travelled to", "flew to", "trip to")),
+    Predicate("participates in", "참가", synonyms=("attended", "joined", "signed up for", "registered for", "참가",
+                                                 "참여", "took part in", "participated in", "신청", "완주")),
+    Predicate("part of", "일부", synonyms=("belongs to", "component of", "feature of", "character in", "의 일부",
+                                         "소속", "is part of")),
+    Predicate("located in", "위치", synonyms=("is in", "위치", "located at", "in")),
+    Predicate("replaced", "대체", synonyms=("replaces", "대체", "instead of", "replaced by"),
+              inverse=("replaced by",)),
+]}
+FUNCTIONAL = frozenset(p.name for p in VOCABULARY.values() if p.functional)
+
+# Which entity types each end of a functional predicate may have (a database is a technology, a home is
+# a place): the model's type and the predicate must agree before a fact can end another one.
+DOMAINS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "uses database": (("project",), ("technology",)),
+    "hosted on": (("project", "technology"), ("technology", "organisation")),
+    "has pm": (("project",), ("person",)),
+    "works at": (("person",), ("organisation", "place")),
+    "lives in": (("person",), ("place",)),
+    "reports to": (("person",), ("person",)),
+    "works on": (("person",), ("project",)),
+    "uses": (("person", "project"), ("technology", "project", "other")),  # never "SQLite uses DB"
+    "owns": (("person",), ("technology", "other", "project")),
+    "family of": (("person",), ("person",)),
+    "friend of": (("person",), ("person",)),
+    "colleague of": (("person",), ("person",)),
+    "teaches": (("person",), ("person", "other", "technology", "event")),
+    "written by": (("other", "project", "event"), ("person",)),
+    "visited": (("person",), ("place", "organisation", "event")),
+    "located in": (("place", "organisation", "event"), ("place",)),
+}
+
+# The rule's half of "found twice": words one of which the supporting sentence must hold for the
+# predicate (stems, lower case; English and Korean). A predicate without cues needs none.
+CUES: dict[str, tuple[str, ...]] = {
+    "uses database": ("db", "database", "데이터베이스", "migrat", "옮기", "옮겼", "시작", "use", "사용"),
+    "hosted on": ("host", "호스팅", "server", "서버", "deploy", "배포", "올렸", "moved", "옮기", "옮겼"),
+    "has pm": ("pm", "매니저", "manager"),
+    "works at": ("work", "job", "직장", "근무", "연구소", "institute", "회사", "company", "본사", "joined"),
+    "lives in": ("이사", "살", "live", "moving", "moved", "계약", "home", "집", "원룸", "투룸"),
+    "reports to": ("팀장", "lead", "manager", "boss", "상사"),
+    "works on": ("맡", "담당", "백엔드", "backend", "work", "pm", "데모", "demo", "launch", "개발", "develop", "ran"),
+    "reads": ("read", "읽", "book", "finished", "책"),
+    "written by": (" by ", "작가", "저자", "author", "wrote"),
+    "recommended": ("recommend", "추천", "suggest", "제안"),
+    "gave": ("gave", "줬", "주었", "선물", "gift", "lent", "빌려"),
+    "family of": ("엄마", "아빠", "동생", "mom", "dad", "가족", "sister", "brother", "부모"),
+    "teaches": ("과외", "lesson", "선생님", "teach", "sensei", "tutor", "수업"),
+    "learns": ("learn", "배우", "공부", "lesson", "과외", "수업", "study"),
+    "visited": ("visit", "went", "갔", "다녀", "방문", "flew", "trip", "놀러", "가기로", "walk", "산책"),
+    "participates in": ("sign", "참가", "참여", "대회", "joined", "완주", "attend", "race", "class"),
+    "replaced": ("replac", "대신", "instead", "바뀌", "바꿨", "moved", "옮기", "옮겼"),
+}
+
+
+def cue_agrees(predicate: str, sentence: str) -> bool:
+    """Whether the sentence holds a cue word of the predicate (or the predicate needs none)."""
+    cues = CUES.get(predicate)
+    lower = f" {sentence.lower()} "
+    return not cues or any(cue in lower for cue in cues)
+
+
+def _norm_predicate(text: str) -> str:
+    text = re.sub(r"[_\-]+", " ", text.strip().lower())
+    return re.sub(r"\s+", " ", text).strip(" .,;:")
+
+
+_LOOKUP: dict[str, tuple[str, bool]] = {}
+for _p in VOCABULARY.values():
+    for _form in (_p.name, _p.name.replace(" ", "_"), _p.ko, *_p.synonyms):
+        _LOOKUP.setdefault(_norm_predicate(_form), (_p.name, False))
+    for _form in _p.inverse:
+        _LOOKUP[_norm_predicate(_form)] = (_p.name, True)
+
+
+def map_predicate(text: str) -> tuple[str, bool] | None:
+    """The vocabulary predicate a model's wording means, and whether the ends are swapped; None if it is
+    not in the vocabulary (then the relation is dropped)."""
+    key = _norm_predicate(text)
+    found = _LOOKUP.get(key) or _LOOKUP.get(re.sub(r"^(is|are|was|has been|have) ", "", key))
+    return found
+
+
+def predicate_of(text: str) -> str | None:
+    """A predicate's vocabulary name with underscores ("uses_database"), or None: the benchmark's key."""
+    found = map_predicate(text)
+    return found[0].replace(" ", "_") if found else None
+
+
+# -- entity names -------------------------------------------------------------------------------------
+_PARTICLES = sorted(["은", "는", "이", "가", "을", "를", "의", "에", "에서", "에게", "한테", "께서", "으로", "로", "와",
+                     "과", "도", "만", "랑", "이랑", "처럼", "까지", "부터", "에서는", "으로는", "이다", "입니다"],
+                    key=len, reverse=True)
+_HANGUL = re.compile(r"[\uac00-\ud7a3]")
+# Endings of a Korean predicate or clause (-다, -요, past/future markers, connectives): never a name.
+_CLAUSE_END = re.compile(r"(다|요|죠|니다|는데|지만|면서|해서|어서|아서|니까|려고|하고|했고|고서|는지|을까|ㄹ까)$")
+_TENSE = re.compile(r"[했었았겠됐였]")
+_OBJECT_MARK = re.compile(r"[\uac00-\ud7a3](을|를|은|는|에서|에게|께서)$")
+_EN_FUNCTION = {"i", "me", "my", "we", "our", "us", "he", "him", "his", "she", "her", "they", "them", "their", "it",
+                "its", "is", "are", "was", "were", "am", "be", "been", "will", "would", "should", "can", "could",
+                "did", "does", "do", "to", "and", "that", "this", "because", "but", "not", "no", "very", "today",
+                "yesterday", "tomorrow"}
+# Time words: "내년", "6개월 뒤", "October" are when, not who or what.
+_TIME = re.compile(r"(내년|올해|작년|상반기|하반기|어제|오늘|내일|매주|매일|주말|첫날|새해|개월"
+                   r"|\d+\s*(월|일|년|주|분|시간)|(^|\s)(뒤|전|후)$|\b(january|february|march|april|may|june|july|august|september|october|november"
+                   r"|december|monday|tuesday|wednesday|thursday|friday|saturday|sunday|today|yesterday|tomorrow"
+                   r"|years?|months?|weeks?|days?|morning|evening|night)\b|아침|저녁)", re.IGNORECASE)
+_PRONOUNS = {"i", "me", "you", "he", "him", "she", "her", "it", "we", "us", "they", "them", "someone", "user",
+             "the user", "나", "저", "너", "그", "그녀", "우리", "저희", "그들", "누군가", "오늘", "내가", "제가"}
+
+
+def strip_particles(name: str, source: str = "") -> str:
+    """'온비서는' -> '온비서': a Korean particle after the last word goes when two syllables stay. A bare
+    '이' goes only when the source shows the word without it (떡볶이 keeps its 이)."""
+    words = name.strip().split(" ")
+    if len(words) > 1 and words[0].lower() in ("a", "an"):
+        words = words[1:]  # "a MacBook Pro": the article is not part of the name
+    last = words[-1]
+    if len(words) > 1 and re.fullmatch(r"님(이|은|께서|의|에게|과|와|도|이랑)", last):
+        return " ".join([*words[:-1], "님"])  # "소라 님이" -> "소라 님"
+    for particle in _PARTICLES:
+        rest = last[: -len(particle)]
+        if last.endswith(particle) and len(rest) >= 2 and _HANGUL.fullmatch(rest[-1]):
+            if particle == "이" and (not source or source.count(rest) <= source.count(last)):
+                continue
+            words[-1] = rest
+            break
+    return " ".join(words)
+
+
+def is_noun_phrase(name: str, source: str = "") -> bool:
+    """A short noun phrase, not a clause: '성수동 투룸', 'PostgreSQL', 'Seoul autumn 10 km race'; never
+    '녹차를 마신다', '무릎 괜찮다', 'started reading'. A title quoted in the source (『소년이 온다』,
+    "The Overstory") is a name even when it reads as a clause."""
+    name = name.strip()
+    if not name or name_key(name) in {name_key(p) for p in _PRONOUNS}:
+        return False
+    if source and any(f"{q}{name}{e}" in source for q, e in ("『』", "「」", '""', "“”", "''")):
+        return True
+    words = name.split()
+    counted = [w for w in words if not re.fullmatch(r"[\d.,]+", w)]  # "10 km race": the number is not a word
+    if len(counted) > MAX_WORDS or len(_HANGUL.findall(name)) > MAX_SYLLABLES:
+        return False
+    letters = re.sub(r"[\d\W_]+", "", name_key(name))
+    if not letters or (any(ch.isdigit() for ch in name) and len(letters) <= 2):
+        return False  # a bare measure: "3km", "61분"
+    if _TIME.search(name):
+        return False
+    for index, word in enumerate(words):
+        hangul = "".join(_HANGUL.findall(word))
+        if hangul and (_TENSE.search(hangul) or (index == len(words) - 1 and _CLAUSE_END.search(hangul))):
+            return False
+        if index < len(words) - 1 and _OBJECT_MARK.search(word):
+            return False
+        lower = word.lower().strip(".,;:!?\"'")
+        if lower in _EN_FUNCTION:
+            return False
+    first = words[0]  # "started reading", "Finished The Overstory": a verb first is a clause
+    return not (first.isascii() and first.lower().endswith("ed") and len(first) > 4 and len(words) > 1)
+
+
+def _key(text: str) -> str:
+    return name_key(text)
+
+
+def occurs(name: str, text: str) -> bool:
+    """The name is written in the text: same key, or the same romanised key for names long enough that a
+    romanised match means something ('온비서' in 'Onbiseo ...')."""
+    key, haystack = _key(name), _key(text)
+    if key and key in haystack:
+        return True
+    roman = romanise(key)
+    return len(roman) >= 5 and roman in romanise(haystack)
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?。])\s+|\n+|(?<=다\.)|;\s*")
+
+
+def sentences(text: str, unit: str = "sentence") -> list[str]:
+    """The source's sentences; `unit="entry"`: its lines (one note per line) instead."""
+    parts = text.split("\n") if unit == "entry" else _SENTENCE_END.split(text)
+    return [s.strip() for s in parts if s and s.strip()]
+
+
+def supporting_sentence(subject: str, obj: str, source: str, unit: str = "sentence") -> str | None:
+    """The first sentence (or entry) of the source that names both ends, or None."""
+    for sentence in sentences(source, unit):
+        if occurs(subject, sentence) and occurs(obj, sentence):
+            return sentence
+    return None
+
+
+def moved_away_from(obj: str, sentence: str) -> bool:
+    """Whether the sentence names `obj` as what something moved away from: "from SQLite to PostgreSQL",
+    "SQLite에서 PostgreSQL로", "SQLite → PostgreSQL". Such an object is a past fact, not a current one."""
+    escaped = re.escape(obj.strip())
+    return bool(re.search(rf"\bfrom\s+{escaped}\b.*\bto\b", sentence, re.IGNORECASE)
+                or re.search(rf"{escaped}\s*(에서|->|→)\s*\S+", sentence))
+
+
+# -- what was dropped ----------------------------------------------------------------------------------
+@dataclass
+class Dropped:
+    """Counts of what the checks refused, by reason."""
+
+    entities: dict[str, int] = field(default_factory=dict)
+    relations: dict[str, int] = field(default_factory=dict)
+
+    def entity(self, reason: str) -> None:
+        self.entities[reason] = self.entities.get(reason, 0) + 1
+
+    def relation(self, reason: str) -> None:
+        self.relations[reason] = self.relations.get(reason, 0) + 1
+
+    def to_json(self) -> dict:
+        return {"entities": dict(sorted(self.entities.items())), "relations": dict(sorted(self.relations.items()))}
+
+
+def record_checks(home: Path, episode_id: str, dropped: Dropped) -> None:
+    """Keep an episode's drop counts (a re-extraction replaces them) in `<home>/graph-checks.json`."""
+    path = home / CHECKS_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    except ValueError:
+        data = {}
+    data[episode_id] = dropped.to_json()
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    tmp.replace(path)
+
+
+def load_check_counts(home: Path) -> dict:
+    """What the checks dropped over every episode: {"entities": {reason: n}, "relations": {reason: n}}."""
+    path = home / CHECKS_FILE
+    total = Dropped()
+    try:
+        data = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    except ValueError:
+        data = {}
+    for counts in data.values() if isinstance(data, dict) else []:
+        for reason, n in (counts.get("entities") or {}).items():
+            total.entities[reason] = total.entities.get(reason, 0) + int(n)
+        for reason, n in (counts.get("relations") or {}).items():
+            total.relations[reason] = total.relations.get(reason, 0) + int(n)
+    return total.to_json()
+
+
+# -- the check over one extraction ---------------------------------------------------------------------
+@dataclass
+class Checked:
+    """What passed: entities (name, type) and relations (subject, vocabulary predicate, object)."""
+
+    entities: list[tuple[str, str]] = field(default_factory=list)
+    relations: list[tuple[str, str, str]] = field(default_factory=list)
+    dropped: Dropped = field(default_factory=Dropped)
+
+
+def check_entity(name: str, kind: str, source: str, types: frozenset[str]) -> tuple[str, str | None]:
+    """(the name with particles stripped, None if it passes, else the reason it is dropped)."""
+    clean = strip_particles(name, source)
+    if not is_noun_phrase(clean, source):
+        return clean, "not a noun phrase"
+    if not occurs(clean, source):
+        return clean, "not in the notes"
+    if kind not in types:
+        return clean, f"type {kind}"
+    return clean, None
+
+
+def check(entities: list[tuple[str, str]], relations: list[tuple[str, str, str]], source: str,
+          types: frozenset[str], support: str = "sentence", cues: bool = False, related: bool = False) -> Checked:
+    """Entities that are noun phrases of the source with an allowed type; relations whose predicate is in
+    the vocabulary and whose two ends are such entities named together in one sentence of the source."""
+    out = Checked()
+    kept: dict[str, tuple[str, str]] = {}  # key of the model's name -> (clean name, type)
+    for name, kind in entities:
+        clean, reason = check_entity(name, kind, source, types)
+        if reason:
+            out.dropped.entity(reason)
+            continue
+        if name_key(clean) not in {name_key(n) for n, _ in kept.values()}:
+            out.entities.append((clean, kind))
+        kept[name_key(name)] = (clean, kind)
+    seen: set[tuple[str, str, str]] = set()
+    for subject, wording, obj in relations:
+        mapped = map_predicate(wording)
+        if mapped is None:
+            out.dropped.relation("predicate not in the vocabulary")
+            continue
+        predicate, swapped = mapped
+        if swapped:
+            subject, obj = obj, subject
+        ends = kept.get(name_key(subject)), kept.get(name_key(obj))
+        if ends[0] is None or ends[1] is None:
+            out.dropped.relation("an end is not a checked entity")
+            continue
+        (s, s_type), (o, o_type) = ends
+        allowed = DOMAINS.get(predicate)
+        if allowed and (s_type not in allowed[0] or o_type not in allowed[1]):
+            out.dropped.relation("types do not fit the predicate")
+            continue
+        sentence = supporting_sentence(s, o, source, support) if name_key(s) != name_key(o) else None
+        if sentence is None:
+            out.dropped.relation("no sentence holds both ends")
+            continue
+        if predicate in FUNCTIONAL and moved_away_from(o, sentence):
+            out.dropped.relation("the object it moved away from")
+            continue
+        if cues and not cue_agrees(predicate, sentence):
+            out.dropped.relation("the sentence does not say it")
+            continue
+        triple = (name_key(s), predicate, name_key(o))
+        if triple not in seen:
+            seen.add(triple)
+            out.relations.append((s, predicate, o))
+    if related:  # abstain: an entity only when a checked relation names it
+        ends = {name_key(n) for r in out.relations for n in (r[0], r[2])}
+        for name, _ in out.entities:
+            if name_key(name) not in ends:
+                out.dropped.entity("in no checked relation")
+        out.entities = [(n, t) for n, t in out.entities if name_key(n) in ends]
+    return out
+
+
+def trusted(subject: str, predicate: str, obj: str) -> bool:
+    """Whether a stored fact passed the checks: a vocabulary predicate between two noun phrases. Facts a
+    store holds from before the checks (free-text predicates, clauses) fail, so answers leave them out."""
+    return predicate in VOCABULARY and is_noun_phrase(subject) and is_noun_phrase(obj)
