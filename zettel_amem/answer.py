@@ -18,9 +18,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import date
 from typing import TYPE_CHECKING, Any
 
+from . import dates
 from .config import Settings
 from .errors import InvalidInput
 from .llm import LLMError
@@ -218,7 +218,7 @@ class Answerer:
     def _answer(self, question: str, hits: list[Hit], memory_block: str, today: str | None,
                 answer: Answer) -> None:
         notes_block = "\n".join(render_for_context(h.note) for h in hits)
-        today = today or date.today().isoformat()
+        today = today or dates.today().isoformat()
         user = self.memory.prompts.render("answer", notes=notes_block, question=question.strip(), today=today,
                                    memory=memory_block.strip() + "\n" if memory_block.strip() else "")
         system = self.memory.prompts.raw("answer_system").strip()
