@@ -197,7 +197,8 @@ class Answerer:
         if hits is None:
             budget = budget_tokens or self.memory.settings.context_budget_tokens
             hits = self.memory.search(question, k, budget_tokens=budget, **search_options)
-        if self.memory.settings.answer_journal and is_journal(hits):  # notes written with `zk add`: extractive and time-aware (journal_answer.py)
+        # notes written with `zk add`: extractive and time-aware (journal_answer.py)
+        if self.memory.settings.answer_journal and is_journal(hits):
             return self.journal(question, hits)
         declined = decide(question, hits, self.memory.settings, lambda: self.attribution_pool(question),
                           self.similarity) if not memory_block.strip() or hits else None
