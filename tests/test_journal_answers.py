@@ -89,7 +89,7 @@ def test_the_date_guard_removes_dates_in_no_note():
 def test_what_now_answers_the_newest_value(journal, fake_llm):
     answer = ask(journal, "What laptop do I use for work now?")
     assert "MacBook" in answer.text and "2026-05-14" in answer.text
-    assert answer.mode == "extractive" and fake_llm.calls == []  # no model call on the journal path
+    assert answer.mode == "extractive" and "answer" not in fake_llm.tasks()  # the model writes no journal answer
     assert answer.cited() and all(i in {h.note.id for h in answer.notes} for i in answer.cited())
     korean = ask(journal, "온비서는 지금 어떤 데이터베이스를 써?")
     assert "PostgreSQL" in korean.text
@@ -108,7 +108,7 @@ def test_not_recorded_is_declined_with_the_reason(journal, fake_llm):
     assert gym.mode == "declined" and "gym" in gym.reason and gym.cited() == []
     blood = ask(journal, "내 혈액형이 뭐야?")
     assert blood.mode == "declined" and blood.text.startswith("기록에 없어요")
-    assert fake_llm.calls == []
+    assert "answer" not in fake_llm.tasks()
 
 
 def test_a_plan_never_decided_is_not_reported_as_done(memory):
@@ -117,6 +117,21 @@ def test_a_plan_never_decided_is_not_reported_as_done(memory):
     memory.add("Bought new running shoes.", at="2026-06-02T18:40")
     answer = ask(memory, "내 차는 무슨 차야?")
     assert answer.mode == "declined" and "never decided" in answer.reason
+
+
+def test_translated_terms_find_a_note_in_the_other_language(memory, fake_llm):
+    """"puppy" meets "강아지" only through the model's translation of the question's terms."""
+    journal = memory
+    journal.settings.answer_journal = True
+    journal.add("유기견 보호소에서 강아지를 입양했다. 이름은 초코, 두 살.", at="2026-09-25T16:00")
+    journal.add("Got a new puzzle from the shop near the shelter bus stop.", at="2026-09-20T10:00")
+    journal.add("Bought new running shoes.", at="2026-06-02T18:40")
+    fake_llm.translations = {"puppy": "강아지", "shelter": "보호소"}
+    answer = ask(journal, "Which puppy did I get from the shelter?")
+    assert "초코" in answer.text and answer.mode == "extractive"
+    assert "translate" in fake_llm.tasks()
+    journal.settings.answer_journal_translate = False
+    assert "초코" not in ask(journal, "Which puppy did I get from the shelter?").text
 
 
 def test_chat_turns_keep_the_model_path(memory, fake_llm):

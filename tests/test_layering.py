@@ -49,7 +49,9 @@ ALLOWED = {
     # services over a Memory (they reach it only through TYPE_CHECKING imports)
     "pipeline": {"construct", "embed", "errors", "evolve", "link", "llm", "models", "retrieve", "text"},
     "search": {"errors", "models", "retrieve", "text"},
-    "answer": {"config", "dates", "errors", "journal_answer", "llm", "models", "prompts", "retrieve", "text"},
+    "answer": {"config", "dates", "errors", "journal_answer", "llm", "models", "prompts", "retrieve",
+               "term_translation", "text"},
+    "term_translation": {"llm", "questions"},
     # journal answers (#26): pure functions of the question and the retrieved notes, no model, no store
     "questions": {"prompts", "text"},
     "evidence": {"models", "questions", "text"},

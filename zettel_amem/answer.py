@@ -22,12 +22,13 @@ from typing import TYPE_CHECKING, Any
 
 from . import dates
 from .config import Settings
-from .errors import InvalidInput
+from .errors import InvalidInput, ZkError
 from .journal_answer import answer_journal
 from .llm import LLMError
 from .models import Note, Usage
 from .prompts import language_of
 from .retrieve import CoverageIndex, Hit, render_for_context
+from .term_translation import translate_terms
 from .text import keyword_terms, name_pattern, nfc, statements
 
 if TYPE_CHECKING:  # answering reads a Memory's parts; it never imports Memory at run time
@@ -220,10 +221,19 @@ class Answerer:
         pool = {h.note.id: h for h in hits}
         for hit in self.memory.search(question, JOURNAL_POOL, follow_links=False, session_turns=0):
             pool.setdefault(hit.note.id, hit)
-        reply = answer_journal(question, [h.note for h in pool.values()], self.note_cosines)
+        translate = self.translate if self.memory.settings.answer_journal_translate else None
+        reply = answer_journal(question, [h.note for h in pool.values()], self.note_cosines, translate)
         given = hits + [pool[i] for i in reply.cited if i not in {h.note.id for h in hits}]
         return Answer(pieces=iter([reply.text]), notes=given, text=reply.text, cited_ids=reply.cited,
                       mode=reply.mode, reason=reply.reason)
+
+    def translate(self, terms: list[str], language: str) -> dict[str, list[str]]:
+        """The question's terms in the journal's other language (one short model call)."""
+        try:
+            llm = self.memory.llm
+        except ZkError:  # no model available: words match as written
+            return {}
+        return translate_terms(llm, terms, language)
 
     def note_cosines(self, text: str, notes: list[Note]) -> list[float]:
         """Each note's raw-words vector's cosine to `text` (vectors read once per Answerer)."""

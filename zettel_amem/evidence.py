@@ -62,6 +62,11 @@ def has_term(term: str, text_forms: str) -> bool:
     return re.search(rf"(?<![0-9a-z]){re.escape(english_stem(term))}", text_forms) is not None
 
 
+def mentions(question: Question, term: str, text_forms: str) -> bool:
+    """Whether a text's `forms` hold a term of the question, as asked or in the other language."""
+    return any(has_term(spelling, text_forms) for spelling in question.spellings(term))
+
+
 def rank(question: Question, notes: list[Note], cosines: Cosines) -> list[Evidence]:
     """Every note's evidence for `question`, best first (ties: the newer note). A term found in many of
     the notes (the project every note names) weighs less than one found in few (what is asked about);
@@ -71,7 +76,7 @@ def rank(question: Question, notes: list[Note], cosines: Cosines) -> list[Eviden
         return []
     similarity = cosines(question.text, notes)
     texts = [forms(f"{n.content} {n.enrichment_text()}") for n in notes]
-    found = [{t for t in question.terms if has_term(t, text)} for text in texts]
+    found = [{t for t in question.terms if mentions(question, t, text)} for text in texts]
     weight = {t: math.log(1 + len(notes) / (1 + sum(t in f for f in found))) for t in question.terms}
     total = sum(weight.values()) or 1.0
     out = [Evidence(note, sum(weight[t] for t in terms) / total, cosine, terms)

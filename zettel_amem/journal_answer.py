@@ -20,10 +20,11 @@ This path is used for notes written with `zk add` (no speaker); imported chats k
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .date_guard import guard, note_dates
-from .evidence import Cosines, Evidence, best_sentence, forms, has_term, rank
+from .evidence import Cosines, Evidence, best_sentence, forms, mentions, rank
 from .models import Note
 from .questions import Question, analyse
 from .text import clip
@@ -41,6 +42,9 @@ GENERIC = {"name", "called", "call", "go", "eat", "start", "started", "lessons",
 _REASON = re.compile(r"때문|라서|해서|아서|어서|니까|위해|덕분|\b(because|since|so that|as|due to|for)\b", re.I)
 _UNDECIDED = re.compile(r"아직 정한 건 없|아직 답은 안|고민 중|정하지 않|\b(nothing is decided|not decided|"
                         r"hasn't happened|haven't decided|keep postponing)\b", re.I)
+
+
+Translate = Callable[[list[str], str], dict[str, list[str]]]  # terms, target language -> term: translations
 
 
 @dataclass
@@ -70,6 +74,11 @@ def quote(note: Note, terms: list[str], prefer: re.Pattern[str] | None = None) -
     return f"{best_sentence(note, terms, prefer)} ({day(note)})"
 
 
+def spelled(question: Question) -> list[str]:
+    """The question's terms with their translations (for picking a note's sentence)."""
+    return [s for t in question.terms for s in question.spellings(t)]
+
+
 def on_subject(evidence: list[Evidence], share: float) -> list[Evidence]:
     """The notes whose score is within `share` of the best one's (the best included)."""
     return [e for e in evidence if evidence and e.score >= share * evidence[0].score]
@@ -78,7 +87,7 @@ def on_subject(evidence: list[Evidence], share: float) -> list[Evidence]:
 def answer_when(question: Question, evidence: list[Evidence]) -> tuple[str, list[str]]:
     """The event's date: a date written in a near-best note (absolute), else the best note's day."""
     for item in on_subject(evidence, WHEN_SHARE)[:3]:
-        sentence = best_sentence(item.note, question.terms)
+        sentence = best_sentence(item.note, spelled(question))
         dated = [d for written, d in note_dates(item.note) if written in sentence]
         if dated:
             return f"{dated[0].isoformat()} — {whole(item.note, NOTE_CHARS - 14)}", [item.note.id]
@@ -97,7 +106,7 @@ def answer_list(question: Question, evidence: list[Evidence]) -> tuple[str, list
     top = evidence[0].words
     chosen = [e for e in evidence if top and e.words >= LIST_SHARE * top] or evidence[:1]
     chosen = sorted(chosen[:6], key=lambda e: e.note.at)
-    items = [quote(e.note, question.terms) for e in chosen]
+    items = [quote(e.note, spelled(question)) for e in chosen]
     text = "; ".join(items)
     if question.kind == "count":
         text = (f"{len(items)}번: " if korean(question) else f"{len(items)} times: ") + text
@@ -124,14 +133,15 @@ def decline_reason(question: Question, evidence: list[Evidence]) -> str:
     if not evidence:
         return "no note matches the question"
     key = [t for t in question.terms if t not in GENERIC] or question.terms
-    found = any(has_term(t, forms(f"{e.note.content} {e.note.enrichment_text()}")) for e in evidence for t in key)
+    found = any(mentions(question, t, forms(f"{e.note.content} {e.note.enrichment_text()}"))
+                for e in evidence for t in key)
     closest = max(e.cosine + (CROSS_LANGUAGE_OFFSET if other_language(question, e.note) else 0.0)
                   for e in evidence)
     if not found and closest < DECLINE_COSINE:
         return f"no note mentions {', '.join(key) or 'this'}"
     top = evidence[0]
     if question.kind in ("plain", "when") and _UNDECIDED.search(top.note.content) and top.words >= 0.5:
-        return f"only considered, never decided: {quote(top.note, question.terms)}"
+        return f"only considered, never decided: {quote(top.note, spelled(question))}"
     return ""
 
 
@@ -146,9 +156,15 @@ def declined_text(question: Question, reason: str) -> str:
     return f"Not recorded in your notes ({reason})."
 
 
-def answer_journal(text: str, notes: list[Note], cosines: Cosines) -> JournalReply:
-    """Answer a journal question from `notes` (the retrieved ones) — see the module docstring."""
+def answer_journal(text: str, notes: list[Note], cosines: Cosines, translate: Translate | None = None
+                   ) -> JournalReply:
+    """Answer a journal question from `notes` (the retrieved ones) — see the module docstring.
+    `translate(terms, language)` gives the question's terms in the journal's other language (the
+    model), so "dog" finds "강아지"; without it, words match only as written (and romanised)."""
     question = analyse(text)
+    if translate is not None and question.terms and any(other_language(question, n) for n in notes):
+        terms = list(dict.fromkeys(question.terms + [t for p in question.parts for t in p.terms]))
+        question.with_alternates(translate(terms, "English" if korean(question) else "Korean"))
     evidence = rank(question, notes, cosines)
     reason = decline_reason(question, evidence)
     if reason:

@@ -59,6 +59,18 @@ class Question:
     language: str
     terms: list[str] = field(default_factory=list)
     parts: list[Question] = field(default_factory=list)
+    # each term in the other language of the journal ("dog" -> ["강아지"]), when a translator gave them
+    alternates: dict[str, list[str]] = field(default_factory=dict)
+
+    def spellings(self, term: str) -> list[str]:
+        return [term, *self.alternates.get(term, [])]
+
+    def with_alternates(self, alternates: dict[str, list[str]]) -> Question:
+        """This question (and its parts) matching each term also by its translations."""
+        self.alternates = {t: alternates.get(t, []) for t in self.terms}
+        for part in self.parts:
+            part.with_alternates(alternates)
+        return self
 
 
 def kind_of(text: str) -> str:
