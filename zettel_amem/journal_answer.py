@@ -1,4 +1,4 @@
-"""Answers from a personal journal, extractive and time-aware (#26); no model call.
+"""Answers from a personal journal, extractive and time-aware (#26); the model writes no answer.
 
 The bundled 0.5B model garbled journal answers even when search had found the right note (old values
 for "what now?", today's date for "when?", a name from an unrelated note instead of "not recorded").
@@ -14,6 +14,8 @@ Here the answer is copied from the notes, chosen by what the question asks (ques
 Every answer carries the note's date. A question whose key terms appear in none of the retrieved notes
 and whose meaning is far from all of them is declined ("not recorded"), and so is one whose only
 evidence says it was not decided. `date_guard.guard` removes any date found in no note at the end.
+The one model call (optional, `translate`) gives the question's subject terms in the journal's other
+language, so an English question finds a Korean note by its words (term_translation.py).
 This path is used for notes written with `zk add` (no speaker); imported chats keep answer.py's path.
 """
 
@@ -173,7 +175,8 @@ def answer_journal(text: str, notes: list[Note], cosines: Cosines, translate: Tr
         pieces, cited = [], []
         for part in question.parts:
             piece, ids = answer_one(part, rank(part, notes, cosines))
-            pieces.append(piece)
+            if piece not in pieces:  # two parts answered by the same note: quoted once
+                pieces.append(piece)
             cited += [i for i in ids if i not in cited]
         answer = " / ".join(pieces)
     else:
