@@ -156,3 +156,14 @@ def test_cli_ask_json_says_how_the_answer_was_made(zk, zk_home):
     code, out, err = zk("ask", "Which gym do I go to?", "--json")
     result = json.loads(out)
     assert result["mode"] == "declined" and "gym" in result["reason"] and result["cited"] == []
+
+
+def test_translations_keep_words_worth_matching_and_survive_a_failing_model(fake_llm):
+    from zettel_amem.term_translation import translate_terms, usable
+
+    assert usable("강아지를", "Korean") == ["강아지"] and usable("개", "Korean") == []  # "개" would match "개인"
+    assert usable("the blood type", "English") == ["blood", "type"]
+    fake_llm.translations = {"dog": "강아지"}
+    assert translate_terms(fake_llm, ["dog", "bori"], "Korean") == {"dog": ["강아지"]}  # "bori" came back as is
+    fake_llm.fail = True
+    assert translate_terms(fake_llm, ["dog"], "Korean") == {}
