@@ -40,11 +40,22 @@ class Evidence:
         return self.words + COSINE_WEIGHT * min(1.0, max(0.0, (self.cosine - low) / (high - low)))
 
 
+def loose(latin: str) -> str:
+    """A Latin spelling with the vowels that romanisations of Korean write differently made one:
+    "Jisoo" and "지수" (jisu), "Jungmin" and "정민" (jeongmin), "Hyunwoo" and "현우" (hyeonu)."""
+    out = latin.lower()
+    for old, new in (("eo", "u"), ("oo", "u"), ("wu", "u"), ("ee", "i"), ("ae", "e")):
+        out = out.replace(old, new)
+    return out
+
+
 def forms(text: str) -> str:
-    """The text lower-cased, with each Hangul word also in Latin letters (for "Onbiseo" = "온비서")."""
+    """The text lower-cased, then its Latin words and its Hangul words (romanised) in `loose` spelling,
+    so "Onbiseo" meets "온비서" and "Jisoo" meets "지수"."""
     text = nfc(text).lower()
-    latin = " ".join(romanise(w) for w in re.findall(r"[\uac00-\ud7a3]+", text))
-    return f"{text} {latin}"
+    latin = " ".join(loose(w) for w in re.findall(r"[a-z]+", text))
+    hangul = " ".join(loose(romanise(w)) for w in re.findall(r"[\uac00-\ud7a3]+", text))
+    return f"{text} {latin} {hangul}"
 
 
 def english_stem(term: str) -> str:
@@ -56,10 +67,15 @@ def english_stem(term: str) -> str:
 
 
 def has_term(term: str, text_forms: str) -> bool:
-    """Whether a subject term occurs in a text's `forms`."""
-    if re.search("[\uac00-\ud7a3]", term):  # also in Latin letters: "온비서" in "Onbiseo moved ..."
-        return term in text_forms or re.search(rf"(?<![0-9a-z]){re.escape(romanise(term))}", text_forms) is not None
-    return re.search(rf"(?<![0-9a-z]){re.escape(english_stem(term))}", text_forms) is not None
+    """Whether a subject term occurs in a text's `forms` (a Korean term also in Latin letters)."""
+    if re.search("[\uac00-\ud7a3]", term):
+        return term in text_forms or _starts_word(loose(romanise(term)), text_forms)
+    stem = english_stem(term)
+    return _starts_word(stem, text_forms) or (stem.isalpha() and _starts_word(loose(stem), text_forms))
+
+
+def _starts_word(piece: str, text_forms: str) -> bool:
+    return len(piece) > 1 and re.search(rf"(?<![0-9a-z]){re.escape(piece)}", text_forms) is not None
 
 
 def mentions(question: Question, term: str, text_forms: str) -> bool:
