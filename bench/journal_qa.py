@@ -115,12 +115,15 @@ def build(store: Path, entries: list[tuple[str, str]]) -> dict:
     return info
 
 
-def ask_all(store: Path, questions: list[dict], entries: list[tuple[str, str]]) -> list[dict]:
-    """Each question through `zk ask`'s path (memory block, then `Memory.ask`), scored."""
+def ask_all(store: Path, questions: list[dict], entries: list[tuple[str, str]], model_path: bool = False
+            ) -> list[dict]:
+    """Each question through `zk ask`'s path (memory block, then `Memory.ask`), scored. `model_path`:
+    the model answers as it did before #26 (`answer_journal = false`), for comparison."""
     from zettel_amem.memory import Memory
     from zettel_amem.tiers import Tiers
 
     memory = Memory(store)
+    memory.settings.answer_journal = not model_path
     tiers = Tiers(memory)
     rows = []
     for index, qa in enumerate(questions, 1):
@@ -197,6 +200,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--split", choices=["tune", "heldout"], help="one half of the questions")
     parser.add_argument("--limit", type=int, help="at most N questions")
     parser.add_argument("--build-only", action="store_true", help="build the store and stop")
+    parser.add_argument("--model-path", action="store_true",
+                        help="answer as before #26: the model writes every answer (answer_journal = false)")
     parser.add_argument("--out", type=Path, help="write every answer and the summary here (JSON)")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     args = parser.parse_args(argv)
@@ -210,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     questions = select(json.loads(QUESTIONS.read_text(encoding="utf-8")), args.only, args.split, args.limit)
     start = time.perf_counter()
-    rows = ask_all(args.store, questions, entries)
+    rows = ask_all(args.store, questions, entries, args.model_path)
     summary = {**summarise(rows), "wall_seconds": round(time.perf_counter() - start, 1)}
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
