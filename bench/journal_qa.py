@@ -88,11 +88,16 @@ def dates_in(text: str) -> set[tuple[int, int]]:
 
 
 def ungrounded_dates(answer: str, question: str, entries: list[tuple[str, str]]) -> set[tuple[int, int]]:
-    """Dates in the answer written in no note, at no note's timestamp and not in the question."""
+    """Dates in the answer written in no note, at no note's timestamp and not in the question; a relative
+    date in a note ("어제") counts as written once made absolute from the note's timestamp."""
+    from zettel_amem.relative_dates import resolve_relative_dates
+
     known = dates_in(question)
     for at, text in entries:
         known.add((int(at[5:7]), int(at[8:10])))
         known |= dates_in(text)
+        for _phrase, value in resolve_relative_dates(text, at):
+            known |= dates_in(value)
     return dates_in(answer) - known
 
 
