@@ -27,6 +27,8 @@ def test_dates_in_any_form_and_ungrounded_ones():
     assert jq.ungrounded_dates("On 2026-02-19", "when?", entries) == set()  # the note's own timestamp
     assert jq.ungrounded_dates("On 2026-12-01", "when?", entries) == {(12, 1)}  # today's date: in no note
     assert jq.ungrounded_dates("On December 1", "What happened on December 1?", entries) == set()
+    dentist = [("2026-08-29T09:00:00", "어제 치과에서 충치 하나 치료했다.")]
+    assert jq.ungrounded_dates("2026-08-28", "언제?", dentist) == set()  # "어제" made absolute
 
 
 def test_summary_counts_declines_and_splits():
