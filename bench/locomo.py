@@ -377,9 +377,11 @@ def evaluate(sample: dict, variant: str, memory, args, answer_llm) -> list[dict]
             estimate_tokens(block)
         record["evidence_missing"] = category != 5 and not evidence
         if variant != "full-context":  # what `zk ask` decides from the evidence alone, before any model call
-            from zettel_amem.answer import decide
+            from zettel_amem.answer import decide, is_journal
 
             answerer = memory.answerer  # the same pool and cosine `zk ask` reads
+            # chat turns never take the journal path (#26): this must stay False for every question
+            record["journal_path"] = memory.settings.answer_journal and is_journal(hits)
             record["declined_by_evidence"] = decide(qa["question"], hits, memory.settings,
                                                     lambda q=qa["question"], a=answerer: a.attribution_pool(q),
                                                     answerer.similarity) is not None

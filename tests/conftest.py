@@ -19,7 +19,10 @@ def _no_user_config(tmp_path_factory, monkeypatch):
     # The scripted models' rewrites ("Updated by 7c01aa3e.") are about nothing, so the evolution topic
     # guard would refuse them all; tests of the pipeline's mechanics run without it (in-process and in
     # subprocesses alike). The guard has its own test, which switches it on (test_pipeline.py).
-    (config / "config.toml").write_text("[memory]\nevolve_on_topic = false\n", encoding="utf-8")
+    # The model path of `zk ask` is what most tests exercise; the journal path (#26, on by default) has its
+    # own tests, which switch it on (test_journal_answers.py).
+    (config / "config.toml").write_text("[memory]\nevolve_on_topic = false\nanswer_journal = false\n",
+                                        encoding="utf-8")
     monkeypatch.setenv("ZK_CONFIG_DIR", str(config))
 
 

@@ -18,21 +18,24 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import date
 from typing import TYPE_CHECKING, Any
 
+from . import dates
 from .config import Settings
-from .errors import InvalidInput
+from .errors import InvalidInput, ZkError
+from .journal_answer import answer_journal
 from .llm import LLMError
-from .models import Usage
+from .models import Note, Usage
 from .prompts import language_of
 from .retrieve import CoverageIndex, Hit, render_for_context
+from .term_translation import translate_terms
 from .text import keyword_terms, name_pattern, nfc, statements
 
 if TYPE_CHECKING:  # answering reads a Memory's parts; it never imports Memory at run time
     from .memory import Memory
 
 DECLINED = "No information available."
+JOURNAL_POOL = 30  # journal answers read this many hits (no links): the newest note may rank lower
 ANSWER_MAX_CHARS = 160  # a short answer: a name, a place, a date, a phrase, one short sentence
 _SENTENCE = re.compile(r"[^.!?。\n]+[.!?。]?")
 # What the answer string may hold: no Chinese characters or kana for Korean/English questions (a small
@@ -138,6 +141,13 @@ def attribution_scores(question: str, person: str, hits: list[Hit], vector_weigh
     return scores
 
 
+def is_journal(hits: list[Hit]) -> bool:
+    """Whether the retrieved notes are journal notes (`zk add`, no speaker): none is a chat turn. LoCoMo
+    and other imported chats (every turn has a speaker) keep the model path unchanged."""
+    direct = [h for h in hits if h.via is None]
+    return bool(direct) and not any(h.note.speaker for h in hits)
+
+
 def extractive(question: str, hits: list[Hit]) -> tuple[str, list[str]]:
     """The sentence of the best notes that covers most of the question (ties: the better-ranked note)."""
     candidates = [(hit, sentence.strip()) for hit in hits[:3] for sentence in _SENTENCE.findall(hit.note.content)
@@ -175,6 +185,7 @@ class Answerer:
 
     def __init__(self, memory: Memory):
         self.memory = memory
+        self._vectors: dict[str, Any] = {}
 
     def ask(self, question: str, k: int | None = None, budget_tokens: int | None = None, *,
             today: str | None = None, hits: list[Hit] | None = None, memory_block: str = "",
@@ -187,6 +198,9 @@ class Answerer:
         if hits is None:
             budget = budget_tokens or self.memory.settings.context_budget_tokens
             hits = self.memory.search(question, k, budget_tokens=budget, **search_options)
+        # notes written with `zk add`: extractive and time-aware (journal_answer.py)
+        if self.memory.settings.answer_journal and is_journal(hits):
+            return self.journal(question, hits)
         declined = decide(question, hits, self.memory.settings, lambda: self.attribution_pool(question),
                           self.similarity) if not memory_block.strip() or hits else None
         if declined is not None:  # decided from the evidence, without spending a model call
@@ -200,6 +214,36 @@ class Answerer:
 
         answer.pieces = pieces()
         return answer
+
+    def journal(self, question: str, hits: list[Hit]) -> Answer:
+        """A journal answer from the hits and a wider pool (the newest note on a subject may rank
+        below the first k); no model call."""
+        pool = {h.note.id: h for h in hits}
+        for hit in self.memory.search(question, JOURNAL_POOL, follow_links=False, session_turns=0):
+            pool.setdefault(hit.note.id, hit)
+        translate = self.translate if self.memory.settings.answer_journal_translate else None
+        reply = answer_journal(question, [h.note for h in pool.values()], self.note_cosines, translate)
+        given = hits + [pool[i] for i in reply.cited if i not in {h.note.id for h in hits}]
+        return Answer(pieces=iter([reply.text]), notes=given, text=reply.text, cited_ids=reply.cited,
+                      mode=reply.mode, reason=reply.reason)
+
+    def translate(self, terms: list[str], language: str) -> dict[str, list[str]]:
+        """The question's terms in the journal's other language (one short model call)."""
+        try:
+            llm = self.memory.llm
+        except ZkError:  # no model available: words match as written
+            return {}
+        return translate_terms(llm, terms, language)
+
+    def note_cosines(self, text: str, notes: list[Note]) -> list[float]:
+        """Each note's raw-words vector's cosine to `text` (vectors read once per Answerer)."""
+        import numpy as np
+
+        missing = [n.id for n in notes if n.id not in self._vectors]
+        for note_id, note in self.memory.store.get_many(missing, with_vector=True).items():
+            self._vectors[note_id] = np.asarray(note.raw_vector, dtype=np.float32)
+        query = np.asarray(self.memory.query_vector(text), dtype=np.float32)
+        return [float(self._vectors[n.id] @ query) if n.id in self._vectors else 0.0 for n in notes]
 
     def attribution_pool(self, question: str) -> list[Hit]:
         """The wider list of direct hits `answer.decide` reads to tell who said what is asked about."""
@@ -218,7 +262,7 @@ class Answerer:
     def _answer(self, question: str, hits: list[Hit], memory_block: str, today: str | None,
                 answer: Answer) -> None:
         notes_block = "\n".join(render_for_context(h.note) for h in hits)
-        today = today or date.today().isoformat()
+        today = today or dates.today().isoformat()
         user = self.memory.prompts.render("answer", notes=notes_block, question=question.strip(), today=today,
                                    memory=memory_block.strip() + "\n" if memory_block.strip() else "")
         system = self.memory.prompts.raw("answer_system").strip()

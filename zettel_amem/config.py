@@ -119,6 +119,12 @@ class Settings:
     # `answer_attribution_hits`: how many best turns must all be someone else's (0 = never decline on
     # attribution). Tuned on LoCoMo conv-26 + conv-30 (docs/benchmarks.md).
     answer_attribution_hits: int = 1
+    # Notes written with `zk add` (no speaker) are answered from the notes themselves, time-aware and
+    # without a model call (journal_answer.py, issue #26); False: the model answers them as it does chats.
+    answer_journal: bool = True
+    # ... with the question's subject words also in the journal's other language (one short model call),
+    # so an English question finds a Korean note by its words ("dog" -> "강아지").
+    answer_journal_translate: bool = True
     answer_attribution_pool: int = 30
     answer_attribution_vector_weight: float = 2.0
     answer_attribution_margin: float = 0.97

@@ -236,3 +236,17 @@ def parse_when(value: str | None, role: str = "at") -> str:
     given, or a natural phrase in English or Korean ("yesterday 9am", "어제", "3일 전").
     `role` "since"/"until" takes the start of the day for a phrase that names no time."""
     return resolve(value, role)[0]
+
+
+def today() -> date:
+    """Today's date; the environment variable ZK_TODAY=YYYY-MM-DD pins it (benchmarks and tests ask a
+    journal "as of" a fixed day, so an answer never depends on when it was run)."""
+    import os
+
+    pinned = os.environ.get("ZK_TODAY", "").strip()
+    if pinned:
+        try:
+            return date.fromisoformat(pinned)
+        except ValueError:
+            raise ZkError(f"ZK_TODAY must be a date like 2026-12-01, not '{pinned}'") from None
+    return date.today()

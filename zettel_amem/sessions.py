@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from datetime import date
 from typing import TYPE_CHECKING
 
+from . import dates
 from .errors import AmbiguousId, InvalidInput, NotFound
 from .models import EPISODE_PENDING, Episode, Note, episode_id_for, journal_period, now_iso, session_id_for
 from .tier_store import TierStore
@@ -102,7 +102,7 @@ class Sessions:
         """Rollover: journal periods (weeks or days) over before `today` without an episode are closed,
         in every notebook. A period's entries may have been written under either setting: each note's
         own session id decides, and a period is due once its last day is past."""
-        today = today or date.today().isoformat()
+        today = today or dates.today().isoformat()
         # One scan of the journal's raw entries per worker run: fine for a personal journal (10^4-10^5
         # entries); a watermark would make it incremental.
         summarised = {e.session_id: e.turns for e in self.store.episodes(None)}

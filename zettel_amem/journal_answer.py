@@ -1,0 +1,185 @@
+"""Answers from a personal journal, extractive and time-aware (#26); the model writes no answer.
+
+The bundled 0.5B model garbled journal answers even when search had found the right note (old values
+for "what now?", today's date for "when?", a name from an unrelated note instead of "not recorded").
+Here the answer is copied from the notes, chosen by what the question asks (questions.py):
+
+- **now**: among the notes on the subject (within `NOW_SHARE` of the best evidence), the newest;
+- **when**: the date of the note holding the event, or a date written in it made absolute from the
+  note's timestamp ("3월 4일" in a February note, "어제" in a note of 29 August), as 2026-03-04;
+- **why**: the whole best note (a journal entry is short; its reason is usually the next clause);
+- **count / list**: the distinct notes on the subject, oldest first, with their dates;
+- **multi**: each part answered on its own;
+- **plain**: the best note's best sentence.
+Every answer carries the note's date. A question whose key terms appear in none of the retrieved notes
+and whose meaning is far from all of them is declined ("not recorded"), and so is one whose only
+evidence says it was not decided. `date_guard.guard` removes any date found in no note at the end.
+The one model call (optional, `translate`) gives the question's subject terms in the journal's other
+language, so an English question finds a Korean note by its words (term_translation.py).
+This path is used for notes written with `zk add` (no speaker); imported chats keep answer.py's path.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .date_guard import guard, note_dates
+from .evidence import Cosines, Evidence, best_sentence, forms, mentions, rank
+from .models import Note
+from .questions import Question, analyse
+from .text import clip
+
+NOW_SHARE = 0.9  # notes scoring within this share of the best are "on the subject" for now/count/list
+WHEN_SHARE = 0.9  # for "when": a near-best note that writes a date wins over the best without one
+WHY_SHARE = 0.8
+LIST_SHARE = 0.4  # list/count: notes with at least this share of the best note's subject words
+DECLINE_COSINE = 0.86  # decline below this best cosine when no key term is found (tuned: tune split)
+CROSS_LANGUAGE_OFFSET = 0.03  # e5 scores a Korean note lower for an English question (and back)
+NOTE_CHARS = 200  # an answer quotes one entry, clipped
+# Words that name no subject of their own: a question about "my cat's name" is about the cat.
+GENERIC = {"name", "called", "call", "go", "eat", "start", "started", "lessons", "lesson", "buy", "bought",
+           "이름", "가", "먹", "시작", "샀", "했", "해", "번", "주", "thing", "things", "much", "kind"}
+_REASON = re.compile(r"때문|라서|해서|아서|어서|니까|위해|덕분|\b(because|since|so that|as|due to|for)\b", re.I)
+_UNDECIDED = re.compile(r"아직 정한 건 없|아직 답은 안|고민 중|정하지 않|\b(nothing is decided|not decided|"
+                        r"hasn't happened|haven't decided|keep postponing)\b", re.I)
+
+
+Translate = Callable[[list[str], str], dict[str, list[str]]]  # terms, target language -> term: translations
+
+
+@dataclass
+class JournalReply:
+    """The answer, the notes it came from, how it was made ("extractive" or "declined") and why."""
+
+    text: str
+    cited: list[str] = field(default_factory=list)
+    mode: str = "extractive"
+    reason: str = ""
+
+
+def korean(question: Question) -> bool:
+    return question.language == "Korean"
+
+
+def day(note: Note) -> str:
+    return note.at[:10]
+
+
+def whole(note: Note, limit: int = NOTE_CHARS) -> str:
+    """A journal entry is short: the whole of it (clipped), with its day."""
+    return f"{clip(' '.join(note.content.split()), limit)} ({day(note)})"
+
+
+def quote(note: Note, terms: list[str], prefer: re.Pattern[str] | None = None) -> str:
+    return f"{best_sentence(note, terms, prefer)} ({day(note)})"
+
+
+def spelled(question: Question) -> list[str]:
+    """The question's terms with their translations (for picking a note's sentence)."""
+    return [s for t in question.terms for s in question.spellings(t)]
+
+
+def on_subject(evidence: list[Evidence], share: float) -> list[Evidence]:
+    """The notes whose score is within `share` of the best one's (the best included)."""
+    return [e for e in evidence if evidence and e.score >= share * evidence[0].score]
+
+
+def answer_when(question: Question, evidence: list[Evidence]) -> tuple[str, list[str]]:
+    """The event's date: a date written in a near-best note (absolute), else the best note's day."""
+    for item in on_subject(evidence, WHEN_SHARE)[:3]:
+        sentence = best_sentence(item.note, spelled(question))
+        dated = [d for written, d in note_dates(item.note) if written in sentence]
+        if dated:
+            return f"{dated[0].isoformat()} — {whole(item.note, NOTE_CHARS - 14)}", [item.note.id]
+    best = evidence[0].note
+    return f"{day(best)} — {clip(' '.join(best.content.split()), NOTE_CHARS - 14)}", [best.id]
+
+
+def answer_now(question: Question, evidence: list[Evidence]) -> tuple[str, list[str]]:
+    """The newest note on the subject (an older value is history, not the answer)."""
+    newest = max(on_subject(evidence, NOW_SHARE), key=lambda e: e.note.at).note
+    return whole(newest), [newest.id]
+
+
+def answer_list(question: Question, evidence: list[Evidence]) -> tuple[str, list[str]]:
+    """Every note on the subject, oldest first; for "how many times", their number first."""
+    top = evidence[0].words
+    chosen = [e for e in evidence if top and e.words >= LIST_SHARE * top] or evidence[:1]
+    chosen = sorted(chosen[:6], key=lambda e: e.note.at)
+    items = [quote(e.note, spelled(question)) for e in chosen]
+    text = "; ".join(items)
+    if question.kind == "count":
+        text = (f"{len(items)}번: " if korean(question) else f"{len(items)} times: ") + text
+    return text, [e.note.id for e in chosen]
+
+
+def answer_one(question: Question, evidence: list[Evidence]) -> tuple[str, list[str]]:
+    """One question (not multi) answered from its ranked evidence."""
+    best = evidence[0].note
+    if question.kind == "when":
+        return answer_when(question, evidence)
+    if question.kind == "now":
+        return answer_now(question, evidence)
+    if question.kind in ("count", "list"):
+        return answer_list(question, evidence)
+    if question.kind == "why":  # the near-best note that gives a reason ("…않아서", "because …")
+        best = next((e.note for e in on_subject(evidence, WHY_SHARE) if _REASON.search(e.note.content)), best)
+    return whole(best), [best.id]
+
+
+def decline_reason(question: Question, evidence: list[Evidence]) -> str:
+    """Why the notes do not answer (empty when they may): no key term in any retrieved note by words
+    and none close in meaning; or the best note says it was never decided."""
+    if not evidence:
+        return "no note matches the question"
+    key = [t for t in question.terms if t not in GENERIC] or question.terms
+    found = any(mentions(question, t, forms(f"{e.note.content} {e.note.enrichment_text()}"))
+                for e in evidence for t in key)
+    closest = max(e.cosine + (CROSS_LANGUAGE_OFFSET if other_language(question, e.note) else 0.0)
+                  for e in evidence)
+    if not found and closest < DECLINE_COSINE:
+        return f"no note mentions {', '.join(key) or 'this'}"
+    top = evidence[0]
+    if question.kind in ("plain", "when") and _UNDECIDED.search(top.note.content) and top.words >= 0.5:
+        return f"only considered, never decided: {quote(top.note, spelled(question))}"
+    return ""
+
+
+def other_language(question: Question, note: Note) -> bool:
+    hangul = bool(re.search("[\uac00-\ud7a3]", note.content))
+    return hangul != korean(question)
+
+
+def declined_text(question: Question, reason: str) -> str:
+    if korean(question):
+        return f"기록에 없어요 ({reason})."
+    return f"Not recorded in your notes ({reason})."
+
+
+def answer_journal(text: str, notes: list[Note], cosines: Cosines, translate: Translate | None = None
+                   ) -> JournalReply:
+    """Answer a journal question from `notes` (the retrieved ones) — see the module docstring.
+    `translate(terms, language)` gives the question's terms in the journal's other language (the
+    model), so "dog" finds "강아지"; without it, words match only as written (and romanised)."""
+    question = analyse(text)
+    if translate is not None and question.terms and any(other_language(question, n) for n in notes):
+        terms = list(dict.fromkeys(question.terms + [t for p in question.parts for t in p.terms]))
+        question.with_alternates(translate(terms, "English" if korean(question) else "Korean"))
+    evidence = rank(question, notes, cosines)
+    reason = decline_reason(question, evidence)
+    if reason:
+        return JournalReply(declined_text(question, reason), [], "declined", reason)
+    if question.kind == "multi":
+        pieces, cited = [], []
+        for part in question.parts:
+            piece, ids = answer_one(part, rank(part, notes, cosines))
+            if piece not in pieces:  # two parts answered by the same note: quoted once
+                pieces.append(piece)
+            cited += [i for i in ids if i not in cited]
+        answer = " / ".join(pieces)
+    else:
+        answer, cited = answer_one(question, evidence)
+    answer, _removed = guard(answer, notes, text)
+    return JournalReply(answer, cited)
