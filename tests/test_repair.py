@@ -226,6 +226,27 @@ def test_5_a_store_without_meta_json_is_refused_and_repair_recreates_it(tmp_path
     assert len(notes_of(home, ZK_EMBEDDER="minilm")) == 2
 
 
+def test_5_a_store_another_zk_just_created_is_not_taken_for_a_lost_meta_json(tmp_path, embedder, monkeypatch):
+    """Eight `zk add`s on a new home (CI, tests/test_crash.py): one read meta.json before another created the
+    store and added a note, then saw notes and no meta.json read earlier, and refused the store."""
+    from zettel_amem.store import Store
+
+    home = tmp_path / "home"
+    Memory(home, embedder=embedder).add("the first note of a new home", "2026-03-01")
+    real = Store.read_meta
+    reads = []
+
+    def read_before_the_other_zk_wrote_it(path):
+        reads.append(path)
+        return {} if len(reads) == 1 else real(path)
+
+    monkeypatch.setattr(Store, "read_meta", staticmethod(read_before_the_other_zk_wrote_it))
+    second = Memory(home, embedder=embedder)
+    assert second.store.damage is None and len(reads) >= 2
+    second.add("the second note", "2026-03-02")
+    assert len(second.store.notes()) == 2
+
+
 def test_5_without_a_recorded_embedder_repair_checks_the_vectors(tmp_path):
     import lance
 

@@ -216,15 +216,7 @@ class Database:
         `root`: a read-only view of the database to read instead (versions.readable_view)."""
         lancedb = import_lancedb()
 
-        if meta:
-            if meta.get("schema_version", 0) > SCHEMA_VERSION:
-                raise ZkError(
-                    f"this store uses schema version {meta['schema_version']}, newer than this zk "
-                    f"understands ({SCHEMA_VERSION}); upgrade zettel-amem")
-            if meta.get("embedder") != self.embedder_name or meta.get("dim") != self.dim:
-                raise ZkError(
-                    f"this store was embedded with '{meta.get('embedder')}' ({meta.get('dim')} dims), "
-                    f"not '{self.embedder_name}'; set ZK_EMBEDDER={meta.get('embedder')} or use another --home")
+        self.check_meta(meta)
         if not self.home.exists():
             try:
                 self.home.mkdir(parents=True, exist_ok=True)
@@ -238,6 +230,19 @@ class Database:
         self.db = self.remote_call(lambda: lancedb.connect(
             str(root) if root else self.location.lancedb_uri, read_consistency_interval=interval,
             storage_options=self.location.options or None))
+
+    def check_meta(self, meta: dict[str, Any]) -> None:
+        """Refuse a store written by a newer zk or with another embedder (an empty meta: a new store)."""
+        if not meta:
+            return
+        if meta.get("schema_version", 0) > SCHEMA_VERSION:
+            raise ZkError(
+                f"this store uses schema version {meta['schema_version']}, newer than this zk "
+                f"understands ({SCHEMA_VERSION}); upgrade zettel-amem")
+        if meta.get("embedder") != self.embedder_name or meta.get("dim") != self.dim:
+            raise ZkError(
+                f"this store was embedded with '{meta.get('embedder')}' ({meta.get('dim')} dims), "
+                f"not '{self.embedder_name}'; set ZK_EMBEDDER={meta.get('embedder')} or use another --home")
 
     def refresh(self, *tables) -> None:
         """See other machines' newest commits now (object store only; a local store always does)."""

@@ -99,6 +99,11 @@ class Store(Ranked, Links, Upkeep):
                 # lock is ours the table is complete (or still absent, and we create it).
                 self._create_table(meta)
                 self.table = self.db.open_table(NOTES)
+            if not meta:
+                # meta.json was read before the lock; another zk may have created this store since (it
+                # writes meta.json under the lock, before any note): read it again before judging.
+                meta = self.read_meta(self.home)
+                self.check_meta(meta)
             self.damage = open_damage(self, meta, tables)
             if meta and meta.get("schema_version", 0) < SCHEMA_VERSION:
                 self._migrate(meta.get("schema_version", 0))
