@@ -1,6 +1,7 @@
 """Journal answers (#26) on the real bundled Qwen2.5-0.5B: notes added with their dates and processed
-by the real pipeline, then `Memory.ask` (the path of `zk ask`), whose only model call translates the
-question's terms. Current state after a change, "when", and "not recorded", in Korean and in English."""
+by the real pipeline (the model annotates), then `Memory.ask` (the path of `zk ask`), which calls no model:
+the question's terms meet the other language through the embedder (term_bridge.py). Current state after
+a change, "when", and "not recorded", in Korean and in English."""
 
 from __future__ import annotations
 

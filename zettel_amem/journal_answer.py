@@ -14,8 +14,9 @@ Here the answer is copied from the notes, chosen by what the question asks (ques
 Every answer carries the note's date. A question whose key terms appear in none of the retrieved notes
 and whose meaning is far from all of them is declined ("not recorded"), and so is one whose only
 evidence says it was not decided. `date_guard.guard` removes any date found in no note at the end.
-The one model call (optional, `translate`) gives the question's subject terms in the journal's other
-language, so an English question finds a Korean note by its words (term_translation.py).
+`translate` (optional) gives the question's subject terms in the journal's other language, found among
+the notes' own words by the embedder (term_bridge.py), so an English question finds a Korean note by its
+words. No model writes or picks any part of the answer.
 This path is used for notes written with `zk add` (no speaker); imported chats keep answer.py's path.
 """
 
@@ -28,7 +29,7 @@ from dataclasses import dataclass, field
 from .date_guard import guard, note_dates
 from .evidence import Cosines, Evidence, best_sentence, forms, mentions, rank
 from .models import Note
-from .questions import Question, analyse
+from .questions import Question, analyse, korean_stem
 from .text import clip
 
 NOW_SHARE = 0.9  # notes scoring within this share of the best are "on the subject" for now/count/list
@@ -36,17 +37,20 @@ WHEN_SHARE = 0.9  # for "when": a near-best note that writes a date wins over th
 WHY_SHARE = 0.8
 LIST_SHARE = 0.4  # list/count: notes with at least this share of the best note's subject words
 DECLINE_COSINE = 0.86  # decline below this best cosine when no key term is found (tuned: tune split)
-CROSS_LANGUAGE_OFFSET = 0.03  # e5 scores a Korean note lower for an English question (and back)
 NOTE_CHARS = 200  # an answer quotes one entry, clipped
 # Words that name no subject of their own: a question about "my cat's name" is about the cat.
 GENERIC = {"name", "called", "call", "go", "eat", "start", "started", "lessons", "lesson", "buy", "bought",
            "이름", "가", "먹", "시작", "샀", "했", "해", "번", "주", "thing", "things", "much", "kind"}
 _REASON = re.compile(r"때문|라서|해서|아서|어서|니까|위해|덕분|\b(because|since|so that|as|due to|for)\b", re.I)
+RARE_IN = 3  # a word in at most this many retrieved notes is a value, not the subject
+_CHANGE = re.compile(r"바뀌|바꿨|옮겼|옮기|이사|대신|그만|끊|다시|이제|\b(moved|migrated|replaced|switched|"
+                     r"instead|stopped|quit|again|no longer|from \S+ to)\b", re.I)
 _UNDECIDED = re.compile(r"아직 정한 건 없|아직 답은 안|고민 중|정하지 않|\b(nothing is decided|not decided|"
                         r"hasn't happened|haven't decided|keep postponing)\b", re.I)
 
 
-Translate = Callable[[list[str], str], dict[str, list[str]]]  # terms, target language -> term: translations
+# (terms, the question, the retrieved notes) -> term: its words in the notes' other language
+Translate = Callable[[list[str], str, list[Note]], dict[str, list[str]]]
 
 
 @dataclass
@@ -98,9 +102,42 @@ def answer_when(question: Question, evidence: list[Evidence]) -> tuple[str, list
 
 
 def answer_now(question: Question, evidence: list[Evidence]) -> tuple[str, list[str]]:
-    """The newest note on the subject (an older value is history, not the answer)."""
+    """The newest note on the subject (an older value is history, not the answer), or a later note
+    that says the value changed (`superseded`)."""
     newest = max(on_subject(evidence, NOW_SHARE), key=lambda e: e.note.at).note
+    newest = superseded(newest, question, evidence)
     return whole(newest), [newest.id]
+
+
+def distinctive(note: Note, notes: list[Note], question: Question) -> set[str]:
+    """The note's rare words (in at most `RARE_IN` of the notes, not the question's terms): the value it
+    records ("Heroku", "SQLite", "망원동")."""
+    def words(text: str) -> set[str]:  # names mid-sentence ("Heroku", "Fly.io") and Korean stems
+        latin = re.findall(r"(?<![.!?]\s)(?<!^)\b[A-Z][A-Za-z]*(?:\.[a-z]+)?", text)
+        hangul = re.findall(r"[\uac00-\ud7a3]{2,}", text)
+        return {w.lower() for w in latin if len(w) > 2} | {korean_stem(w) for w in hangul}
+
+    asked = {t.lower() for t in spelled(question)}
+    counts: dict[str, int] = {}
+    for other in notes:
+        for word in words(other.content):
+            counts[word] = counts.get(word, 0) + 1
+    return {w for w in words(note.content) if counts.get(w, 0) <= RARE_IN and w not in asked}
+
+
+def superseded(note: Note, question: Question, evidence: list[Evidence]) -> Note:
+    """The newest later note on the subject (it names a question term) that names the value of `note`
+    and says it changed ("Moved Onbiseo from Heroku to Fly.io" after "온비서 서버는 Heroku에 올렸다"),
+    followed while there is one."""
+    notes = [e.note for e in evidence]
+    for _ in range(len(notes)):
+        values = distinctive(note, notes, question)
+        later = [e.note for e in evidence if e.note.at > note.at and e.found and _CHANGE.search(e.note.content)
+                 and values & distinctive(e.note, notes, question)]
+        if not later:
+            return note
+        note = max(later, key=lambda n: n.at)
+    return note
 
 
 def answer_list(question: Question, evidence: list[Evidence]) -> tuple[str, list[str]]:
@@ -137,8 +174,7 @@ def decline_reason(question: Question, evidence: list[Evidence]) -> str:
     key = [t for t in question.terms if t not in GENERIC] or question.terms
     found = any(mentions(question, t, forms(f"{e.note.content} {e.note.enrichment_text()}"))
                 for e in evidence for t in key)
-    closest = max(e.cosine + (CROSS_LANGUAGE_OFFSET if other_language(question, e.note) else 0.0)
-                  for e in evidence)
+    closest = max(e.cosine for e in evidence)  # with the cross-language offset (evidence.py)
     if not found and closest < DECLINE_COSINE:
         return f"no note mentions {', '.join(key) or 'this'}"
     top = evidence[0]
@@ -166,7 +202,7 @@ def answer_journal(text: str, notes: list[Note], cosines: Cosines, translate: Tr
     question = analyse(text)
     if translate is not None and question.terms and any(other_language(question, n) for n in notes):
         terms = list(dict.fromkeys(question.terms + [t for p in question.parts for t in p.terms]))
-        question.with_alternates(translate(terms, "English" if korean(question) else "Korean"))
+        question.with_alternates(translate(terms, question.text, notes))
     evidence = rank(question, notes, cosines)
     reason = decline_reason(question, evidence)
     if reason:

@@ -27,7 +27,7 @@ _MULTI_EN = re.compile(r"\s*(?:,\s*)?\band\b\s+(?=(?:what|who|where|when|how|whi
 _MULTI_KO = re.compile(r"(?<=[였했이였])고\s+|(?<=[가-힣])(?:과|와)\s+(?=[가-힣]+[은는]\?)")
 
 _EN_QUESTION_WORDS = {
-    "what", "who", "whom", "whose", "where", "when", "why", "which", "how", "much", "many", "does", "did", "do",
+    "what", "who", "whom", "am", "whose", "where", "when", "why", "which", "how", "much", "many", "does", "did", "do",
     "is", "was", "are", "were", "have", "has", "had", "i", "me", "my", "mine", "the", "a", "an", "of", "to", "in",
     "on", "at", "for", "and", "or", "it", "its", "this", "that", "now", "currently", "current", "these", "days",
     "date", "day", "time", "times", "go", "get", "got", "use", "used", "using", "be", "been", "from", "with",
@@ -48,6 +48,11 @@ _KO_TAILS = sorted([
     key=len, reverse=True)
 
 _KO_TAIL_SET = set(_KO_TAILS)
+KO_QUESTION_WORDS = frozenset(_KO_QUESTION_WORDS)
+# English words that name no subject: question words and the commonest function words
+STOP_WORDS = frozenset(_EN_QUESTION_WORDS | {
+    "with", "but", "not", "very", "more", "into", "about", "over", "them", "our", "out", "off", "too", "all",
+    "any", "just", "only", "than", "while", "also", "some", "here", "again", "still", "yet", "much", "who"})
 
 
 @dataclass
