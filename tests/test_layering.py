@@ -59,7 +59,7 @@ ALLOWED = {
     "search": {"errors", "models", "retrieve", "text"},
     "answer": {"config", "dates", "errors", "journal_answer", "llm", "models", "prompts", "retrieve",
                "term_bridge", "text"},
-    "term_bridge": {"models", "questions"},
+    "term_bridge": {"evidence", "models", "questions"},
     # journal answers (#26): pure functions of the question and the retrieved notes, no model, no store
     "questions": {"prompts", "text"},
     "evidence": {"models", "questions", "text"},

@@ -27,12 +27,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .date_guard import guard, note_dates
-from .evidence import Cosines, Evidence, best_sentence, forms, mentions, rank
+from .evidence import Cosines, Evidence, best_sentence, forms, has_term, mentions, rank
 from .models import Note
-from .questions import Question, analyse, korean_stem
+from .questions import Question, analyse, korean_stem, subject_terms
 from .text import clip
 
 NOW_SHARE = 0.9  # notes scoring within this share of the best are "on the subject" for now/count/list
+# ... and for "now", also every note with all the best note's subject words down to this share (the
+# newest note naming the subject may be far in meaning: "what does Mina do now?"; tune half: flat 0.6-0.75)
+NOW_WIDE = 0.7
 WHEN_SHARE = 0.9  # for "when": a near-best note that writes a date wins over the best without one
 WHY_SHARE = 0.8
 LIST_SHARE = 0.4  # list/count: notes with at least this share of the best note's subject words
@@ -42,6 +45,9 @@ NOTE_CHARS = 200  # an answer quotes one entry, clipped
 GENERIC = {"name", "called", "call", "go", "eat", "start", "started", "lessons", "lesson", "buy", "bought",
            "이름", "가", "먹", "시작", "샀", "했", "해", "번", "주", "thing", "things", "much", "kind"}
 _REASON = re.compile(r"때문|라서|해서|아서|어서|니까|위해|덕분|\b(because|since|so that|as|due to|for)\b", re.I)
+_NAME = re.compile(r"이름|\b(name|named|called)\b", re.I)  # "what is X's name?" and a note that gives one
+_PRONOUN = re.compile(r"\b(she|he|her|him|they|them)\b|그녀|그는|그가|걔", re.I)
+_STARTERS = {"The", "This", "That", "Then", "And", "But", "New", "First", "Started", "Finished"}
 RARE_IN = 3  # a word in at most this many retrieved notes is a value, not the subject
 _CHANGE = re.compile(r"바뀌|바꿨|옮겼|옮기|이사|대신|그만|끊|다시|이제|\b(moved|migrated|replaced|switched|"
                      r"instead|stopped|quit|again|no longer|from \S+ to)\b", re.I)
@@ -104,7 +110,10 @@ def answer_when(question: Question, evidence: list[Evidence]) -> tuple[str, list
 def answer_now(question: Question, evidence: list[Evidence]) -> tuple[str, list[str]]:
     """The newest note on the subject (an older value is history, not the answer), or a later note
     that says the value changed (`superseded`)."""
-    newest = max(on_subject(evidence, NOW_SHARE), key=lambda e: e.note.at).note
+    subject = on_subject(evidence, NOW_SHARE)
+    top = max(e.words for e in evidence)
+    subject += [e for e in evidence if top and e.words >= top and e.score >= NOW_WIDE * evidence[0].score]
+    newest = max(subject, key=lambda e: e.note.at).note
     newest = superseded(newest, question, evidence)
     return whole(newest), [newest.id]
 
@@ -166,9 +175,41 @@ def answer_one(question: Question, evidence: list[Evidence]) -> tuple[str, list[
     return whole(best), [best.id]
 
 
+def answer_parts(question: Question, notes: list[Note], cosines: Cosines) -> tuple[str, list[str]]:
+    """Each part on its own; a part that says "she"/"he" asks about whom the previous part's answer
+    names ("Who gave me the camera and what does she do now?": the giver, not the camera)."""
+    pieces: list[str] = []
+    cited: list[str] = []
+    previous: Note | None = None
+    for part in question.parts:
+        if previous is not None and _PRONOUN.search(part.text):
+            who = subject_of(previous, notes)
+            if who:
+                text = _PRONOUN.sub(who, part.text, count=1)
+                part = Question(text, part.kind, part.language, [who, *subject_terms(part.text)])
+        piece, ids = answer_one(part, rank(part, notes, cosines))
+        previous = next((n for n in notes if ids and n.id == ids[0]), None)
+        if piece not in pieces:  # two parts answered by the same note: quoted once
+            pieces.append(piece)
+        cited += [i for i in ids if i not in cited]
+    return " / ".join(pieces), cited
+
+
+def subject_of(note: Note, notes: list[Note]) -> str:
+    """Who or what a note is about: the first subject-marked Korean word ("민아가") or capitalised
+    English word that at least one other note also names (a person the journal keeps mentioning)."""
+    candidates = [m.group(1) for m in re.finditer(r"([\uac00-\ud7a3]{2,}?)(?:이|가|은|는)(?=\s)", note.content)]
+    candidates += [w.lower() for w in re.findall(r"\b[A-Z][a-z]{2,}\b", note.content) if w not in _STARTERS]
+    for word in candidates:
+        if sum(has_term(word, forms(n.content)) for n in notes if n.id != note.id) >= 1:
+            return word
+    return ""
+
+
 def decline_reason(question: Question, evidence: list[Evidence]) -> str:
     """Why the notes do not answer (empty when they may): no key term in any retrieved note by words
-    and none close in meaning; or the best note says it was never decided."""
+    and none close in meaning; a name asked of a subject whose notes give no name ("동생 이름이 뭐야?"
+    over notes about a sister's birthday); or the best note says it was never decided."""
     if not evidence:
         return "no note matches the question"
     key = [t for t in question.terms if t not in GENERIC] or question.terms
@@ -177,6 +218,10 @@ def decline_reason(question: Question, evidence: list[Evidence]) -> str:
     closest = max(e.cosine for e in evidence)  # with the cross-language offset (evidence.py)
     if not found and closest < DECLINE_COSINE:
         return f"no note mentions {', '.join(key) or 'this'}"
+    if _NAME.search(question.text):  # a name asked: a note on the subject must give one
+        holders = [e.note for e in evidence if e.found & set(key)]
+        if not any(_NAME.search(n.content) for n in holders):
+            return f"no note gives the name of {', '.join(key)}"
     top = evidence[0]
     if question.kind in ("plain", "when") and _UNDECIDED.search(top.note.content) and top.words >= 0.5:
         return f"only considered, never decided: {quote(top.note, spelled(question))}"
@@ -208,13 +253,7 @@ def answer_journal(text: str, notes: list[Note], cosines: Cosines, translate: Tr
     if reason:
         return JournalReply(declined_text(question, reason), [], "declined", reason)
     if question.kind == "multi":
-        pieces, cited = [], []
-        for part in question.parts:
-            piece, ids = answer_one(part, rank(part, notes, cosines))
-            if piece not in pieces:  # two parts answered by the same note: quoted once
-                pieces.append(piece)
-            cited += [i for i in ids if i not in cited]
-        answer = " / ".join(pieces)
+        answer, cited = answer_parts(question, notes, cosines)
     else:
         answer, cited = answer_one(question, evidence)
     answer, _removed = guard(answer, notes, text)

@@ -21,11 +21,14 @@ from collections.abc import Callable
 
 import numpy as np
 
+from .evidence import forms, has_term
 from .models import Note
 from .questions import KO_QUESTION_WORDS, STOP_WORDS, korean_stem
 
 NEIGHBOURS = 10  # CSLS: a word's hubness is its mean cosine to this many nearest words on the other side
-MIN_SCORE = 0.02  # a pair scoring below this (CSLS) was mostly a hub word ("place", "order"): not kept
+# a pair scoring below this (CSLS) was mostly a hub word ("place", "order"): not kept (tune half: flat
+# from 0 to 0.03)
+MIN_SCORE = 0.02
 BACK_MARGIN = 0.01  # the term may be the candidate's second-nearest word, this close to the first
 MONTHS = ("january february march april may june july august september october november december").split()
 
@@ -57,12 +60,14 @@ def vocabulary(notes: list[Note]) -> tuple[list[str], list[str]]:
     return sorted(korean), sorted(english & lower)
 
 
-def bridgeable(term: str, question: str) -> bool:
-    """A word worth translating: not a number, not a name (capitalised in the question), not one
-    letter pair ("km", "pm")."""
-    if re.search(r"\d", term) or (not is_korean(term) and len(term) < 3):
+def bridgeable(term: str, question: str, other_forms: str) -> bool:
+    """A word worth translating: not a number, not one letter pair ("km", "pm"), not a word the notes
+    in the other language already hold as written or romanised (a name: "Mina" meets "민아")."""
+    if re.search(r"\d", term) or (not is_korean(term) and len(term) < 3) or has_term(term, other_forms):
         return False
-    return is_korean(term) or not re.search(rf"\b{re.escape(term[0].upper() + term[1:])}", question)
+    if not is_korean(term) and re.search(rf"\b{re.escape(term[0].upper() + term[1:])}", question):
+        return False
+    return True
 
 
 def month_bridge(term: str) -> list[str]:
@@ -90,8 +95,9 @@ def bridge_terms(terms: list[str], question: str, notes: list[Note], embed: Embe
     korean_question = bool(re.search("[\uac00-\ud7a3]", question))
     korean_words, english_words = vocabulary(notes)
     source, target = (korean_words, english_words) if korean_question else (english_words, korean_words)
+    other_forms = " ".join(forms(n.content) for n in notes if is_korean(n.content) != korean_question)
     asked = [t for t in terms if t not in out and is_korean(t) == korean_question and t not in target
-             and bridgeable(t, question)]
+             and bridgeable(t, question, other_forms)]
     if not asked or not target:
         return out
     source = [w for w in source if w not in asked]
