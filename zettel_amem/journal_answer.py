@@ -51,6 +51,9 @@ _STARTERS = {"The", "This", "That", "Then", "And", "But", "New", "First", "Start
 RARE_IN = 3  # a word in at most this many retrieved notes is a value, not the subject
 _CHANGE = re.compile(r"바뀌|바꿨|옮겼|옮기|이사|대신|그만|끊|다시|이제|\b(moved|migrated|replaced|switched|"
                      r"instead|stopped|quit|again|no longer|from \S+ to)\b", re.I)
+_CHANGE_ASKED = re.compile(r"그만|옮|바꾸|바뀌|끊|떠나|\b(stop|stopped|quit|leave|left|move|moved|switch|replace)",
+                           re.I)
+_MONTHS = ("january february march april may june july august september october november december").split()
 _UNDECIDED = re.compile(r"아직 정한 건 없|아직 답은 안|고민 중|정하지 않|\b(nothing is decided|not decided|"
                         r"hasn't happened|haven't decided|keep postponing)\b", re.I)
 
@@ -161,8 +164,33 @@ def answer_list(question: Question, evidence: list[Evidence]) -> tuple[str, list
     return text, [e.note.id for e in chosen]
 
 
+def planned_month(note: Note) -> int:
+    """The later month a note plans for ("Signed up for the race in October" in February; "10월 대회는
+    나가기로 했다" in April), or 0."""
+    own = int(note.at[5:7]) if note.at[5:7].isdigit() else 13
+    months = [_MONTHS.index(m.lower()) + 1 for m in re.findall(rf"\b(?:in|by|until)\s+({'|'.join(_MONTHS)})\b",
+                                                               note.content, re.I)]
+    months += [int(m) for m in re.findall(r"(?<!\d)(\d{1,2})월(?!\s*\d{1,2}\s*일)", note.content)]
+    return next((m for m in months if own < m <= 12), 0)
+
+
+def fulfilled(evidence: list[Evidence]) -> list[Evidence]:
+    """When the best note is a plan for a later month, the note of that month that shares two of its
+    subject words (the race run, not the race signed up for) comes first."""
+    best = evidence[0]
+    month = planned_month(best.note)
+    done = [e for e in evidence if month and e.note.at[:4] == best.note.at[:4] and e.note.at[5:7] == f"{month:02d}"
+            and len(e.found & best.found) >= 2]
+    if not done:
+        return evidence
+    first = max(done, key=lambda e: e.score)
+    return [first] + [e for e in evidence if e is not first]
+
+
 def answer_one(question: Question, evidence: list[Evidence]) -> tuple[str, list[str]]:
     """One question (not multi) answered from its ranked evidence."""
+    if question.kind in ("when", "plain"):
+        evidence = fulfilled(evidence)
     best = evidence[0].note
     if question.kind == "when":
         return answer_when(question, evidence)
@@ -170,8 +198,10 @@ def answer_one(question: Question, evidence: list[Evidence]) -> tuple[str, list[
         return answer_now(question, evidence)
     if question.kind in ("count", "list"):
         return answer_list(question, evidence)
-    if question.kind == "why":  # the near-best note that gives a reason ("…않아서", "because …")
-        best = next((e.note for e in on_subject(evidence, WHY_SHARE) if _REASON.search(e.note.content)), best)
+    if question.kind == "why":  # the near-best note that gives a reason ("…않아서", "because …"); for "why
+        # did X stop/move …?", the one that records the change
+        cue = _CHANGE if _CHANGE_ASKED.search(question.text) else _REASON
+        best = next((e.note for e in on_subject(evidence, WHY_SHARE) if cue.search(e.note.content)), best)
     return whole(best), [best.id]
 
 

@@ -60,14 +60,14 @@ def vocabulary(notes: list[Note]) -> tuple[list[str], list[str]]:
     return sorted(korean), sorted(english & lower)
 
 
-def bridgeable(term: str, question: str, other_forms: str) -> bool:
+def bridgeable(term: str, question: str, other_forms: str, own_words: list[str]) -> bool:
     """A word worth translating: not a number, not one letter pair ("km", "pm"), not a word the notes
-    in the other language already hold as written or romanised (a name: "Mina" meets "민아")."""
+    in the other language already hold as written or romanised (a name: "Mina" meets "민아"), and not
+    a capitalised name the journal never writes ("Tokyo" would become "일본"; "Dad" is written)."""
     if re.search(r"\d", term) or (not is_korean(term) and len(term) < 3) or has_term(term, other_forms):
         return False
-    if not is_korean(term) and re.search(rf"\b{re.escape(term[0].upper() + term[1:])}", question):
-        return False
-    return True
+    capitalised = not is_korean(term) and re.search(rf"\b{re.escape(term[0].upper() + term[1:])}", question)
+    return not capitalised or term in own_words
 
 
 def month_bridge(term: str) -> list[str]:
@@ -93,11 +93,12 @@ def bridge_terms(terms: list[str], question: str, notes: list[Note], embed: Embe
     """term -> its word in the notes' other language (module docstring); terms without one are left out."""
     out = {t: month_bridge(t) for t in terms if month_bridge(t)}
     korean_question = bool(re.search("[\uac00-\ud7a3]", question))
-    korean_words, english_words = vocabulary(notes)
-    source, target = (korean_words, english_words) if korean_question else (english_words, korean_words)
+    korean_words, english_common = vocabulary(notes)
+    written = {w.lower() for n in notes for w in re.findall(r"[A-Za-z]+", n.content)}
+    source, target = (korean_words, english_common) if korean_question else (english_common, korean_words)
     other_forms = " ".join(forms(n.content) for n in notes if is_korean(n.content) != korean_question)
     asked = [t for t in terms if t not in out and is_korean(t) == korean_question and t not in target
-             and bridgeable(t, question, other_forms)]
+             and bridgeable(t, question, other_forms, sorted(written))]
     if not asked or not target:
         return out
     source = [w for w in source if w not in asked]
