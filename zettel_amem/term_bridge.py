@@ -29,7 +29,8 @@ NEIGHBOURS = 10  # CSLS: a word's hubness is its mean cosine to this many neares
 # a pair scoring below this (CSLS) was mostly a hub word ("place", "order"): not kept (tune half: flat
 # from 0 to 0.03)
 MIN_SCORE = 0.02
-BACK_MARGIN = 0.01  # the term may be the candidate's second-nearest word, this close to the first
+BACK_MARGIN = 0.02  # the term may be the candidate's second-nearest word, this close to the first (tune half:
+# 0.01 lost "rehab" -> "재활" to "rehabilitation"; flat from 0.015 to 0.05)
 MONTHS = ("january february march april may june july august september october november december").split()
 
 Embed = Callable[[list[str]], np.ndarray]  # words -> unit vectors (one row each)
