@@ -50,3 +50,11 @@ def test_when_answers_the_date_from_the_notes(journal, question, day, monkeypatc
 def test_not_recorded_is_declined(journal, question):
     answer = ask(journal, question)
     assert answer.mode == "declined" and answer.reason and answer.cited() == []
+
+
+@pytest.mark.parametrize(("question", "value"), [("내 강아지 이름이 뭐야?", "Bori"),
+                                                 ("When was Dad's knee surgery?", "2026-03-04")])
+def test_a_question_finds_the_note_in_the_other_language(journal, question, value):
+    """Korean question, English note and the reverse: the words meet through the embedder (term_bridge)."""
+    answer = ask(journal, question)
+    assert value in answer.text and answer.mode == "extractive"
