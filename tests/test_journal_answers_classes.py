@@ -89,3 +89,13 @@ def test_terms_meet_the_other_language_through_the_notes_own_words(memory):
     assert bridged.get("mom") == ["엄마"] and bridged.get("rehab") == ["재활"] and "tokyo" not in bridged
     assert month_bridge("november") == ["11월"] and month_bridge("11월") == ["november"]
     assert month_bridge("nov") == [] and month_bridge("13월") == []
+
+
+def test_a_count_leaves_out_what_was_only_planned(journal):
+    add_all(journal, [("2026-02-02T12:10", "Lunch with Mina. She is moving to Busan in April for a new job."),
+                      ("2026-04-02T19:00", "Mina's farewell dinner before Busan. Promised to visit in May."),
+                      ("2026-05-03T15:00", "Visited Mina in Busan; she loves the new job and the sea view."),
+                      ("2026-08-15T19:30", "광복절 연휴에 부산 민아네 다시 놀러 갔다."),
+                      ("2026-06-02T18:40", "Bought new running shoes.")])
+    answer = ask(journal, "How many times did I visit Mina in Busan?")
+    assert answer.text.startswith("2 times") and "2026-05-03" in answer.text and "2026-04-02" not in answer.text

@@ -153,9 +153,12 @@ def superseded(note: Note, question: Question, evidence: list[Evidence]) -> Note
 
 
 def answer_list(question: Question, evidence: list[Evidence]) -> tuple[str, list[str]]:
-    """Every note on the subject, oldest first; for "how many times", their number first."""
+    """Every note on the subject, oldest first; for "how many times", their number first (a note that
+    plans for a later month is no time it happened)."""
     top = evidence[0].words
     chosen = [e for e in evidence if top and e.words >= LIST_SHARE * top] or evidence[:1]
+    if question.kind == "count":  # "how many times did I …": what happened, not what was planned for later
+        chosen = [e for e in chosen if not planned_month(e.note)] or chosen
     chosen = sorted(chosen[:6], key=lambda e: e.note.at)
     items = [quote(e.note, spelled(question)) for e in chosen]
     text = "; ".join(items)
