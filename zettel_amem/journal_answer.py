@@ -4,12 +4,16 @@ The bundled 0.5B model garbled journal answers even when search had found the ri
 for "what now?", today's date for "when?", a name from an unrelated note instead of "not recorded").
 Here the answer is copied from the notes, chosen by what the question asks (questions.py):
 
-- **now**: among the notes on the subject (within `NOW_SHARE` of the best evidence), the newest;
+- **now**: among the notes on the subject (within `NOW_SHARE` of the best evidence), the newest, or a
+  later note that says that value changed ("Moved Onbiseo from Heroku to Fly.io");
 - **when**: the date of the note holding the event, or a date written in it made absolute from the
-  note's timestamp ("3월 4일" in a February note, "어제" in a note of 29 August), as 2026-03-04;
-- **why**: the whole best note (a journal entry is short; its reason is usually the next clause);
-- **count / list**: the distinct notes on the subject, oldest first, with their dates;
-- **multi**: each part answered on its own;
+  note's timestamp ("3월 4일" in a February note, "어제" in a note of 29 August), as 2026-03-04; a plan
+  for a later month ("signed up for the race in October") gives way to that month's note on it;
+- **why**: the whole best note (a journal entry is short; its reason is usually the next clause), the
+  one recording the change for "why did X stop/move";
+- **count / list**: the distinct notes on the subject, oldest first, with their dates (a count leaves
+  out plans);
+- **multi**: each part answered on its own; "she/he" in a later part is whom the previous answer names;
 - **plain**: the best note's best sentence.
 Every answer carries the note's date. A question whose key terms appear in none of the retrieved notes
 and whose meaning is far from all of them is declined ("not recorded"), and so is one whose only
