@@ -12,7 +12,6 @@ Subprocesses load it with `ZK_LLM_MODEL=python:tests.fake_llm:FakeLLM` (repo roo
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import threading
@@ -22,7 +21,7 @@ from typing import Any
 
 from zettel_amem.llm import LLMError, Usage
 
-TASKS = ("annotate", "link", "summarise", "extract", "same_entity", "answer", "translate")
+TASKS = ("annotate", "link", "summarise", "extract", "same_entity", "answer")
 
 
 class FakeLLM:
@@ -45,9 +44,6 @@ class FakeLLM:
                                       "tags": ["journal"], "context": "About: " + _after(user, "Note:").strip()[:40]}
         self.link = lambda user, ids: {"links": ids[:1], "updates": []}
         self.answer = "The knee notes say so."
-        # Journal answers' term translation: `translations` maps a term to its words in the other language;
-        # a term it does not know comes back as it was.
-        self.translations: dict[str, str] = {}
         # Upper tiers: a summary is the session's first turns; entities are capitalised words and
         # "X uses Y" sentences become "uses database" relations; no unsure name is the same.
         self.summarise = lambda user: {"facts": [re.sub(r"^\S+ \S+ ", "", line)
@@ -101,9 +97,6 @@ class FakeLLM:
             return self.extract(user)
         if task == "same_entity":
             return self.same(user)
-        if task == "translate":
-            terms = json.loads(_after(user, "Words:").splitlines()[0])
-            return {"words": [self.translations.get(t, t) for t in terms]}
         ids = props["ids"].get("items", {}).get("enum", [])  # answer: short, citing the first note given
         return {"answer": self.answer, "ids": ids[:1]}
 

@@ -30,13 +30,11 @@ def _schemas(settings: Settings) -> dict[str, dict]:
     from zettel_amem.extraction import ask_same, extract_schema
     from zettel_amem.link import link_schema
     from zettel_amem.models import Entity
-    from zettel_amem.term_translation import translation_schema
 
     fake = FakeLLM()
     ask_same(fake, Prompts(), "Kim Minsu", Entity(id="e" * 16, name="김민수"), "person")
     built = [annotate_schema(settings), link_schema(["1234abcd", "5678ef90"], settings),
              summary_schema("English", 5), extract_schema(), answer_schema(["1234abcd"], "where do I run?"),
-             translation_schema(2, "Korean"),
              *(c["schema"] for c in fake.calls)]
     return {schema["title"]: schema for schema in built}
 

@@ -119,17 +119,18 @@ def test_a_plan_never_decided_is_not_reported_as_done(memory):
     assert answer.mode == "declined" and "never decided" in answer.reason
 
 
-def test_translated_terms_find_a_note_in_the_other_language(memory, fake_llm):
-    """"puppy" meets "강아지" only through the model's translation of the question's terms."""
+def test_bridged_terms_find_a_note_in_the_other_language(memory, fake_llm):
+    """"puppy" meets "강아지" through the embedder's nearest word among the notes' own words, with no
+    model call; without the bridge the Korean note is not found by its words."""
     journal = memory
     journal.settings.answer_journal = True
     journal.add("유기견 보호소에서 강아지를 입양했다. 이름은 초코, 두 살.", at="2026-09-25T16:00")
     journal.add("Got a new puzzle from the shop near the shelter bus stop.", at="2026-09-20T10:00")
     journal.add("Bought new running shoes.", at="2026-06-02T18:40")
-    fake_llm.translations = {"puppy": "강아지", "shelter": "보호소"}
+    fake_llm.calls.clear()
     answer = ask(journal, "Which puppy did I get from the shelter?")
     assert "초코" in answer.text and answer.mode == "extractive"
-    assert "translate" in fake_llm.tasks()
+    assert fake_llm.tasks() == []
     journal.settings.answer_journal_translate = False
     assert "초코" not in ask(journal, "Which puppy did I get from the shelter?").text
 
@@ -156,14 +157,3 @@ def test_cli_ask_json_says_how_the_answer_was_made(zk, zk_home):
     code, out, err = zk("ask", "Which gym do I go to?", "--json")
     result = json.loads(out)
     assert result["mode"] == "declined" and "gym" in result["reason"] and result["cited"] == []
-
-
-def test_translations_keep_words_worth_matching_and_survive_a_failing_model(fake_llm):
-    from zettel_amem.term_translation import translate_terms, usable
-
-    assert usable("강아지를", "Korean") == ["강아지"] and usable("개", "Korean") == []  # "개" would match "개인"
-    assert usable("the blood type", "English") == ["blood", "type"]
-    fake_llm.translations = {"dog": "강아지"}
-    assert translate_terms(fake_llm, ["dog", "bori"], "Korean") == {"dog": ["강아지"]}  # "bori" came back as is
-    fake_llm.fail = True
-    assert translate_terms(fake_llm, ["dog"], "Korean") == {}

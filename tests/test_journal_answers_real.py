@@ -1,6 +1,7 @@
 """Journal answers (#26) on the real bundled Qwen2.5-0.5B: notes added with their dates and processed
-by the real pipeline, then `Memory.ask` (the path of `zk ask`), whose only model call translates the
-question's terms. Current state after a change, "when", and "not recorded", in Korean and in English."""
+by the real pipeline (the model annotates), then `Memory.ask` (the path of `zk ask`), which calls no model:
+the question's terms meet the other language through the embedder (term_bridge.py). Current state after
+a change, "when", and "not recorded", in Korean and in English."""
 
 from __future__ import annotations
 
@@ -49,3 +50,11 @@ def test_when_answers_the_date_from_the_notes(journal, question, day, monkeypatc
 def test_not_recorded_is_declined(journal, question):
     answer = ask(journal, question)
     assert answer.mode == "declined" and answer.reason and answer.cited() == []
+
+
+@pytest.mark.parametrize(("question", "value"), [("내 강아지 이름이 뭐야?", "Bori"),
+                                                 ("When was Dad's knee surgery?", "2026-03-04")])
+def test_a_question_finds_the_note_in_the_other_language(journal, question, value):
+    """Korean question, English note and the reverse: the words meet through the embedder (term_bridge)."""
+    answer = ask(journal, question)
+    assert value in answer.text and answer.mode == "extractive"

@@ -58,8 +58,8 @@ ALLOWED = {
     "pipeline": {"construct", "embed", "errors", "evolve", "link", "llm", "models", "retrieve", "text"},
     "search": {"errors", "models", "retrieve", "text"},
     "answer": {"config", "dates", "errors", "journal_answer", "llm", "models", "prompts", "retrieve",
-               "term_translation", "text"},
-    "term_translation": {"llm", "questions"},
+               "term_bridge", "text"},
+    "term_bridge": {"evidence", "models", "questions"},
     # journal answers (#26): pure functions of the question and the retrieved notes, no model, no store
     "questions": {"prompts", "text"},
     "evidence": {"models", "questions", "text"},

@@ -22,13 +22,13 @@ from typing import TYPE_CHECKING, Any
 
 from . import dates
 from .config import Settings
-from .errors import InvalidInput, ZkError
+from .errors import InvalidInput
 from .journal_answer import answer_journal
 from .llm import LLMError
 from .models import Note, Usage
 from .prompts import language_of
 from .retrieve import CoverageIndex, Hit, render_for_context
-from .term_translation import translate_terms
+from .term_bridge import bridge_terms
 from .text import keyword_terms, name_pattern, nfc, statements
 
 if TYPE_CHECKING:  # answering reads a Memory's parts; it never imports Memory at run time
@@ -36,6 +36,9 @@ if TYPE_CHECKING:  # answering reads a Memory's parts; it never imports Memory a
 
 DECLINED = "No information available."
 JOURNAL_POOL = 30  # journal answers read this many hits (no links): the newest note may rank lower
+# ... and up to this many of the next 30 in the question's other language: search ranks notes in the
+# question's language first (a Korean question's 30 held no English note in 14 of 44 bench questions)
+JOURNAL_OTHER_LANGUAGE = 10
 ANSWER_MAX_CHARS = 160  # a short answer: a name, a place, a date, a phrase, one short sentence
 _SENTENCE = re.compile(r"[^.!?。\n]+[.!?。]?")
 # What the answer string may hold: no Chinese characters or kana for Korean/English questions (a small
@@ -186,6 +189,7 @@ class Answerer:
     def __init__(self, memory: Memory):
         self.memory = memory
         self._vectors: dict[str, Any] = {}
+        self._words: dict[str, Any] = {}
 
     def ask(self, question: str, k: int | None = None, budget_tokens: int | None = None, *,
             today: str | None = None, hits: list[Hit] | None = None, memory_block: str = "",
@@ -219,7 +223,10 @@ class Answerer:
         """A journal answer from the hits and a wider pool (the newest note on a subject may rank
         below the first k); no model call."""
         pool = {h.note.id: h for h in hits}
-        for hit in self.memory.search(question, JOURNAL_POOL, follow_links=False, session_turns=0):
+        wider = self.memory.search(question, 2 * JOURNAL_POOL, follow_links=False, session_turns=0)
+        korean = language_of(question) == "Korean"
+        other = [h for h in wider[JOURNAL_POOL:] if bool(re.search("[\uac00-\ud7a3]", h.note.content)) != korean]
+        for hit in wider[:JOURNAL_POOL] + other[:JOURNAL_OTHER_LANGUAGE]:
             pool.setdefault(hit.note.id, hit)
         translate = self.translate if self.memory.settings.answer_journal_translate else None
         reply = answer_journal(question, [h.note for h in pool.values()], self.note_cosines, translate)
@@ -227,13 +234,19 @@ class Answerer:
         return Answer(pieces=iter([reply.text]), notes=given, text=reply.text, cited_ids=reply.cited,
                       mode=reply.mode, reason=reply.reason)
 
-    def translate(self, terms: list[str], language: str) -> dict[str, list[str]]:
-        """The question's terms in the journal's other language (one short model call)."""
-        try:
-            llm = self.memory.llm
-        except ZkError:  # no model available: words match as written
-            return {}
-        return translate_terms(llm, terms, language)
+    def translate(self, terms: list[str], question: str, notes: list[Note]) -> dict[str, list[str]]:
+        """The question's terms in the journal's other language, among the notes' words (term_bridge.py)."""
+        return bridge_terms(terms, question, notes, self.word_vectors)
+
+    def word_vectors(self, words: list[str]) -> Any:
+        """Passage embeddings of single words, each computed once per Answerer."""
+        import numpy as np
+
+        missing = [w for w in dict.fromkeys(words) if w not in self._words]
+        if missing:
+            for word, vector in zip(missing, self.memory.embedder.embed_passages(missing)):
+                self._words[word] = np.asarray(vector, dtype=np.float32)
+        return np.vstack([self._words[w] for w in words]) if words else np.zeros((0, 1), dtype=np.float32)
 
     def note_cosines(self, text: str, notes: list[Note]) -> list[float]:
         """Each note's raw-words vector's cosine to `text` (vectors read once per Answerer)."""

@@ -122,8 +122,8 @@ class Settings:
     # Notes written with `zk add` (no speaker) are answered from the notes themselves, time-aware and
     # without a model call (journal_answer.py, issue #26); False: the model answers them as it does chats.
     answer_journal: bool = True
-    # ... with the question's subject words also in the journal's other language (one short model call),
-    # so an English question finds a Korean note by its words ("dog" -> "강아지").
+    # ... with the question's subject words also in the journal's other language, found among the notes'
+    # own words by the embedder (term_bridge.py, no model call), so "dog" finds "강아지".
     answer_journal_translate: bool = True
     answer_attribution_pool: int = 30
     answer_attribution_vector_weight: float = 2.0

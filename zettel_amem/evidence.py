@@ -20,6 +20,9 @@ from .text import nfc, romanise, sentences
 
 COSINE_BAND = (0.75, 0.9)  # e5-small: unrelated text scores ~0.75, close paraphrases above 0.9
 COSINE_WEIGHT = 1.0
+# e5 scores a Korean note lower for an English question (and back): added to such a note's cosine, so
+# that a note in the other language can be the best evidence (and "not recorded" is not decided on it)
+CROSS_LANGUAGE_OFFSET = 0.03
 # A note's cosine to a text (the question, or one of its terms): each note's stored raw-words vector
 # against one query embedding.
 Cosines = Callable[[str, list[Note]], list[float]]
@@ -90,7 +93,9 @@ def rank(question: Question, notes: list[Note], cosines: Cosines) -> list[Eviden
     language)."""
     if not notes:
         return []
-    similarity = cosines(question.text, notes)
+    korean = question.language == "Korean"
+    similarity = [cosine + (CROSS_LANGUAGE_OFFSET if bool(re.search("[\uac00-\ud7a3]", n.content)) != korean
+                            else 0.0) for n, cosine in zip(notes, cosines(question.text, notes))]
     texts = [forms(f"{n.content} {n.enrichment_text()}") for n in notes]
     found = [{t for t in question.terms if mentions(question, t, text)} for text in texts]
     weight = {t: math.log(1 + len(notes) / (1 + sum(t in f for f in found))) for t in question.terms}

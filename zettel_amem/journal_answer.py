@@ -4,18 +4,23 @@ The bundled 0.5B model garbled journal answers even when search had found the ri
 for "what now?", today's date for "when?", a name from an unrelated note instead of "not recorded").
 Here the answer is copied from the notes, chosen by what the question asks (questions.py):
 
-- **now**: among the notes on the subject (within `NOW_SHARE` of the best evidence), the newest;
+- **now**: among the notes on the subject (within `NOW_SHARE` of the best evidence), the newest, or a
+  later note that says that value changed ("Moved Onbiseo from Heroku to Fly.io");
 - **when**: the date of the note holding the event, or a date written in it made absolute from the
-  note's timestamp ("3월 4일" in a February note, "어제" in a note of 29 August), as 2026-03-04;
-- **why**: the whole best note (a journal entry is short; its reason is usually the next clause);
-- **count / list**: the distinct notes on the subject, oldest first, with their dates;
-- **multi**: each part answered on its own;
+  note's timestamp ("3월 4일" in a February note, "어제" in a note of 29 August), as 2026-03-04; a plan
+  for a later month ("signed up for the race in October") gives way to that month's note on it;
+- **why**: the whole best note (a journal entry is short; its reason is usually the next clause), the
+  one recording the change for "why did X stop/move";
+- **count / list**: the distinct notes on the subject, oldest first, with their dates (a count leaves
+  out plans);
+- **multi**: each part answered on its own; "she/he" in a later part is whom the previous answer names;
 - **plain**: the best note's best sentence.
 Every answer carries the note's date. A question whose key terms appear in none of the retrieved notes
 and whose meaning is far from all of them is declined ("not recorded"), and so is one whose only
 evidence says it was not decided. `date_guard.guard` removes any date found in no note at the end.
-The one model call (optional, `translate`) gives the question's subject terms in the journal's other
-language, so an English question finds a Korean note by its words (term_translation.py).
+`translate` (optional) gives the question's subject terms in the journal's other language, found among
+the notes' own words by the embedder (term_bridge.py), so an English question finds a Korean note by its
+words. No model writes or picks any part of the answer.
 This path is used for notes written with `zk add` (no speaker); imported chats keep answer.py's path.
 """
 
@@ -26,27 +31,39 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .date_guard import guard, note_dates
-from .evidence import Cosines, Evidence, best_sentence, forms, mentions, rank
+from .evidence import Cosines, Evidence, best_sentence, forms, has_term, mentions, rank
 from .models import Note
-from .questions import Question, analyse
+from .questions import Question, analyse, korean_stem, subject_terms
 from .text import clip
 
 NOW_SHARE = 0.9  # notes scoring within this share of the best are "on the subject" for now/count/list
+# ... and for "now", also every note with all the best note's subject words down to this share (the
+# newest note naming the subject may be far in meaning: "what does Mina do now?"; tune half: flat 0.6-0.75)
+NOW_WIDE = 0.7
 WHEN_SHARE = 0.9  # for "when": a near-best note that writes a date wins over the best without one
 WHY_SHARE = 0.8
 LIST_SHARE = 0.4  # list/count: notes with at least this share of the best note's subject words
 DECLINE_COSINE = 0.86  # decline below this best cosine when no key term is found (tuned: tune split)
-CROSS_LANGUAGE_OFFSET = 0.03  # e5 scores a Korean note lower for an English question (and back)
 NOTE_CHARS = 200  # an answer quotes one entry, clipped
 # Words that name no subject of their own: a question about "my cat's name" is about the cat.
 GENERIC = {"name", "called", "call", "go", "eat", "start", "started", "lessons", "lesson", "buy", "bought",
            "이름", "가", "먹", "시작", "샀", "했", "해", "번", "주", "thing", "things", "much", "kind"}
 _REASON = re.compile(r"때문|라서|해서|아서|어서|니까|위해|덕분|\b(because|since|so that|as|due to|for)\b", re.I)
+_NAME = re.compile(r"이름|\b(name|named|called)\b", re.I)  # "what is X's name?" and a note that gives one
+_PRONOUN = re.compile(r"\b(she|he|her|him|they|them)\b|그녀|그는|그가|걔", re.I)
+_STARTERS = {"The", "This", "That", "Then", "And", "But", "New", "First", "Started", "Finished"}
+RARE_IN = 3  # a word in at most this many retrieved notes is a value, not the subject
+_CHANGE = re.compile(r"바뀌|바꿨|옮겼|옮기|이사|대신|그만|끊|다시|이제|\b(moved|migrated|replaced|switched|"
+                     r"instead|stopped|quit|again|no longer|from \S+ to)\b", re.I)
+_CHANGE_ASKED = re.compile(r"그만|옮|바꾸|바뀌|끊|떠나|\b(stop|stopped|quit|leave|left|move|moved|switch|replace)",
+                           re.I)
+_MONTHS = ("january february march april may june july august september october november december").split()
 _UNDECIDED = re.compile(r"아직 정한 건 없|아직 답은 안|고민 중|정하지 않|\b(nothing is decided|not decided|"
                         r"hasn't happened|haven't decided|keep postponing)\b", re.I)
 
 
-Translate = Callable[[list[str], str], dict[str, list[str]]]  # terms, target language -> term: translations
+# (terms, the question, the retrieved notes) -> term: its words in the notes' other language
+Translate = Callable[[list[str], str, list[Note]], dict[str, list[str]]]
 
 
 @dataclass
@@ -98,15 +115,54 @@ def answer_when(question: Question, evidence: list[Evidence]) -> tuple[str, list
 
 
 def answer_now(question: Question, evidence: list[Evidence]) -> tuple[str, list[str]]:
-    """The newest note on the subject (an older value is history, not the answer)."""
-    newest = max(on_subject(evidence, NOW_SHARE), key=lambda e: e.note.at).note
+    """The newest note on the subject (an older value is history, not the answer), or a later note
+    that says the value changed (`superseded`)."""
+    subject = on_subject(evidence, NOW_SHARE)
+    top = max(e.words for e in evidence)
+    subject += [e for e in evidence if top and e.words >= top and e.score >= NOW_WIDE * evidence[0].score]
+    newest = max(subject, key=lambda e: e.note.at).note
+    newest = superseded(newest, question, evidence)
     return whole(newest), [newest.id]
 
 
+def distinctive(note: Note, notes: list[Note], question: Question) -> set[str]:
+    """The note's rare words (in at most `RARE_IN` of the notes, not the question's terms): the value it
+    records ("Heroku", "SQLite", "망원동")."""
+    def words(text: str) -> set[str]:  # names mid-sentence ("Heroku", "Fly.io") and Korean stems
+        latin = re.findall(r"(?<![.!?]\s)(?<!^)\b[A-Z][A-Za-z]*(?:\.[a-z]+)?", text)
+        hangul = re.findall(r"[\uac00-\ud7a3]{2,}", text)
+        return {w.lower() for w in latin if len(w) > 2} | {korean_stem(w) for w in hangul}
+
+    asked = {t.lower() for t in spelled(question)}
+    counts: dict[str, int] = {}
+    for other in notes:
+        for word in words(other.content):
+            counts[word] = counts.get(word, 0) + 1
+    return {w for w in words(note.content) if counts.get(w, 0) <= RARE_IN and w not in asked}
+
+
+def superseded(note: Note, question: Question, evidence: list[Evidence]) -> Note:
+    """The newest later note on the subject (it names a question term) that names the value of `note`
+    and says it changed ("Moved Onbiseo from Heroku to Fly.io" after "온비서 서버는 Heroku에 올렸다"),
+    followed while there is one."""
+    notes = [e.note for e in evidence]
+    for _ in range(len(notes)):
+        values = distinctive(note, notes, question)
+        later = [e.note for e in evidence if e.note.at > note.at and e.found and _CHANGE.search(e.note.content)
+                 and values & distinctive(e.note, notes, question)]
+        if not later:
+            return note
+        note = max(later, key=lambda n: n.at)
+    return note
+
+
 def answer_list(question: Question, evidence: list[Evidence]) -> tuple[str, list[str]]:
-    """Every note on the subject, oldest first; for "how many times", their number first."""
+    """Every note on the subject, oldest first; for "how many times", their number first (a note that
+    plans for a later month is no time it happened)."""
     top = evidence[0].words
     chosen = [e for e in evidence if top and e.words >= LIST_SHARE * top] or evidence[:1]
+    if question.kind == "count":  # "how many times did I …": what happened, not what was planned for later
+        chosen = [e for e in chosen if not planned_month(e.note)] or chosen
     chosen = sorted(chosen[:6], key=lambda e: e.note.at)
     items = [quote(e.note, spelled(question)) for e in chosen]
     text = "; ".join(items)
@@ -115,8 +171,33 @@ def answer_list(question: Question, evidence: list[Evidence]) -> tuple[str, list
     return text, [e.note.id for e in chosen]
 
 
+def planned_month(note: Note) -> int:
+    """The later month a note plans for ("Signed up for the race in October" in February; "10월 대회는
+    나가기로 했다" in April), or 0."""
+    own = int(note.at[5:7]) if note.at[5:7].isdigit() else 13
+    months = [_MONTHS.index(m.lower()) + 1 for m in re.findall(rf"\b(?:in|by|until)\s+({'|'.join(_MONTHS)})\b",
+                                                               note.content, re.I)]
+    months += [int(m) for m in re.findall(r"(?<!\d)(\d{1,2})월(?!\s*\d{1,2}\s*일)", note.content)]
+    return next((m for m in months if own < m <= 12), 0)
+
+
+def fulfilled(evidence: list[Evidence]) -> list[Evidence]:
+    """When the best note is a plan for a later month, the note of that month that shares two of its
+    subject words (the race run, not the race signed up for) comes first."""
+    best = evidence[0]
+    month = planned_month(best.note)
+    done = [e for e in evidence if month and e.note.at[:4] == best.note.at[:4] and e.note.at[5:7] == f"{month:02d}"
+            and len(e.found & best.found) >= 2]
+    if not done:
+        return evidence
+    first = max(done, key=lambda e: e.score)
+    return [first] + [e for e in evidence if e is not first]
+
+
 def answer_one(question: Question, evidence: list[Evidence]) -> tuple[str, list[str]]:
     """One question (not multi) answered from its ranked evidence."""
+    if question.kind in ("when", "plain"):
+        evidence = fulfilled(evidence)
     best = evidence[0].note
     if question.kind == "when":
         return answer_when(question, evidence)
@@ -124,23 +205,60 @@ def answer_one(question: Question, evidence: list[Evidence]) -> tuple[str, list[
         return answer_now(question, evidence)
     if question.kind in ("count", "list"):
         return answer_list(question, evidence)
-    if question.kind == "why":  # the near-best note that gives a reason ("…않아서", "because …")
-        best = next((e.note for e in on_subject(evidence, WHY_SHARE) if _REASON.search(e.note.content)), best)
+    if question.kind == "why":  # the near-best note that gives a reason ("…않아서", "because …"); for "why
+        # did X stop/move …?", the one that records the change
+        cue = _CHANGE if _CHANGE_ASKED.search(question.text) else _REASON
+        best = next((e.note for e in on_subject(evidence, WHY_SHARE) if cue.search(e.note.content)), best)
     return whole(best), [best.id]
+
+
+def answer_parts(question: Question, notes: list[Note], cosines: Cosines) -> tuple[str, list[str]]:
+    """Each part on its own; a part that says "she"/"he" asks about whom the previous part's answer
+    names ("Who gave me the camera and what does she do now?": the giver, not the camera)."""
+    pieces: list[str] = []
+    cited: list[str] = []
+    previous: Note | None = None
+    for part in question.parts:
+        if previous is not None and _PRONOUN.search(part.text):
+            who = subject_of(previous, notes)
+            if who:
+                text = _PRONOUN.sub(who, part.text, count=1)
+                part = Question(text, part.kind, part.language, [who, *subject_terms(part.text)])
+        piece, ids = answer_one(part, rank(part, notes, cosines))
+        previous = next((n for n in notes if ids and n.id == ids[0]), None)
+        if piece not in pieces:  # two parts answered by the same note: quoted once
+            pieces.append(piece)
+        cited += [i for i in ids if i not in cited]
+    return " / ".join(pieces), cited
+
+
+def subject_of(note: Note, notes: list[Note]) -> str:
+    """Who or what a note is about: the first subject-marked Korean word ("민아가") or capitalised
+    English word that at least one other note also names (a person the journal keeps mentioning)."""
+    candidates = [m.group(1) for m in re.finditer(r"([\uac00-\ud7a3]{2,}?)(?:이|가|은|는)(?=\s)", note.content)]
+    candidates += [w.lower() for w in re.findall(r"\b[A-Z][a-z]{2,}\b", note.content) if w not in _STARTERS]
+    for word in candidates:
+        if sum(has_term(word, forms(n.content)) for n in notes if n.id != note.id) >= 1:
+            return word
+    return ""
 
 
 def decline_reason(question: Question, evidence: list[Evidence]) -> str:
     """Why the notes do not answer (empty when they may): no key term in any retrieved note by words
-    and none close in meaning; or the best note says it was never decided."""
+    and none close in meaning; a name asked of a subject whose notes give no name ("동생 이름이 뭐야?"
+    over notes about a sister's birthday); or the best note says it was never decided."""
     if not evidence:
         return "no note matches the question"
     key = [t for t in question.terms if t not in GENERIC] or question.terms
     found = any(mentions(question, t, forms(f"{e.note.content} {e.note.enrichment_text()}"))
                 for e in evidence for t in key)
-    closest = max(e.cosine + (CROSS_LANGUAGE_OFFSET if other_language(question, e.note) else 0.0)
-                  for e in evidence)
+    closest = max(e.cosine for e in evidence)  # with the cross-language offset (evidence.py)
     if not found and closest < DECLINE_COSINE:
         return f"no note mentions {', '.join(key) or 'this'}"
+    if _NAME.search(question.text):  # a name asked: a note on the subject must give one
+        holders = [e.note for e in evidence if e.found & set(key)]
+        if not any(_NAME.search(n.content) for n in holders):
+            return f"no note gives the name of {', '.join(key)}"
     top = evidence[0]
     if question.kind in ("plain", "when") and _UNDECIDED.search(top.note.content) and top.words >= 0.5:
         return f"only considered, never decided: {quote(top.note, spelled(question))}"
@@ -166,19 +284,13 @@ def answer_journal(text: str, notes: list[Note], cosines: Cosines, translate: Tr
     question = analyse(text)
     if translate is not None and question.terms and any(other_language(question, n) for n in notes):
         terms = list(dict.fromkeys(question.terms + [t for p in question.parts for t in p.terms]))
-        question.with_alternates(translate(terms, "English" if korean(question) else "Korean"))
+        question.with_alternates(translate(terms, question.text, notes))
     evidence = rank(question, notes, cosines)
     reason = decline_reason(question, evidence)
     if reason:
         return JournalReply(declined_text(question, reason), [], "declined", reason)
     if question.kind == "multi":
-        pieces, cited = [], []
-        for part in question.parts:
-            piece, ids = answer_one(part, rank(part, notes, cosines))
-            if piece not in pieces:  # two parts answered by the same note: quoted once
-                pieces.append(piece)
-            cited += [i for i in ids if i not in cited]
-        answer = " / ".join(pieces)
+        answer, cited = answer_parts(question, notes, cosines)
     else:
         answer, cited = answer_one(question, evidence)
     answer, _removed = guard(answer, notes, text)

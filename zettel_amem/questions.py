@@ -27,7 +27,7 @@ _MULTI_EN = re.compile(r"\s*(?:,\s*)?\band\b\s+(?=(?:what|who|where|when|how|whi
 _MULTI_KO = re.compile(r"(?<=[였했이였])고\s+|(?<=[가-힣])(?:과|와)\s+(?=[가-힣]+[은는]\?)")
 
 _EN_QUESTION_WORDS = {
-    "what", "who", "whom", "whose", "where", "when", "why", "which", "how", "much", "many", "does", "did", "do",
+    "what", "who", "whom", "am", "whose", "where", "when", "why", "which", "how", "much", "many", "does", "did", "do",
     "is", "was", "are", "were", "have", "has", "had", "i", "me", "my", "mine", "the", "a", "an", "of", "to", "in",
     "on", "at", "for", "and", "or", "it", "its", "this", "that", "now", "currently", "current", "these", "days",
     "date", "day", "time", "times", "go", "get", "got", "use", "used", "using", "be", "been", "from", "with",
@@ -38,16 +38,23 @@ _KO_QUESTION_WORDS = {
     "어느", "몇", "지금", "요즘", "현재", "이제", "내", "나", "제", "저", "그", "그때", "얼마나", "어떻게", "했어",
     "했지", "있어", "있지", "하고", "해", "야", "이야", "거", "건", "것", "올해", "처음", "다", "뭐뭐", "누구누구",
     "했었어", "됐어", "주로", "뭘", "명", "번", "가장", "얼마", "정도"}
+# past-tense endings in general ("씹었어" -> "씹"), not whole verbs of the benchmark's questions
+VERB_TAILS = ["었어", "았어", "었었어", "았었어"]
 # Korean endings and particles, longest first: what is left is the word's stem ("이사했어" -> "이사").
 _KO_TAILS = sorted([
     "했었어", "하셨어", "했어요", "했어", "했지", "했나", "했니", "한다", "하는", "해서", "하고", "하기", "됐어",
     "되었어", "였어", "였고", "이었어", "이야", "이에요", "인가", "이었", "였", "에서", "으로", "에게", "한테",
     "께서", "까지", "부터", "이랑", "랑", "하고", "처럼", "보다", "은", "는", "이", "가", "을", "를", "의", "에",
     "로", "와", "과", "도", "만", "야", "어", "고", "님", "들", "써", "줬어", "갔어", "샀어", "했", "셨어", "걸린다고",
-    "라고", "다고", "이라고", "씹었어", "주문했어", "마셔", "살아", "달려", "신었어", "읽은", "올려", "올렸었어"],
+    "라고", "다고", "이라고"] + VERB_TAILS,
     key=len, reverse=True)
 
 _KO_TAIL_SET = set(_KO_TAILS)
+KO_QUESTION_WORDS = frozenset(_KO_QUESTION_WORDS)
+# English words that name no subject: question words and the commonest function words
+STOP_WORDS = frozenset(_EN_QUESTION_WORDS | {
+    "with", "but", "not", "very", "more", "into", "about", "over", "them", "our", "out", "off", "too", "all",
+    "any", "just", "only", "than", "while", "also", "some", "here", "again", "still", "yet", "much", "who"})
 
 
 @dataclass
