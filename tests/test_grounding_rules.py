@@ -68,3 +68,13 @@ def test_the_writer_does_what_a_first_person_sentence_says_and_nothing_another_p
     assert out.relations == [("나", "visited", "본가")] and ("나", "person") in out.entities
     assert check([("본가", "place")], [], korean, ALL, Rules(cues=True)).relations == []  # off: nothing
     assert trusted("나", "visited", "본가")  # the writer's facts reach answers
+
+
+def test_a_book_or_a_race_is_kept_only_as_the_end_of_a_checked_relation():
+    source = "서울 가을 10km 대회 참가 신청 완료.\n회의 끝나고 커피."
+    entities = [("10km 대회", "event"), ("커피", "other")]
+    kept = check(entities, [], source, frozenset({"person", "place"}),
+                 Rules(cues=True, rule_predicate=True, writer=True, end_types=frozenset({"event", "other"})))
+    assert kept.relations == [("나", "participates in", "10km 대회")]
+    assert ("10km 대회", "event") in kept.entities and ("커피", "other") not in kept.entities
+    assert kept.dropped.entities == {"in no checked relation": 1}

@@ -104,6 +104,9 @@ DOMAINS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "written by": (("other", "project", "event"), ("person",)),
     "visited": (("person",), ("place", "organisation", "event")),
     "located in": (("place", "organisation", "event"), ("place",)),
+    "reads": (("person",), ("other",)),
+    "participates in": (("person",), ("event",)),
+    "learns": (("person",), ("other", "technology")),
 }
 
 # The rule's half of "found twice": words one of which the supporting sentence must hold for the
@@ -133,7 +136,9 @@ def cue_agrees(predicate: str, sentence: str) -> bool:
     """Whether the sentence holds a cue word of the predicate (or the predicate needs none)."""
     cues = CUES.get(predicate)
     lower = f" {sentence.lower()} "
-    return not cues or any(cue in lower for cue in cues)
+    # An English cue starts a word ("book" is no cue in "MacBook"); a Korean one may sit inside a word.
+    return not cues or any(re.search(rf"(?<![a-z]){re.escape(cue)}" if cue.isascii() else re.escape(cue), lower)
+                           for cue in cues)
 
 
 def _norm_predicate(text: str) -> str:
@@ -430,6 +435,7 @@ class Rules:
     cues: bool = False  # the sentence holds a cue word of the predicate
     rule_predicate: bool = False  # a predicate that does not fit is replaced by the rule's, if one fits
     writer: bool = False  # the writer's own facts: a first-person sentence, a checked entity, the rule's predicate
+    end_types: frozenset[str] = frozenset()  # types kept only as the end of a checked relation (a book read)
 
 
 def _fits(predicate: str, s_type: str, o_type: str, sentence: str, rules: Rules) -> bool:
@@ -519,7 +525,7 @@ def check(entities: list[tuple[str, str]], relations: list[tuple[str, str, str]]
     out = Checked()
     kept: dict[str, tuple[str, str]] = {}  # key of the model's name -> (clean name, type)
     for name, kind in entities:
-        clean, reason = check_entity(name, kind, source, types)
+        clean, reason = check_entity(name, kind, source, types | rules.end_types)
         if reason:
             out.dropped.entity(reason)
             continue
@@ -538,12 +544,11 @@ def check(entities: list[tuple[str, str]], relations: list[tuple[str, str, str]]
             out.relations.append(checked)
     if rules.writer:
         _add_writer(out, source, rules, seen)
-    if related:  # abstain: an entity only when a checked relation names it
-        ends = {name_key(n) for r in out.relations for n in (r[0], r[2])}
-        for name, _ in out.entities:
-            if name_key(name) not in ends:
-                out.dropped.entity("in no checked relation")
-        out.entities = [(n, t) for n, t in out.entities if name_key(n) in ends]
+    ends = {name_key(n) for r in out.relations for n in (r[0], r[2])}
+    for name, kind in out.entities:  # abstain: an entity only when a checked relation names it
+        if name_key(name) not in ends and (related or kind not in types):
+            out.dropped.entity("in no checked relation" if related or kind in rules.end_types else f"type {kind}")
+    out.entities = [(n, t) for n, t in out.entities if name_key(n) in ends or (not related and t in types)]
     return out
 
 

@@ -179,7 +179,9 @@ class Promotion:
             turns = self.sessions.turns(episode.session_id, episode.notebook)
         source = "\n".join(one_line(t.content) for t in turns)  # the notes themselves, one per line
         types = frozenset(t.strip() for t in settings.graph_types.split(",") if t.strip())
-        rules = Rules(settings.graph_support, settings.graph_cues, settings.graph_rule_predicate, settings.graph_writer)
+        ends = frozenset(t.strip() for t in settings.graph_end_types.split(",") if t.strip()) - types
+        rules = Rules(settings.graph_support, settings.graph_cues, settings.graph_rule_predicate, settings.graph_writer,
+                      ends)
         found, spent = extract(self.memory.llm, self.memory.prompts, episode.summary, episode.start, source,
                                types, rules, settings.graph_related_only)
         usage.add(spent)
