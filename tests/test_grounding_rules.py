@@ -54,7 +54,10 @@ def test_a_right_pair_with_a_wrong_predicate_gets_the_one_the_types_and_the_sent
 
 def test_the_rule_abstains_when_no_or_several_predicates_fit():
     assert rule_predicate("person", "place", "Mina's farewell dinner before Busan.") is None  # no cue
-    assert rule_predicate("person", "place", "Moved to Busan and visited the market.") is None  # two fit
+    assert rule_predicate("person", "place", "Went to Busan to see a new home.") is None  # two fit
+    # A word of change says something moved, not which relation: no "hosted on" from "moved".
+    assert rule_predicate("project", "technology", "Moved Onbiseo search to Elasticsearch.") is None
+    assert rule_predicate("project", "technology", "Onbiseo server moved to Fly.io.") == ("hosted on", False)
     assert rule_predicate("place", "person", "Visited Mina in Busan.") == ("visited", True)  # ends swapped
 
 

@@ -132,9 +132,18 @@ CUES: dict[str, tuple[str, ...]] = {
 }
 
 
-def cue_agrees(predicate: str, sentence: str) -> bool:
-    """Whether the sentence holds a cue word of the predicate (or the predicate needs none)."""
+# Words of change or use: they confirm a predicate the model chose, but say too little for the rule to
+# choose one ("moved X to Elasticsearch" is no hosting).
+GENERIC_CUES = frozenset({"moved", "moving", "옮기", "옮겼", "migrat", "시작", "use", "사용", "work", "ran",
+                          "joined", "바뀌", "바꿨"})
+
+
+def cue_agrees(predicate: str, sentence: str, specific: bool = False) -> bool:
+    """Whether the sentence holds a cue word of the predicate (or the predicate needs none); `specific`:
+    a cue that names the relation, not a word of change or use."""
     cues = CUES.get(predicate)
+    if cues and specific:
+        cues = tuple(c for c in cues if c not in GENERIC_CUES)
     lower = f" {sentence.lower()} "
     # An English cue starts a word ("book" is no cue in "MacBook"); a Korean one may sit inside a word.
     return not cues or any(re.search(rf"(?<![a-z]){re.escape(cue)}" if cue.isascii() else re.escape(cue), lower)
@@ -418,7 +427,7 @@ def rule_predicate(s_type: str, o_type: str, sentence: str) -> tuple[str, bool] 
     a wrong predicate (it copies the prompt's example: "Mina uses database Busan"), so the rule picks it."""
     found = set()
     for name, (subjects, objects) in DOMAINS.items():
-        if name not in CUES or not cue_agrees(name, sentence):
+        if name not in CUES or not cue_agrees(name, sentence, specific=True):
             continue
         if s_type in subjects and o_type in objects:
             found.add((name, False))
