@@ -8,6 +8,13 @@ model proposed was clauses, unsupported relations and false invalidations):
   mapped; anything else is dropped), and one sentence of the source holds both of its ends;
 - only a *functional* predicate (one object at a time: a project's database, a person's home) lets a
   newer fact end an older one.
+- a person, place or technology must be written as a name (`named_like`): capitalised where capitals are
+  not forced in English, with an honorific or a person's particle in Korean ("소라 님"), a place suffix or
+  a particle of place ("잠실에서"); kinship words name people;
+- a right pair with a wrong predicate (the 0.5B model copies its prompt's example) gets the one predicate
+  its end types and a specific cue word of the sentence allow (`rule_predicate`), and the writer's own
+  facts come from first-person sentences by the same rule (`writer_relations`: "본가 다녀옴" -> 나 visited
+  본가).
 Whatever fails is dropped and counted (`Dropped`), so `zk stats --json` and the benchmark can show it.
 """
 
