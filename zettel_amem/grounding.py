@@ -262,9 +262,9 @@ def is_noun_phrase(name: str, source: str = "") -> bool:
 _KIN = frozenset({"엄마", "아빠", "어머니", "아버지", "부모님", "동생", "언니", "오빠", "형", "누나", "할머니",
                   "할아버지", "남편", "아내", "아들", "딸", "mom", "dad", "mother", "father", "parents", "sister",
                   "brother", "sibling", "wife", "husband", "son", "daughter", "grandma", "grandpa"})
-# Korean: a person is named with an honorific or a particle that only a person takes ("소라 님", "사토
-# 선생님께", "동생한테"); a place with a place suffix or a particle of place ("잠실에서", "본가에").
-_HONORIFIC = re.compile(r"^\s?(님|씨|선생님|팀장|교수|사장|대리|과장|부장|한테|에게|께서|께)")
+# Korean: a person is named with an honorific or a particle a person takes ("소라 님", "사토 선생님께",
+# "동생한테", "김민수랑"); a place with a place suffix or a particle of place ("잠실에서", "본가에").
+_HONORIFIC = re.compile(r"^\s?(님|씨|선생님|팀장|교수|사장|대리|과장|부장|한테|에게|께서|께|랑|이랑)")
 _PLACE_SUFFIX = re.compile(r"(동|시|구|군|읍|면|리|역|시장|공원|숲|산|강|섬|해변|항|공항|마을|집|카페|식당|병원|치과"
                            r"|보호소|연구소|도서관|학교|대학교|본가)$")
 _PLACE_PARTICLE = re.compile(r"^(에서|에|으로|로|까지)")
