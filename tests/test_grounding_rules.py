@@ -20,6 +20,9 @@ RULES = Rules(cues=True, rule_predicate=True, writer=True)
     ("Flew", "place", "Flew to Osaka for three days."),  # capitalised only because it starts the sentence
     ("Ran", "person", "Ran 10 km at Yeouido."),
     ("동네 산책", "place", "이제 동네 산책은 혼자 하신다."),  # no place suffix, no particle of place
+    ("slowly back", "place", "Ran 6 km without knee pain. Slowly back."),  # a fragment, not a name
+    ("Reading", "technology", 'Reading "Project Hail Mary" now.'),  # a verb that starts the sentence
+    ("Knee surgery", "project", "Dad's knee surgery went well."),  # a project in Latin letters is a name
 ])
 def test_a_word_typed_as_a_person_place_or_technology_must_be_written_as_a_name(name, kind, source):
     out = check([(name, kind)], [], source, ALL)
@@ -37,7 +40,10 @@ def test_a_word_typed_as_a_person_place_or_technology_must_be_written_as_a_name(
     ("잠실", "place", "무릎이 아파서 대신 잠실에서 걸었다."),
     ("성수동", "place", "성수동 투룸을 알아보는 중."),
     ("PostgreSQL", "technology", "Migrated Onbiseo staging to PostgreSQL."),
-    ("온비서", "project", "회사 프로젝트 온비서 킥오프."),  # projects are named with common words: not checked
+    ("온비서", "project", "회사 프로젝트 온비서 킥오프."),  # Korean projects use common words: not checked
+    ("Project Hail Mary", "project", 'Reading "Project Hail Mary" now.'),
+    ("Seoul Forest", "place", "Seoul Forest was quiet this morning."),
+    ("김민수", "person", "김민수랑 저녁."),
 ])
 def test_names_pass(name, kind, source):
     assert check([(name, kind)], [], source, ALL).entities == [(name, kind)]

@@ -268,7 +268,7 @@ _HONORIFIC = re.compile(r"^\s?(님|씨|선생님|팀장|교수|사장|대리|과
 _PLACE_SUFFIX = re.compile(r"(동|시|구|군|읍|면|리|역|시장|공원|숲|산|강|섬|해변|항|공항|마을|집|카페|식당|병원|치과"
                            r"|보호소|연구소|도서관|학교|대학교|본가)$")
 _PLACE_PARTICLE = re.compile(r"^(에서|에|으로|로|까지)")
-_NAMED_TYPES = frozenset({"person", "place", "technology"})
+_NAMED_TYPES = frozenset({"person", "place", "technology", "project"})
 
 
 def _capitalised_in(name: str, source: str) -> bool:
@@ -280,15 +280,16 @@ def _capitalised_in(name: str, source: str) -> bool:
             continue
         before = source[:match.start()].rstrip(" \"'“(『")
         initial = not before or before[-1] in ".!?:;\n]"
-        if not initial or any(ch.isupper() for ch in written[1:]) or " " in written.strip():
+        if not initial or any(ch.isupper() for ch in written[1:]):
             return True
         if _subject_after(written, source[match.end():]):
             return True
     return False
 
 
-_NOT_A_SUBJECT_NEXT = re.compile(r"^\s*($|\d|(to|the|a|an|in|on|at|for|with|from|of|by|up|out|off|into|it|my|me|"
-                                 r"her|him|them|some|more|about|through|over|home)\b|\w+ing\b)", re.IGNORECASE)
+_NOT_A_SUBJECT_NEXT = re.compile(
+    r"^\s*($|\d+(\s|[a-z\uac00-\ud7a3])|[.!?,;:]|\w+ing\b|(to|the|a|an|in|on|at|for|with|from|of|by|up|out|off|"
+    r"into|it|my|me|her|him|them|some|more|about|through|over|home)\b)", re.IGNORECASE)
 
 
 def _subject_after(word: str, rest: str) -> bool:
@@ -296,7 +297,9 @@ def _subject_after(word: str, rest: str) -> bool:
     "Mina's farewell"), not a verb ("Flew to Osaka", "Ran 10 km", "Started reading", "Finished it")."""
     if rest.startswith(("'s", "’s")):
         return True
-    return not word.lower().endswith("ed") and not _NOT_A_SUBJECT_NEXT.match(rest)
+    if " " in word.strip():  # "Seoul Forest" has a capital past the start; "Slowly back" has none
+        return False
+    return not word.lower().endswith(("ed", "ing")) and not _NOT_A_SUBJECT_NEXT.match(rest)
 
 
 def _followed_by(name: str, source: str, pattern: re.Pattern) -> bool:
@@ -304,11 +307,11 @@ def _followed_by(name: str, source: str, pattern: re.Pattern) -> bool:
 
 
 def named_like(name: str, kind: str, source: str) -> bool:
-    """Whether `name` looks like the name of a `kind` in the source (only person, place and technology are
-    checked: projects and organisations are named with common words, "온비서", "본사")."""
+    """Whether `name` looks like the name of a `kind` in the source (person, place, technology; a project
+    in Latin letters; organisations and Korean projects are named with common words: "본사", "온비서")."""
     if kind not in _NAMED_TYPES or name_key(name) in _KIN:
         return True
-    if name.isascii():
+    if name.isascii():  # a project too: "Onbiseo", "Project Hail Mary"; not "Knee surgery"
         letters = re.sub(r"[^A-Za-z]", "", name)
         return len(letters) >= 3 and _capitalised_in(name, source)  # "DB", "PM": a word, not a name
     if kind == "person":
