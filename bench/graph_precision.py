@@ -332,6 +332,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--types", help="graph_types for this build (default: the shipped setting)")
     parser.add_argument("--support", choices=["sentence", "entry"], help="graph_support for this build")
     parser.add_argument("--cues", choices=["on", "off"], help="graph_cues for this build")
+    parser.add_argument("--rule-predicate", choices=["on", "off"], help="graph_rule_predicate for this build")
+    parser.add_argument("--writer", choices=["on", "off"], help="graph_writer for this build")
+    parser.add_argument("--end-types", help="graph_end_types for this build ('' for none)")
     parser.add_argument("--seed", type=Path, help="start from a copy of this home (same journal, summarised)")
     parser.add_argument("--graph", choices=["on", "off"], help="the graph setting (SmolLM2's is off by default)")
     parser.add_argument("--related-only", action="store_true", help="graph_related_only for this build")
@@ -346,6 +349,12 @@ def main(argv: list[str] | None = None) -> int:
     variant = {k: v for k, v in (("graph_types", args.types), ("graph_support", args.support)) if v}
     if args.cues:
         variant["graph_cues"] = args.cues == "on"
+    if args.rule_predicate:
+        variant["graph_rule_predicate"] = args.rule_predicate == "on"
+    if args.writer:
+        variant["graph_writer"] = args.writer == "on"
+    if args.end_types is not None:
+        variant["graph_end_types"] = args.end_types
     if args.graph:
         variant["graph"] = args.graph == "on"
     if args.related_only:

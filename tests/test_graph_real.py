@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from zettel_amem.grounding import WRITERS
 from zettel_amem.memory import Memory
 from zettel_amem.text import name_key
 
@@ -42,6 +43,8 @@ def test_a_korean_journal_gives_noun_phrases_and_one_true_invalidation(zk_home, 
     assert entities, "the graph says nothing"
     for entity in entities:  # every entity is a short name written in the notes, never a clause
         name = entity["name"]
+        if name in WRITERS.values():
+            continue  # the writer: the first person a journal leaves out ("본가에 간다")
         assert name_key(name) in notes, name
         assert len(name.split()) <= 4 and not CLAUSE_END.search(name.replace(" ", "")), name
 

@@ -143,6 +143,9 @@ class Settings:
     graph_types: str = "person,project,place,organisation,technology"
     graph_support: str = "sentence"
     graph_cues: bool = True  # a relation also needs a cue word of its predicate in that sentence
+    graph_rule_predicate: bool = True  # a model predicate that does not fit: the one whose types and cue fit
+    graph_writer: bool = True  # the writer's own facts ("본가 다녀옴" -> 나 visited 본가), by the same rule
+    graph_end_types: str = ""  # types kept only as a checked relation's end ("other,event": a book, a race)
     graph_related_only: bool = False  # keep an entity only when a checked relation names it
     context_hints: int = 3  # L0: at most this many one-line episode abstracts
     context_facts: int = 5  # L2: at most this many checked graph facts about what the message names

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .grounding import ENTITY_TYPES, FUNCTIONAL, VOCABULARY, Checked, check
+from .grounding import ENTITY_TYPES, FUNCTIONAL, VOCABULARY, Checked, Rules, check
 from .llm import LLM
 from .models import Entity, Relation, Usage
 from .prompts import Prompts, language_of
@@ -91,14 +91,14 @@ def clean_extraction(data: dict[str, Any]) -> Extraction:
 
 
 def extract(llm: LLM, prompts: Prompts, summary: str, when: str, source: str = "",
-            types: frozenset[str] = frozenset(ENTITY_TYPES), support: str = "sentence", cues: bool = False,
+            types: frozenset[str] = frozenset(ENTITY_TYPES), rules: Rules = Rules(),
             related: bool = False) -> tuple[Checked, Usage]:
     """Entities and relations of an episode, read by the model from its summary and then checked against
     `source`, the episode's own notes (grounding.py): what the notes do not say is dropped and counted."""
     user = prompts.render("extract", language=language_of(summary), when=when[:10], facts=summary)
     data, usage = llm.complete_json(prompts.raw("extract_system").strip(), user, extract_schema(), max_tokens=320)
     found = clean_extraction(data)
-    return check(found.entities, found.relations, source or summary, types, support, cues, related), usage
+    return check(found.entities, found.relations, source or summary, types, rules, related), usage
 
 
 # -- deduplication ------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from .dates import parse_when
 from .episodes import abstract_of, summarise
 from .errors import InvalidInput, NotFound
 from .extraction import ask_same, conflicts, extract, same_by_spelling
-from .grounding import record_checks
+from .grounding import Rules, record_checks
 from .llm import LLMError
 from .models import (
     EPISODE_PENDING,
@@ -179,8 +179,11 @@ class Promotion:
             turns = self.sessions.turns(episode.session_id, episode.notebook)
         source = "\n".join(one_line(t.content) for t in turns)  # the notes themselves, one per line
         types = frozenset(t.strip() for t in settings.graph_types.split(",") if t.strip())
+        ends = frozenset(t.strip() for t in settings.graph_end_types.split(",") if t.strip()) - types
+        rules = Rules(settings.graph_support, settings.graph_cues, settings.graph_rule_predicate, settings.graph_writer,
+                      ends)
         found, spent = extract(self.memory.llm, self.memory.prompts, episode.summary, episode.start, source,
-                               types, settings.graph_support, settings.graph_cues, settings.graph_related_only)
+                               types, rules, settings.graph_related_only)
         usage.add(spent)
         record_checks(self.memory.home, episode.id, found.dropped)
         result.dropped = found.dropped.to_json()

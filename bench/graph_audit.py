@@ -1,0 +1,72 @@
+"""Audit a store's graph against its own notes (#31): which entities are not short noun phrases written
+in the notes of their episodes, and which relations no sentence of their episode's notes supports.
+
+    python -m bench.graph_audit HOME            # prints the problems; exit 1 if any
+    python -m bench.graph_audit HOME --json
+
+The same checks `grounding.py` runs before storing, run again on what was stored, so a graph built by an
+older version (or changed by hand) can be checked. The writer's node ("나"/"I") stands for the first
+person the notes leave out: it needs no sentence that names it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def audit(home: Path) -> dict:
+    from zettel_amem.grounding import WRITERS, is_noun_phrase, occurs, supporting_sentence
+    from zettel_amem.memory import Memory
+    from zettel_amem.sessions import Sessions
+    from zettel_amem.text import one_line
+    from zettel_amem.tier_store import TierStore
+
+    memory = Memory(home)
+    store = TierStore(lambda: memory.store)
+    sessions = Sessions(memory, store)
+    notes = {e.id: "\n".join(one_line(t.content) for t in sessions.turns(e.session_id, e.notebook))
+             for e in store.episodes(memory.notebook)}
+    names = {e.id: e for e in store.entities(memory.notebook)}
+    writer = set(WRITERS.values())
+    bad_entities = []
+    for entity in names.values():
+        source = "\n".join(notes.get(i, "") for i in entity.episodes)
+        if entity.name not in writer and not (is_noun_phrase(entity.name, source) and occurs(entity.name, source)):
+            bad_entities.append(entity.name)
+    relations, unsupported = store.relations(memory.notebook), []
+    for rel in relations:
+        subject, obj = names[rel.subject].name, names[rel.object].name
+        source = notes.get(rel.episode_id, "")
+        supported = (subject in writer and any(occurs(obj, line) for line in source.splitlines())) \
+            or supporting_sentence(subject, obj, source) is not None
+        if not supported:
+            unsupported.append(f"{subject} | {rel.predicate} | {obj}")
+    return {"entities": len(names), "relations": len(relations), "not_noun_phrases_of_the_notes": sorted(bad_entities),
+            "relations_without_a_sentence": unsupported}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("home", type=Path, help="the store's home (ZK_HOME)")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    if not args.home.is_dir():
+        print(f"no store at {args.home}", file=sys.stderr)
+        return 2
+    report = audit(args.home)
+    if args.json:
+        print(json.dumps(report, ensure_ascii=False, indent=1))
+    else:
+        print(f"{report['entities']} entities, {report['relations']} relations")
+        for name in report["not_noun_phrases_of_the_notes"]:
+            print(f"entity not a noun phrase of its notes: {name}")
+        for rel in report["relations_without_a_sentence"]:
+            print(f"relation without a supporting sentence: {rel}")
+    return int(bool(report["not_noun_phrases_of_the_notes"] or report["relations_without_a_sentence"]))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
