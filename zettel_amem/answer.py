@@ -31,8 +31,8 @@ from .retrieve import CoverageIndex, Hit, render_for_context
 from .term_bridge import bridge_terms
 from .text import keyword_terms, name_pattern, nfc, statements
 
-if TYPE_CHECKING:  # answering reads a Memory's parts; it never imports Memory at run time
-    from .memory import Memory
+if TYPE_CHECKING:
+    from .parts import Parts
 
 DECLINED = "No information available."
 JOURNAL_POOL = 30  # journal answers read this many hits (no links): the newest note may rank lower
@@ -186,8 +186,10 @@ class Answerer:
     """`Memory.ask`: retrieve, decide from the evidence whether to answer, then one grammar-bound call
     (or the extractive fallback)."""
 
-    def __init__(self, memory: Memory):
-        self.memory = memory
+    def __init__(self, parts: Parts, search: Callable[..., list[Hit]]):
+        """`parts`: the notebook's settings, prompts, store, model and query embeddings; `search`: the
+        owner's validated search (`Memory.search`), so answering never holds or imports `Memory`."""
+        self.parts, self.search = parts, search
         self._vectors: dict[str, Any] = {}
         self._words: dict[str, Any] = {}
 
@@ -200,12 +202,12 @@ class Answerer:
         if not question.strip():
             raise InvalidInput("the question is empty")
         if hits is None:
-            budget = budget_tokens or self.memory.settings.context_budget_tokens
-            hits = self.memory.search(question, k, budget_tokens=budget, **search_options)
+            budget = budget_tokens or self.parts.settings.context_budget_tokens
+            hits = self.search(question, k, budget_tokens=budget, **search_options)
         # notes written with `zk add`: extractive and time-aware (journal_answer.py)
-        if self.memory.settings.answer_journal and is_journal(hits):
+        if self.parts.settings.answer_journal and is_journal(hits):
             return self.journal(question, hits)
-        declined = decide(question, hits, self.memory.settings, lambda: self.attribution_pool(question),
+        declined = decide(question, hits, self.parts.settings, lambda: self.attribution_pool(question),
                           self.similarity) if not memory_block.strip() or hits else None
         if declined is not None:  # decided from the evidence, without spending a model call
             return Answer(pieces=iter([DECLINED]), notes=hits, text=DECLINED, mode=declined.mode,
@@ -223,12 +225,12 @@ class Answerer:
         """A journal answer from the hits and a wider pool (the newest note on a subject may rank
         below the first k); no model call."""
         pool = {h.note.id: h for h in hits}
-        wider = self.memory.search(question, 2 * JOURNAL_POOL, follow_links=False, session_turns=0)
+        wider = self.search(question, 2 * JOURNAL_POOL, follow_links=False, session_turns=0)
         korean = language_of(question) == "Korean"
         other = [h for h in wider[JOURNAL_POOL:] if bool(re.search("[\uac00-\ud7a3]", h.note.content)) != korean]
         for hit in wider[:JOURNAL_POOL] + other[:JOURNAL_OTHER_LANGUAGE]:
             pool.setdefault(hit.note.id, hit)
-        translate = self.translate if self.memory.settings.answer_journal_translate else None
+        translate = self.translate if self.parts.settings.answer_journal_translate else None
         reply = answer_journal(question, [h.note for h in pool.values()], self.note_cosines, translate)
         given = hits + [pool[i] for i in reply.cited if i not in {h.note.id for h in hits}]
         return Answer(pieces=iter([reply.text]), notes=given, text=reply.text, cited_ids=reply.cited,
@@ -244,7 +246,7 @@ class Answerer:
 
         missing = [w for w in dict.fromkeys(words) if w not in self._words]
         if missing:
-            for word, vector in zip(missing, self.memory.embedder.embed_passages(missing)):
+            for word, vector in zip(missing, self.parts.embedder.embed_passages(missing)):
                 self._words[word] = np.asarray(vector, dtype=np.float32)
         return np.vstack([self._words[w] for w in words]) if words else np.zeros((0, 1), dtype=np.float32)
 
@@ -253,22 +255,22 @@ class Answerer:
         import numpy as np
 
         missing = [n.id for n in notes if n.id not in self._vectors]
-        for note_id, note in self.memory.store.get_many(missing, with_vector=True).items():
+        for note_id, note in self.parts.store.get_many(missing, with_vector=True).items():
             self._vectors[note_id] = np.asarray(note.raw_vector, dtype=np.float32)
-        query = np.asarray(self.memory.query_vector(text), dtype=np.float32)
+        query = np.asarray(self.parts.query_vector(text), dtype=np.float32)
         return [float(self._vectors[n.id] @ query) if n.id in self._vectors else 0.0 for n in notes]
 
     def attribution_pool(self, question: str) -> list[Hit]:
         """The wider list of direct hits `answer.decide` reads to tell who said what is asked about."""
-        pool = self.memory.settings.answer_attribution_pool
-        return self.memory.search(question, pool, follow_links=False, session_turns=0)
+        pool = self.parts.settings.answer_attribution_pool
+        return self.search(question, pool, follow_links=False, session_turns=0)
 
     def similarity(self, text: str, hits: list[Hit]) -> list[float]:
         """Cosine of each hit's raw-words embedding to `text` (one query embedding, one read)."""
         import numpy as np
 
-        stored = self.memory.store.get_many([h.note.id for h in hits], with_vector=True)
-        query = np.asarray(self.memory.query_vector(text), dtype=np.float32)
+        stored = self.parts.store.get_many([h.note.id for h in hits], with_vector=True)
+        query = np.asarray(self.parts.query_vector(text), dtype=np.float32)
         vectors = [stored[h.note.id].raw_vector if h.note.id in stored else None for h in hits]
         return [float(np.dot(np.asarray(v, dtype=np.float32), query)) if v is not None else 0.0 for v in vectors]
 
@@ -276,16 +278,16 @@ class Answerer:
                 answer: Answer) -> None:
         notes_block = "\n".join(render_for_context(h.note) for h in hits)
         today = today or dates.today().isoformat()
-        user = self.memory.prompts.render("answer", notes=notes_block, question=question.strip(), today=today,
+        user = self.parts.prompts.render("answer", notes=notes_block, question=question.strip(), today=today,
                                    memory=memory_block.strip() + "\n" if memory_block.strip() else "")
-        system = self.memory.prompts.raw("answer_system").strip()
-        if self.memory.settings.answer_decline:
-            system += " " + self.memory.prompts.raw("answer_decline").strip()
+        system = self.parts.prompts.raw("answer_system").strip()
+        if self.parts.settings.answer_decline:
+            system += " " + self.parts.prompts.raw("answer_decline").strip()
         schema = answer_schema([h.note.short_id for h in hits], question)
         frame = [f"Today is {today}", f"Question: {question.strip()}"]
         try:
-            limit = self.memory.settings.answer_max_tokens
-            data, answer.usage = self.memory.llm.complete_json(system, user, schema, limit)
+            limit = self.parts.settings.answer_max_tokens
+            data, answer.usage = self.parts.llm.complete_json(system, user, schema, limit)
             answer.text, answer.cited_ids = read_answer(data, hits)
             answer.cited_ids = supporting(answer.text, answer.cited_ids, hits)
             if not answer.text or echoes_prompt(answer.text, frame):

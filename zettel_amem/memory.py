@@ -92,7 +92,7 @@ class Memory:
                            embedder=lambda: self.embedder, llm=lambda: self.llm, start_embedding=self.start_embedding)
         self.pipeline = Pipeline(self.parts)
         self.searcher = Searcher(self.parts)
-        self.answerer = Answerer(self)
+        self.answerer = Answerer(self.parts, self.search)
 
     # -- lazily loaded parts ----------------------------------------------------------------------
     @property

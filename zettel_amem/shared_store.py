@@ -25,7 +25,8 @@ from .errors import StoreDamaged, StoreUnreachable, ZkError
 
 if TYPE_CHECKING:
     from .database import Database
-    from .store import Store
+    from .store_upkeep import Upkeep  # the store's job that opens, indexes and migrates a table (not Store:
+    # store.py imports this module)
 
 EMBEDDER_KEY, DIM_KEY, SCHEMA_KEY = b"zk.embedder", b"zk.dim", b"zk.schema_version"
 
@@ -34,7 +35,7 @@ def schema_metadata(embedder: str, dim: int) -> dict[bytes, bytes]:
     return {EMBEDDER_KEY: embedder.encode(), DIM_KEY: str(dim).encode(), SCHEMA_KEY: str(SCHEMA_VERSION).encode()}
 
 
-def open_shared(store: Store, meta: dict[str, Any], name: str) -> None:
+def open_shared(store: Upkeep, meta: dict[str, Any], name: str) -> None:
     """Connect to the object store and open (or create) the table `name` (notes); see the module docstring."""
     try:
         store.connect(meta)
@@ -87,7 +88,7 @@ def create_once(store: Database, name: str, schema, rows: list[dict] | None = No
     return store.remote_call(lambda: store.db.open_table(name))
 
 
-def _create(store: Store, name: str) -> None:
+def _create(store: Upkeep, name: str) -> None:
     store.table = create_once(store, name, store.notes_schema().with_metadata(
         schema_metadata(store.embedder_name, store.dim)))
     try:
@@ -96,7 +97,7 @@ def _create(store: Store, name: str) -> None:
         pass  # a racing machine's index creation won; the worker's upkeep adds what is missing
 
 
-def _check_identity(store: Store) -> None:
+def _check_identity(store: Upkeep) -> None:
     recorded = store.table.schema.metadata or {}
     name, dim = recorded.get(EMBEDDER_KEY, b"").decode(), recorded.get(DIM_KEY, b"").decode()
     if name and (name != store.embedder_name or dim != str(store.dim)):
@@ -108,7 +109,7 @@ def _check_identity(store: Store) -> None:
                       f"({SCHEMA_VERSION}); upgrade zettel-amem")
 
 
-def _migrate(store: Store, name: str, attempts: int = 3) -> None:
+def _migrate(store: Upkeep, name: str, attempts: int = 3) -> None:
     """Add the missing columns; a conflict with another machine's migration is re-read, not repeated."""
     for attempt in range(attempts):
         try:

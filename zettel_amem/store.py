@@ -112,10 +112,6 @@ class Store(Ranked, Links, Upkeep):
         except Exception as exc:  # noqa: BLE001 - any LanceDB/IO failure means the store is unusable
             raise StoreDamaged(f"cannot open the store at {self.db_path}: {lance_message(exc)}") from None
 
-    # For shared_store.py, which opens the table of an object-store home.
-    def notes_schema(self):
-        return arrow_schema(self.dim)
-
     def _create_table(self, meta: dict[str, Any]) -> None:
         """Create the notes table of a new store under the lock (only a new store takes the lock to open:
         reads of an existing one work read-only)."""

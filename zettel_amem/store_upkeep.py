@@ -36,6 +36,10 @@ ROWS_PER_PARTITION = 4_000  # IVF partitions of ~4,000 rows, each with its own H
 class Upkeep(NoteRows):
     """Index upkeep, compaction and migration: the worker's idle work and what opening a store needs."""
 
+    def notes_schema(self):
+        """The notes table's columns (shared_store.py creates and migrates an object-store table with it)."""
+        return arrow_schema(self.dim)
+
     def ensure_indexes(self) -> None:
         with self.write_lock(check=False):
             self._ensure_indexes()
