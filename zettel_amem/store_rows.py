@@ -263,6 +263,8 @@ class NoteRows(Database):
             stamps = stamps.filter(pc.fill_null(pc.greater_equal(at, cutoff), False))
         if len(stamps) > 4 * limit:
             return None
+        if not len(stamps):
+            return []
         expected = dict(zip(stamps["_rowid"].to_pylist(), stamps["at"].to_pylist(), strict=True))
         rows = self.guarded_read(lambda: self.table.take_row_ids(list(expected)).select(TEXT_COLUMNS)
                                  .with_row_id().to_list())
