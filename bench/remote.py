@@ -7,7 +7,7 @@ which counts every request) is filled with that many notes by `zk import --no-ll
 runs once (`zk process`: compaction, indexes; as after any idle worker), and then `zk add`, `zk search`,
 `zk list --limit 20` and `zk show ID` run as real subprocesses, `--repeat` times each. Reported per
 command: requests (by HTTP method, and by what they read: version listings, manifests, data files, index
-files; the median run), wall time (median), and a projection for a 50 ms
+files; the median run), the megabytes read, wall time (median), and a projection for a 50 ms
 round trip: requests x 50 ms + the loopback wall time (an upper bound: LanceDB issues some requests
 in parallel).
 """
@@ -108,8 +108,9 @@ def measure(server, uri: str, local: Path, note_id: str, repeat: int) -> dict[st
         runs.sort(key=lambda r: r[1].get("total", 0))
         counts = runs[len(runs) // 2][1]
         wall = statistics.median(r[0] for r in runs)
-        out[name] = {"requests": counts.get("total", 0),
-                     "by_method": {k: v for k, v in counts.items() if k != "total" and not k.startswith("kind:")},
+        out[name] = {"requests": counts.get("total", 0), "mb_read": round(counts.get("bytes_read", 0) / 1e6, 2),
+                     "by_method": {k: v for k, v in counts.items()
+                                   if k not in ("total", "bytes_read") and not k.startswith("kind:")},
                      "by_kind": {k[5:]: v for k, v in sorted(counts.items()) if k.startswith("kind:")},
                      "wall_s": round(wall, 2), "projected_50ms_s": round(counts.get("total", 0) * RTT_S + wall, 2),
                      "requests_all_runs": [r[1].get("total", 0) for r in runs]}
@@ -150,11 +151,12 @@ def main() -> None:
 
 def table(results: dict) -> str:
     sizes = list(results)
-    lines = ["| command | " + " | ".join(f"{s:,} notes: requests, wall, at 50 ms" for s in sizes) + " |",
+    lines = ["| command | " + " | ".join(f"{s:,} notes: requests (read), wall, at 50 ms" for s in sizes) + " |",
              "|---|" + "---|" * len(sizes)]
     for name in COMMANDS:
-        cells = [f"{results[s]['commands'][name]['requests']}, {results[s]['commands'][name]['wall_s']} s, "
-                 f"{results[s]['commands'][name]['projected_50ms_s']} s" for s in sizes]
+        cells = [f"{results[s]['commands'][name]['requests']} ({results[s]['commands'][name]['mb_read']} MB), "
+                 f"{results[s]['commands'][name]['wall_s']} s, {results[s]['commands'][name]['projected_50ms_s']} s"
+                 for s in sizes]
         lines.append(f"| `{name}` | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

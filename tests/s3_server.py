@@ -1,8 +1,8 @@
 """A real S3-compatible server on 127.0.0.1 for the remote-store tests and `bench/remote.py`: moto's
 `ThreadedMotoServer`, with two things added around its WSGI app.
 
-- **Request counting**: every request (method, and whether it wrote), so a test or the benchmark can
-  say how many object-store requests one `zk` command cost.
+- **Request counting**: every request (method, what it is for; `bytes_read`: the bytes GETs brought
+  back), so a test or the benchmark can say how many object-store requests one `zk` command cost.
 - **Atomic conditional writes**: moto checks `If-None-Match: *` / `If-Match` and then writes, in two
   steps, and its server answers requests in threads, so two commits racing for one manifest name
   could both pass the check. Real S3, MinIO and R2 make the check and the write one atomic step;
@@ -53,7 +53,8 @@ class _Counting:
 
     def __call__(self, environ: dict[str, Any], start_response):
         method = environ.get("REQUEST_METHOD", "GET")
-        self.server.record(method, environ.get("PATH_INFO", ""), environ.get("QUERY_STRING", ""))
+        self.server.record(method, environ.get("PATH_INFO", ""), environ.get("QUERY_STRING", ""),
+                           environ.get("HTTP_RANGE", ""))
         if method == "GET" and "list-type=2" in environ.get("QUERY_STRING", ""):
             environ["QUERY_STRING"] = self.server.listing(environ["QUERY_STRING"])
         if not self.server.conditional:
@@ -61,7 +62,15 @@ class _Counting:
         if method in ("PUT", "POST", "DELETE"):
             with self.server.write_lock:  # check-and-write as one step, as on real S3
                 return list(self.app(environ, start_response))
-        return self.app(environ, start_response)
+        if method != "GET":
+            return self.app(environ, start_response)
+
+        def counted(status, headers, *rest):  # the bytes a read brought back (its Content-Length)
+            length = next((v for k, v in headers if k.lower() == "content-length"), "0")
+            self.server.add_bytes(int(length) if str(length).isdigit() else 0)
+            return start_response(status, headers, *rest)
+
+        return self.app(environ, counted)
 
 
 class LoopbackS3:
@@ -76,6 +85,7 @@ class LoopbackS3:
         self._server = None
         self._thread: threading.Thread | None = None
         self._hidden: list = []  # [prefix, listings left]
+        self.log: list[tuple[str, str, str, str]] | None = None  # a list: every request (method, path, query, range)
 
     def hide_listings(self, prefix: str, count: int) -> None:
         """Answer the next `count` listings of keys under `prefix` (in the bucket) as empty."""
@@ -95,11 +105,17 @@ class LoopbackS3:
     def endpoint(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def record(self, method: str, path: str, query: str = "") -> None:
+    def record(self, method: str, path: str, query: str = "", byte_range: str = "") -> None:
         with self._count_lock:
+            if self.log is not None:
+                self.log.append((method, path, query, byte_range))
             self.counts[method] += 1
             self.counts["total"] += 1
             self.counts[f"kind:{request_kind(method, path, query)}"] += 1
+
+    def add_bytes(self, size: int) -> None:
+        with self._count_lock:
+            self.counts["bytes_read"] += size
 
     def take_counts(self) -> Counter[str]:
         """The requests since the last call (and reset)."""

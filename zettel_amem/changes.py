@@ -25,8 +25,8 @@ class Removal:
 
 
 def find(parts: Parts, prefix: str) -> Note:
-    note = parts.store.get(parts.store.resolve(prefix, parts.notebook))
-    if note is None or note.notebook != parts.notebook:
+    note = parts.store.find(prefix, parts.notebook)  # one read, not resolve and get
+    if note.notebook != parts.notebook:
         raise NotFound(f"no note with id {prefix} in notebook '{parts.notebook}'")
     return note
 

@@ -203,7 +203,10 @@ def _show_added(memory, note, wait: bool, as_json: bool) -> None:
         return
     linked = list(memory.store.get_many(result.links).values()) if result else []
     evolved = list(memory.store.get_many(result.evolved).values()) if result else []
-    render.add_result(memory.store.get(note.id) or note, result, linked, evolved)
+    # Nothing changed the note since it was written unless a model step ran: on a shared store the
+    # read back would cost an index lookup over the network for the same fields.
+    stored = note if result is None and memory.location.remote else memory.store.get(note.id) or note
+    render.add_result(stored, result, linked, evolved)
 
 
 @app.command()

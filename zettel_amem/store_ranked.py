@@ -131,8 +131,9 @@ class Ranked(NoteRows):
                             f"status != {sql_str(PENDING)}" if processed else None,
                             "array_length(user_tags) > 0" if tagged else None, "context != ''" if enriched else None,
                        within and scope_filter(within))
+        columns = rank_columns(tagged) if light else TEXT_COLUMNS
         query = self.table.search(list(vector), vector_column_name=column).distance_type("cosine") \
-            .select([*(rank_columns(tagged) if light else TEXT_COLUMNS), "_distance"])
+            .select([*columns, "_distance"])
         if where:
             query = query.where(where, prefilter=True)
         trained = self.vector_indexes().get(column)
@@ -140,5 +141,45 @@ class Ranked(NoteRows):
             query = query.nprobes(ann_probes(trained // ROWS_PER_PARTITION)).ef(max(ANN_EF, k))
             if k <= ANN_REFINE_UP_TO:  # a short list is re-ranked on the full vectors; a long one needs not
                 query = query.ef(max(ANN_EF, ANN_REFINE * k)).refine_factor(ANN_REFINE)
-        rows = self.guarded_read(lambda: query.limit(k).to_list())
+        fresh = self.guarded_read(lambda: self._unindexed(column)) if trained and self.remote else None
+        if fresh:
+            rows = self._index_and_fresh(query, fresh, (vector, k, column, columns), where)
+        else:
+            rows = self.guarded_read(lambda: query.limit(k).to_list())
         return [(row_to_note(r), 1.0 - float(r["_distance"])) for r in rows]
+
+    def _unindexed(self, column: str):
+        """(dataset, its fragments the ANN index of `column` does not cover yet: rows written since the
+        worker's last upkeep), or None when it covers them all."""
+        dataset = self.table.to_lance()
+        covered: set[int] = set()
+        for index in dataset.describe_indices():
+            if list(index.field_names) == [column]:
+                for segment in index.segments:
+                    covered.update(segment.fragment_ids)
+        fresh = [f for f in dataset.get_fragments() if f.fragment_id not in covered]
+        return (dataset, fresh) if fresh else None
+
+    def _index_and_fresh(self, query, fresh, search: tuple, where: str | None) -> list[dict]:
+        """A shared store's top-k while some rows are not indexed yet: the index alone (`fast_search`), and
+        an exact search of the unindexed fragments, merged by distance. Lance would otherwise re-read the
+        full vector of every index hit, one ranged GET each, to compare it with the exact ones: ~100 GETs
+        and 6 s for a list of 100 at 40k notes on the loopback server, against ~60 and 0.6 s this way."""
+        import numpy as np
+
+        (dataset, fragments), (vector, k, column, columns) = fresh, search
+
+        def run() -> list[dict]:
+            indexed = query.fast_search().limit(k).to_list()
+            table = dataset.scanner(columns=[*columns, column], filter=where, fragments=fragments).to_table()
+            if not table.num_rows:
+                return indexed
+            vectors = np.asarray(table[column].to_pylist(), dtype=np.float32)  # a few rows: an exact cosine here
+            query_vector = np.asarray(vector, dtype=np.float32)
+            norms = np.linalg.norm(vectors, axis=1) * np.linalg.norm(query_vector)
+            distances = 1.0 - (vectors @ query_vector) / np.where(norms > 0, norms, 1.0)
+            exact = [{**row, "_distance": float(d)} for row, d in zip(table.drop_columns([column]).to_pylist(),
+                                                                      distances, strict=True)]
+            return sorted(indexed + exact, key=lambda r: r["_distance"])[:k]
+
+        return self.guarded_read(run)

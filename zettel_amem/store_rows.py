@@ -98,6 +98,26 @@ def row_to_note(row: dict[str, Any]) -> Note:
     )
 
 
+def _id_prefix(prefix: str) -> str:
+    cleaned = prefix.strip().lower()
+    if not _HEX.match(cleaned):
+        raise InvalidInput(f"'{prefix}' is not a note id (expected hex characters, e.g. 3f9a12bc)")
+    return cleaned
+
+
+def _unique_id(cleaned: str, found: list[str]) -> str:
+    """The one id a prefix names among `found` (the ids starting with it), or a clear error."""
+    ids = list(dict.fromkeys(found))  # one id stored twice (an old doubled restore) is one note
+    if not ids:
+        raise NotFound(f"no note with id {cleaned}")
+    if len(ids) > 1 and cleaned in ids:
+        return cleaned  # a whole id is never ambiguous, even when it is a prefix of another
+    if len(ids) > 1:
+        shown = ", ".join(i[:SHORT_ID + 4] for i in ids[:5])
+        raise AmbiguousId(f"id prefix '{cleaned}' is ambiguous: {shown}")
+    return ids[0]
+
+
 class NoteRows(Database):
     """Reads and writes of whole notes; the private query helpers every store job shares."""
 
@@ -210,6 +230,10 @@ class NoteRows(Database):
         a last test on each note's #tags (a case-insensitive tag match)."""
         where = self._where(notebook, since and f"at >= {sql_str(since)}", until and f"at < {sql_str(until)}",
                             "array_length(user_tags) > 0" if keep else None)
+        if limit and keep is None and self.remote:
+            found = self._newest_taken(where, limit)
+            if found is not None:
+                return found
         if limit and keep is None:  # one column of every matching row, then the ordering columns of a few
             cutoff = self._newest_at(where, limit)
             where = all_of(None, where, cutoff is not None and f"at >= {sql_str(cutoff)}")
@@ -219,6 +243,35 @@ class NoteRows(Database):
         ids = [r["id"] for r in rows[:limit] if r["id"]] if limit else [r["id"] for r in rows]
         found = self.get_many(ids)
         return [found[i] for i in ids if i in found]
+
+    def _newest_taken(self, where: str | None, limit: int) -> list[Note] | None:
+        """`newest` on a shared store in two reads: the `at` column with row ids, then the whole rows of the
+        newest few taken by row id. The general path reads the ordering columns of those rows, then looks
+        their ids up in the id index: two more reads, and a scalar-index lookup costs five ranged GETs
+        once the index outgrows a single one. None (use the general path) when many notes share the
+        cutoff's time, or when a commit between the two reads moved the rows (compaction renumbers them)."""
+        import pyarrow.compute as pc
+
+        def scan():
+            query = self.table.search().select(["at"]).with_row_id(True).limit(max(self.table.count_rows(), 1))
+            return (query.where(where) if where else query).to_arrow()
+
+        stamps = self.guarded_read(scan)
+        at = stamps["at"]
+        if len(at.drop_null()) > limit:
+            cutoff = pc.min(pc.take(at, pc.top_k_unstable(at, k=limit)))
+            stamps = stamps.filter(pc.fill_null(pc.greater_equal(at, cutoff), False))
+        if len(stamps) > 4 * limit:
+            return None
+        if not len(stamps):
+            return []
+        expected = dict(zip(stamps["_rowid"].to_pylist(), stamps["at"].to_pylist(), strict=True))
+        rows = self.guarded_read(lambda: self.table.take_row_ids(list(expected)).select(TEXT_COLUMNS)
+                                 .with_row_id().to_list())
+        if len(rows) != len(expected) or any(expected.get(r["_rowid"], "?") != r["at"] for r in rows):
+            return None
+        rows.sort(key=lambda r: (r["at"] or "", r["created"] or "", r["seq"] or 0), reverse=True)
+        return [row_to_note(r) for r in rows[:limit]]
 
     def _newest_at(self, where: str | None, limit: int) -> str | None:
         """The `at` of the `limit`-th newest matching note (None: there are no more than `limit`), from the
@@ -271,19 +324,17 @@ class NoteRows(Database):
     def resolve(self, prefix: str, notebook: str | None = None) -> str:
         """Full id for a unique id prefix (among one notebook's notes: another notebook's ids neither
         make a prefix ambiguous nor show up in the error), or a clear error."""
-        cleaned = prefix.strip().lower()
-        if not _HEX.match(cleaned):
-            raise InvalidInput(f"'{prefix}' is not a note id (expected hex characters, e.g. 3f9a12bc)")
+        cleaned = _id_prefix(prefix)
         rows = self._query(self._where(notebook, f"id LIKE {sql_str(cleaned + '%')}"), ["id"], limit=6)
-        ids = list(dict.fromkeys(r["id"] for r in rows))  # one id stored twice (an old doubled restore) is one note
-        if not ids:
-            raise NotFound(f"no note with id {cleaned}")
-        if len(ids) > 1 and cleaned in ids:
-            return cleaned  # a whole id is never ambiguous, even when it is a prefix of another
-        if len(ids) > 1:
-            shown = ", ".join(i[:SHORT_ID + 4] for i in ids[:5])
-            raise AmbiguousId(f"id prefix '{cleaned}' is ambiguous: {shown}")
-        return ids[0]
+        return _unique_id(cleaned, [r["id"] for r in rows])
+
+    def find(self, prefix: str, notebook: str | None = None) -> Note:
+        """The note of a unique id prefix, as `get(resolve(prefix))` in one read: on a shared store each
+        read is a scalar-index lookup and a few ranged GETs per column, so two reads cost twice that."""
+        cleaned = _id_prefix(prefix)
+        rows = self._query(self._where(notebook, f"id LIKE {sql_str(cleaned + '%')}"), TEXT_COLUMNS, limit=6)
+        chosen = _unique_id(cleaned, [r["id"] for r in rows])
+        return row_to_note(next(r for r in rows if r["id"] == chosen))
 
     def ids_starting(self, prefix: str, notebook: str, limit: int = 500) -> list[dict[str, Any]]:
         """(id, content, at) rows whose id starts with `prefix` (shell completion)."""
