@@ -116,6 +116,17 @@ _SPAWNS = ("harness.run(", "zk_command(", "subprocess.", "Popen(", "llm_server",
            "multiprocessing", "run_subprocess")
 
 
+@pytest.fixture(scope="module")
+def s3():
+    """A loopback S3-compatible server (moto) with the test bucket, one per test module."""
+    from tests.s3_server import LoopbackS3
+
+    server = LoopbackS3().start()
+    server.make_bucket()
+    yield server
+    server.stop()
+
+
 def _spawns(item) -> bool:
     import inspect
 

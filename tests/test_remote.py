@@ -19,14 +19,6 @@ from tests.harness import FAKE_MODEL
 from tests.s3_server import BUCKET, LoopbackS3
 
 
-@pytest.fixture(scope="module")
-def s3():
-    server = LoopbackS3().start()
-    server.make_bucket()
-    yield server
-    server.stop()
-
-
 def _use(server: LoopbackS3, monkeypatch, local, prefix: str) -> str:
     uri = f"s3://{BUCKET}/{prefix}-{uuid.uuid4().hex[:8]}"
     for key, value in server.env().items():

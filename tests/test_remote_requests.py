@@ -23,14 +23,6 @@ from tests.s3_server import BUCKET, LoopbackS3
 SIZES = (9_000, 15_000)
 
 
-@pytest.fixture(scope="module")
-def s3():
-    server = LoopbackS3().start()
-    server.make_bucket()
-    yield server
-    server.stop()
-
-
 def _environment(server: LoopbackS3, uri: str, local: Path) -> dict[str, str]:
     return {**server.env(), "ZK_HOME": uri, "ZK_LOCAL_DIR": str(local), "ZK_NO_WORKER": "1",
             "ZK_LLM_MODEL": FAKE_MODEL}
