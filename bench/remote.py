@@ -1,6 +1,7 @@
 """What a shared notebook costs over a network: object-store requests and wall time of the common commands.
 
     python -m bench.remote [--sizes 1000 10000] [--repeat 3] [--out /tmp/remote.json] [--synthetic]
+                           [--rtt-ms 50 --mbit 50]
 
 For each size, a fresh notebook on a loopback S3 server (moto's ThreadedMotoServer, tests/s3_server.py,
 which counts every request) is filled with that many notes by `zk import --no-llm`, the worker's upkeep
@@ -9,7 +10,9 @@ runs once (`zk process`: compaction, indexes; as after any idle worker), and the
 command: requests (by HTTP method, and by what they read: version listings, manifests, data files, index
 files; the median run), the megabytes read, wall time (median), and a projection for a 50 ms
 round trip: requests x 50 ms + the loopback wall time (an upper bound: LanceDB issues some requests
-in parallel).
+in parallel). With `--rtt-ms`, each command also runs `--repeat` times over a simulated WAN: the
+loopback server holds every request that long (parallel requests overlap) and sends the bytes it
+reads through one shared link of `--mbit` (tests/s3_server.py); their median wall time is `wan_wall_s`.
 """
 
 from __future__ import annotations
@@ -92,19 +95,28 @@ def _write_synthetic(source: Path, env: dict[str, str]) -> None:
         os.environ.update(saved)
 
 
-def measure(server, uri: str, local: Path, note_id: str, repeat: int) -> dict[str, dict]:
+def _timed(server, env: dict[str, str], args: list[str], wan: tuple[float, float] = (0.0, 0.0)
+           ) -> tuple[float, dict]:
+    """One run of a command: (wall seconds, the server's counts); `wan`: (round trip s, link bytes/s)."""
     from tests.harness import run
 
+    server.delay_s, server.link_bytes_per_s = wan
+    server.take_counts()
+    start = time.perf_counter()
+    try:
+        run(*args, env=env, check=True)
+    finally:
+        server.delay_s, server.link_bytes_per_s = 0.0, 0.0
+    return time.perf_counter() - start, dict(server.take_counts())
+
+
+def measure(server, uri: str, local: Path, note_id: str, repeat: int, wan: tuple[float, float] = (0.0, 0.0)
+            ) -> dict[str, dict]:
     env = _env(server, uri, local)
+    commands = {name: [a.replace("{id}", note_id[:8]) for a in args] for name, args in COMMANDS.items()}
     out = {}
-    for name, args in COMMANDS.items():
-        runs = []
-        for _ in range(repeat):
-            server.take_counts()
-            start = time.perf_counter()
-            run(*[a.replace("{id}", note_id[:8]) for a in args], env=env, check=True)
-            wall = time.perf_counter() - start
-            runs.append((wall, dict(server.take_counts())))
+    for name, args in commands.items():
+        runs = [_timed(server, env, args) for _ in range(repeat)]
         runs.sort(key=lambda r: r[1].get("total", 0))
         counts = runs[len(runs) // 2][1]
         wall = statistics.median(r[0] for r in runs)
@@ -114,6 +126,8 @@ def measure(server, uri: str, local: Path, note_id: str, repeat: int) -> dict[st
                      "by_kind": {k[5:]: v for k, v in sorted(counts.items()) if k.startswith("kind:")},
                      "wall_s": round(wall, 2), "projected_50ms_s": round(counts.get("total", 0) * RTT_S + wall, 2),
                      "requests_all_runs": [r[1].get("total", 0) for r in runs]}
+    for name, args in commands.items() if wan[0] else ():  # after the counted runs: their adds come later
+        out[name]["wan_wall_s"] = round(statistics.median(_timed(server, env, args, wan)[0] for _ in range(repeat)), 2)
     return out
 
 
@@ -123,6 +137,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--synthetic", action="store_true", help="random vectors instead of embeddings (fast seeding)")
+    parser.add_argument("--rtt-ms", type=float, default=0.0, help="also time each command over a WAN of this RTT")
+    parser.add_argument("--mbit", type=float, default=50.0, help="the simulated WAN's bandwidth (Mbit/s)")
     args = parser.parse_args()
     from tests.s3_server import BUCKET, LoopbackS3
 
@@ -137,8 +153,9 @@ def main() -> None:
                 note_id = _seed(server, uri, local, size, args.synthetic)
                 seeded = time.perf_counter() - start
                 print(f"{size} notes seeded in {seeded:.0f} s", file=sys.stderr, flush=True)
+                wan = (args.rtt_ms / 1000, args.mbit * 125_000)
                 results[size] = {"seed_s": round(seeded, 1), "commands": measure(server, uri, local, note_id,
-                                                                                 args.repeat)}
+                                                                                 args.repeat, wan)}
                 print(json.dumps({size: results[size]}, ensure_ascii=False), file=sys.stderr, flush=True)
     finally:
         server.stop()
@@ -154,9 +171,12 @@ def table(results: dict) -> str:
     lines = ["| command | " + " | ".join(f"{s:,} notes: requests (read), wall, at 50 ms" for s in sizes) + " |",
              "|---|" + "---|" * len(sizes)]
     for name in COMMANDS:
-        cells = [f"{results[s]['commands'][name]['requests']} ({results[s]['commands'][name]['mb_read']} MB), "
-                 f"{results[s]['commands'][name]['wall_s']} s, {results[s]['commands'][name]['projected_50ms_s']} s"
-                 for s in sizes]
+        cells = []
+        for s in sizes:
+            row = results[s]["commands"][name]
+            wan = f", WAN {row['wan_wall_s']} s" if "wan_wall_s" in row else ""
+            cells.append(f"{row['requests']} ({row['mb_read']} MB), {row['wall_s']} s, "
+                         f"{row['projected_50ms_s']} s{wan}")
         lines.append(f"| `{name}` | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

@@ -8,6 +8,11 @@
   could both pass the check. Real S3, MinIO and R2 make the check and the write one atomic step;
   here every write (PUT, POST, DELETE) is serialised under one lock so the fake does too.
 
+- **A WAN** (`delay_s`, `link_bytes_per_s`): every request waits a round trip before it is answered,
+  in its own thread, so requests Lance sends in parallel overlap; the bytes GETs bring back then pass
+  one shared link of that speed, one after another. A command's wall time then shows what latency and
+  bandwidth cost it (`bench/remote.py --rtt-ms --mbit`), not requests x latency.
+
 - **A listing answered late** (`hide_listings`): the next listings of a prefix are answered as they
   would have been a moment earlier, before a table existed there: what a machine sees when its request
   left just before another machine's commit and the answer came after. A race, made certain.
@@ -20,6 +25,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections import Counter
 from typing import Any
 
@@ -53,6 +59,8 @@ class _Counting:
 
     def __call__(self, environ: dict[str, Any], start_response):
         method = environ.get("REQUEST_METHOD", "GET")
+        if self.server.delay_s:  # a WAN's round trip; each request waits in its own thread, so parallel
+            time.sleep(self.server.delay_s)  # requests overlap as they would over a network
         self.server.record(method, environ.get("PATH_INFO", ""), environ.get("QUERY_STRING", ""),
                            environ.get("HTTP_RANGE", ""))
         if method == "GET" and "list-type=2" in environ.get("QUERY_STRING", ""):
@@ -68,6 +76,7 @@ class _Counting:
         def counted(status, headers, *rest):  # the bytes a read brought back (its Content-Length)
             length = next((v for k, v in headers if k.lower() == "content-length"), "0")
             self.server.add_bytes(int(length) if str(length).isdigit() else 0)
+            self.server.transfer(int(length) if str(length).isdigit() else 0)
             return start_response(status, headers, *rest)
 
         return self.app(environ, counted)
@@ -76,8 +85,12 @@ class _Counting:
 class LoopbackS3:
     """`start()`, then `endpoint` is http://127.0.0.1:PORT; `env()` is what a zk process needs."""
 
-    def __init__(self, port: int | None = None, conditional: bool = True):
+    def __init__(self, port: int | None = None, conditional: bool = True, delay_s: float = 0.0,
+                 link_bytes_per_s: float = 0.0):
         self.port = port or free_port()
+        self.delay_s = delay_s  # added to every request (a round trip)
+        self.link_bytes_per_s = link_bytes_per_s  # 0: no limit
+        self._link_free = 0.0  # when the shared link has sent every byte reserved on it
         self.conditional = conditional  # False: a store that ignores If-None-Match (no commit support)
         self.write_lock = threading.Lock()
         self.counts: Counter[str] = Counter()
@@ -116,6 +129,17 @@ class LoopbackS3:
     def add_bytes(self, size: int) -> None:
         with self._count_lock:
             self.counts["bytes_read"] += size
+
+    def transfer(self, size: int) -> None:
+        """Hold a response until its bytes have passed the shared link (after those reserved before)."""
+        if not self.link_bytes_per_s or not size:
+            return
+        with self._count_lock:
+            start = max(time.monotonic(), self._link_free)
+            self._link_free = start + size / self.link_bytes_per_s
+            wait = self._link_free - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
 
     def take_counts(self) -> Counter[str]:
         """The requests since the last call (and reset)."""

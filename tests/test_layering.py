@@ -203,3 +203,14 @@ def test_no_module_reaches_another_modules_private_members():
                              for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
     assert not problems, "\n".join(problems)
 
+
+
+def test_the_cli_does_not_decide_by_where_the_store_lives():
+    """Whether the tables are local or on an object store changes what the library does (what it reads
+    back, which reads it saves), never what the CLI asks for: a `location.remote` test in the CLI is a
+    library decision made where no library test sees it."""
+    for name in ("cli.py", "mcp_server.py"):
+        tree = ast.parse((PACKAGE / name).read_text(encoding="utf-8"))
+        found = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Attribute) and n.attr == "remote"
+                 and isinstance(n.value, ast.Attribute) and n.value.attr == "location"]
+        assert not found, f"{name} tests location.remote at lines {found}; move the decision into the library"

@@ -201,11 +201,7 @@ def _show_added(memory, note, wait: bool, as_json: bool) -> None:
     if as_json:
         render.print_json(_result_json(note, result))
         return
-    linked = list(memory.store.get_many(result.links).values()) if result else []
-    evolved = list(memory.store.get_many(result.evolved).values()) if result else []
-    # Nothing changed the note since it was written unless a model step ran: on a shared store the
-    # read back would cost an index lookup over the network for the same fields.
-    stored = note if result is None and memory.location.remote else memory.store.get(note.id) or note
+    stored, linked, evolved = memory.as_added(note, result)
     render.add_result(stored, result, linked, evolved)
 
 

@@ -29,6 +29,13 @@ REMOTE_SCHEMES = ("s3", "s3+ddb", "gs", "az", "abfs", "memory")
 # up to 3 minutes: `zk add` then keeps the note in the outbox instead of hanging.
 # (LanceDB adds ~2 s of its own to a refused connection, whatever the retries.)
 FAST_FAIL = {"connect_timeout": "3s", "timeout": "30s", "client_max_retries": "2", "client_retry_timeout": "15"}
+# Lance opens a file on an object store by reading its last `block_size` bytes (64 KiB by default), and
+# merges reads less than that apart into one request. One note is ~20 column values, each in its own
+# column's page: in a compacted file of a few thousand notes those pages lie more than 64 KiB apart, and
+# showing a note then costs a request per column, as does each index file over 64 KiB (docs/benchmarks.md,
+# "Object storage"). 256 KiB keeps `zk list`/`zk show` at the requests of a 1k-note notebook up to 10k
+# notes and more, for ~1-2 MB more read per command.
+BLOCK_SIZE = 256 * 1024
 
 
 def is_store_uri(value: str | os.PathLike[str] | None) -> bool:
@@ -75,7 +82,7 @@ def storage_options(uri: str, endpoint: str = "", region: str = "") -> dict[str,
     """LanceDB's `storage_options` for an object-store URI: the endpoint and region when set (an http://
     endpoint, such as a MinIO box on the LAN, needs `allow_http`), and short retries. Credentials are
     left to LanceDB, which reads the AWS environment variables, profiles and instance roles itself."""
-    options = dict(FAST_FAIL)
+    options = {**FAST_FAIL, "block_size": str(BLOCK_SIZE)}
     scheme = _URI.match(uri).group("scheme").lower()
     if scheme.startswith("s3"):
         endpoint = endpoint or os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or ""

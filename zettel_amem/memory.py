@@ -196,6 +196,17 @@ class Memory:
                           "command that reaches the store sends it")
         return note
 
+    def as_added(self, note: Note, result: ProcessResult | None) -> tuple[Note, list[Note], list[Note]]:
+        """What `zk add` shows of a note it has just written: the note as stored, the notes it linked and
+        those it evolved (`result`: its model step, None when left to the worker). Nothing changed the note
+        since it was written unless a model step ran: on a shared store the read back would cost an index
+        lookup over the network for the same fields, so the note written is shown."""
+        linked = list(self.store.get_many(result.links).values()) if result else []
+        evolved = list(self.store.get_many(result.evolved).values()) if result else []
+        if result is None and self.location.remote:
+            return note, linked, evolved
+        return self.store.get(note.id) or note, linked, evolved
+
     def add_notes(self, notes: list[Note], skip_existing: bool = False) -> list[Note]:
         """Embed in one batch and write in one commit: the bulk path of `zk import`. Returns what was written
         (with `skip_existing`, notes whose content hash is already stored are left out)."""
