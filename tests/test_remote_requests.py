@@ -105,13 +105,12 @@ def test_add_list_show_and_search_cost_the_same_requests_at_1k_and_10k_notes(s3,
         for name, count in at_size.items():
             counts[name].append(count)
     print(f"requests at {SIZES}: {counts}, listings {listings}")  # shown with -s, and on failure
-    # The same at both sizes, give or take one read (a random id's page of the id index).
-    assert all(abs(counts[name][1] - counts[name][0]) <= 1 for name in ("add", "list", "show")), counts
-    # A search reads a posting list per query word and the vector pages of an exact scan: a few more.
-    assert counts["search"][1] - counts["search"][0] <= 8, counts
-    # What they cost (lancedb 0.40, pylance 13, 256 KiB reads).
-    assert max(counts["add"]) <= 5 and max(counts["list"]) <= 24 and max(counts["show"]) <= 22, counts
-    assert max(counts["search"]) <= 70, counts
+    # The same at both sizes, give or take one read (a random id's page of the id index, a posting list).
+    # On main before this test (64 KiB reads): add 4 -> 4, list 15 -> 21, show 13 -> 23, search 33 -> 42.
+    assert all(abs(later - first) <= 1 for first, later in counts.values()), counts
+    # What they cost (lancedb 0.40, pylance 13, 256 KiB reads): 4, 15, 13 and 32-33 when this was written.
+    assert max(counts["add"]) <= 4 and max(counts["list"]) <= 16 and max(counts["show"]) <= 14, counts
+    assert max(counts["search"]) <= 35, counts
     assert max(listings) <= 5, listings
 
 
