@@ -209,6 +209,7 @@ def test_a_uri_home_keeps_this_machines_state_in_its_local_folder(tmp_path, monk
     monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9000")
     options = resolve(tmp_path / "h", None, "s3://b/p").options
     assert options["endpoint"] == "http://127.0.0.1:9000" and options["allow_http"] == "true"
+    assert options["block_size"] == str(256 * 1024)  # Lance's reads: flat request counts (docs/benchmarks.md)
     assert not resolve(tmp_path / "plain", str(tmp_path / "plain")).remote
     assert os.environ.get("ZK_LLM_MODEL", FAKE_MODEL)  # untouched
 
@@ -277,3 +278,27 @@ def test_a_machine_that_found_no_notebook_never_creates_one_over_another_machine
     listed = subprocess.run(zk_command("list", "--json"), env=envs["A"], capture_output=True, text=True, timeout=300)
     assert sorted(n["content"] for n in json.loads(listed.stdout)) == [
         "machine A: 새 노트북의 노트", "machine A: 새 노트북의 노트", "machine B: 새 노트북의 노트"]
+
+
+def test_the_loopback_wan_holds_each_request_and_shares_one_link(s3):
+    """bench/remote.py's WAN: parallel requests wait one round trip together, not one each, and the
+    bytes of parallel reads pass one link after another."""
+    from concurrent.futures import ThreadPoolExecutor
+    from time import perf_counter
+
+    client = s3.client()
+    client.put_object(Bucket=BUCKET, Key="wan/blob", Body=b"x" * 400_000)
+
+    def timed(wan: tuple[float, float], reads: int) -> float:
+        s3.delay_s, s3.link_bytes_per_s = wan
+        start = perf_counter()
+        try:
+            with ThreadPoolExecutor(reads) as pool:
+                list(pool.map(lambda _: client.get_object(Bucket=BUCKET, Key="wan/blob")["Body"].read(), range(reads)))
+        finally:
+            s3.delay_s, s3.link_bytes_per_s = 0.0, 0.0
+        return perf_counter() - start
+
+    assert 0.3 <= timed((0.3, 0.0), 4) < 0.9  # four reads in parallel: one round trip, not four (1.2 s)
+    assert timed((0.0, 2_000_000), 4) >= 0.75  # 1.6 MB over a 2 MB/s link: 0.8 s, whatever the parallelism
+    assert timed((0.0, 0.0), 4) < 0.5
