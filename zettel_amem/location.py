@@ -33,8 +33,8 @@ FAST_FAIL = {"connect_timeout": "3s", "timeout": "30s", "client_max_retries": "2
 # merges reads less than that apart into one request. One note is ~20 column values, each in its own
 # column's page: in a compacted file of a few thousand notes those pages lie more than 64 KiB apart, and
 # showing a note then costs a request per column, as does each index file over 64 KiB (docs/benchmarks.md,
-# "Object storage"). 256 KiB keeps `zk list`/`zk show` at the requests of a 1k-note notebook up to 10k
-# notes and more, for ~1-2 MB more read per command.
+# "Object storage"). With 256 KiB `zk list`/`zk show` cost the same requests at 10k notes as at 1k
+# (measured; larger notebooks not yet), for ~1-2 MB more read per command.
 BLOCK_SIZE = 256 * 1024
 
 
