@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import ctypes
 import json
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..models import Usage
 from . import LLMError
+
+T = TypeVar("T")
 
 
 @contextmanager
@@ -80,34 +84,64 @@ def check_build() -> tuple[bool, str]:
     return True, f"llama-cpp-python {version}" + (" (native build)" if build_amx else "")
 
 
+def _native_flag_check() -> int | None:
+    """The address of a C function llama.cpp can call as its abort callback without Python: libc's
+    `strlen` on the two-byte flag is 0 while it is b"\\0\\0" and 1 once the first byte is set, returned in
+    the register a `bool (*)(void *)` returns in. None where libc cannot be found (no callback then)."""
+    try:
+        return ctypes.cast(ctypes.CDLL(None).strlen, ctypes.c_void_p).value
+    except (OSError, AttributeError, TypeError):
+        return None
+
+
 class _CtrlC:
     """Ctrl-C that stops llama.cpp within one node of its compute graph, not after a whole prompt batch.
 
-    Python runs a signal handler only between bytecodes, so while `llama_decode` evaluates a long prompt
-    (seconds on two cores) the default handler waits. llama.cpp calls an abort callback between graph
-    nodes, on this (main) thread: Python runs the pending handler there. Raising KeyboardInterrupt inside
-    a ctypes callback would only be printed and ignored, so during a call the handler just sets a flag,
-    the callback returns it (the decode stops), and the interrupt is raised once llama.cpp has returned.
+    Python runs a signal handler only between bytecodes of the main thread, so while the main thread is
+    inside `llama_decode` (seconds for a long prompt on two cores) the handler waits. So the main
+    thread hands the model's work to a helper thread and waits: the handler runs at once and sets a
+    flag byte that llama.cpp's abort callback reads between graph nodes; the decode stops and the
+    interrupt is raised on the main thread once llama.cpp has returned.
+
+    The callback is native (`_native_flag_check`), not a Python function: llama.cpp calls it for every
+    graph node, and a Python callback must take the GIL each time; with one other busy Python thread
+    (an MCP tool call alongside) a call was 15-20x slower (docs/benchmarks.md).
     """
 
     def __init__(self) -> None:
         self.stop = False
+        self.flag = (ctypes.c_ubyte * 2)()  # read by llama.cpp's threads; [1] stays 0 (strlen's end)
+        self.native = False  # set once the native callback is installed on the context
         self._old = None
+        self._pool: ThreadPoolExecutor | None = None
 
-    def callback(self, _data) -> bool:
-        return self.stop
+    def run(self, work: Callable[[], T]) -> T:
+        """work(), which calls llama.cpp, stoppable by Ctrl-C when called on the main thread."""
+        self.stop, self.flag[0] = False, 0
+        if not self.native or threading.current_thread() is not threading.main_thread():
+            return work()  # no handler runs on another thread (the MCP server's calls): nothing to watch
+        if self._pool is None:  # one thread, kept: llama.cpp's OpenMP workers stay with it
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="zk-llama")
+        with self:
+            future = self._pool.submit(work)
+            try:
+                while not future.done():  # a timeout: the handler runs even if the signal woke another thread
+                    wait([future], timeout=0.25)
+            finally:
+                if not future.done():  # left early (another signal's exception): stop llama.cpp first
+                    self.flag[0] = 1
+                    wait([future])
+            return future.result()
 
     def _handler(self, signum, frame) -> None:
         import logging
 
-        self.stop = True
+        self.stop, self.flag[0] = True, 1
         # llama.cpp logs the aborted decode ("removing memory module entries…"): not for the user's terminal.
         logging.getLogger("llama-cpp-python").setLevel(logging.CRITICAL + 1)
 
     def __enter__(self) -> _CtrlC:
-        self.stop = False
-        if threading.current_thread() is threading.main_thread():
-            self._old = signal.signal(signal.SIGINT, self._handler)
+        self._old = signal.signal(signal.SIGINT, self._handler)
         return self
 
     def __exit__(self, *exc) -> None:
@@ -133,11 +167,14 @@ class LlamaCppLLM:
             raise LLMError(f"cannot load model {path}: {exc}") from None
         self._last = Usage()
         self._ctrl_c = _CtrlC()
+        check = _native_flag_check()
         try:
             import llama_cpp.llama_cpp as low
 
-            self._abort = low.ggml_abort_callback(self._ctrl_c.callback)  # kept: llama.cpp holds the pointer
-            low.llama_set_abort_callback(self._llm.ctx, self._abort, None)
+            if check is not None:
+                self._abort = low.ggml_abort_callback(check)  # kept, with the flag: llama.cpp holds both
+                low.llama_set_abort_callback(self._llm.ctx, self._abort, ctypes.addressof(self._ctrl_c.flag))
+                self._ctrl_c.native = True
         except (AttributeError, TypeError):  # an older build without the callback: Ctrl-C between batches
             pass
 
@@ -161,12 +198,11 @@ class LlamaCppLLM:
         self._reset_counters()
         start = time.perf_counter()
         try:
-            with self._ctrl_c:
-                result = self._llm.create_chat_completion(
-                    messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
-                    response_format={"type": "json_object", "schema": schema},
-                    temperature=0.0, max_tokens=max_tokens, seed=0,
-                )
+            result = self._ctrl_c.run(lambda: self._llm.create_chat_completion(
+                messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
+                response_format={"type": "json_object", "schema": schema},
+                temperature=0.0, max_tokens=max_tokens, seed=0,
+            ))
         except (ValueError, RuntimeError) as exc:
             if self._ctrl_c.stop:  # llama_decode returned "aborted": it was Ctrl-C
                 raise KeyboardInterrupt from None
@@ -196,8 +232,8 @@ class LlamaCppLLM:
                 temperature=0.0, max_tokens=max_tokens, seed=0, stream=True,
             )
             while True:
-                with self._ctrl_c:  # only around llama.cpp's work, never while the caller holds a piece
-                    chunk = next(chunks, None)
+                # only around llama.cpp's work, never while the caller holds a piece
+                chunk = self._ctrl_c.run(lambda: next(chunks, None))
                 if chunk is None:
                     break
                 piece = chunk["choices"][0]["delta"].get("content")
