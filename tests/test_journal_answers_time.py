@@ -12,8 +12,8 @@ from datetime import date
 import pytest
 
 from zettel_amem.date_guard import guard, note_dates
-from zettel_amem.evidence import forms, has_term
-from zettel_amem.journal_answer import korean_topic
+from zettel_amem.evidence import Evidence, forms, has_term
+from zettel_amem.journal_answer import by_mention, korean_topic
 from zettel_amem.models import Note
 from zettel_amem.questions import analyse
 
@@ -121,3 +121,19 @@ def test_my_team_lead_is_not_a_sentence_about_someone_else(journal):
                       ("2026-11-08T18:30", "Mina called: she got promoted to team lead at the marine institute.")])
     answer = ask(journal, "Who is my team lead now?")
     assert "Jungmin" in answer.text and "Mina" not in answer.text
+
+
+
+def test_an_end_no_note_words_is_dated_by_the_last_note_naming_it():
+    """"back" is in an unrelated note only ("Slowly back."): the Osaka notes are the story, and coming
+    back is where it ends; "adopt" begins one. (The rule on ranked evidence: in a four-note journal the
+    word bridge pairs "back" with "갔다", too few words to compare.)"""
+    notes = [Note(id="a", content="Flew to Osaka for four days.", at="2026-11-20T09:00:00"),
+             Note(id="b", content="오사카 둘째 날. 구로몬 시장에 갔다.", at="2026-11-21T21:30:00"),
+             Note(id="c", content="오사카에서 돌아왔다.", at="2026-11-24T22:00:00"),
+             Note(id="d", content="Ran 6 km without knee pain. Slowly back.", at="2026-04-15T08:20:00")]
+    found = [{"osaka"}, {"osaka"}, {"osaka"}, {"back"}]
+    evidence = [Evidence(n, 0.5, 0.85, f) for n, f in zip(notes, found)]
+    assert by_mention(analyse("When did I get back from Osaka?"), evidence).note.id == "c"
+    assert by_mention(analyse("When did I adopt Osaka?"), evidence).note.id == "a"
+    assert by_mention(analyse("When did I go to Osaka?"), evidence) is None  # "go" names no event

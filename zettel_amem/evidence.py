@@ -65,9 +65,12 @@ def forms(text: str) -> str:
     so "Onbiseo" meets "온비서" and "Jisoo" meets "지수"."""
     text = nfc(text).lower()
     latin = " ".join(loose(w) for w in re.findall(r"[a-z]+", text))
-    hangul = [loose(romanise(w)) for w in re.findall(r"[\uac00-\ud7a3]+", text)]
+    words = re.findall(r"[\uac00-\ud7a3]+", text)
+    hangul = [loose(romanise(w)) for w in words]
     loans = [loanword(w) for w in hangul if loanword(w) != w]
-    return f"{text} {latin} {' '.join(hangul)} {' '.join(loans)}"
+    # as romanised, too: `loose` can join a name to its particle ("오사카에서", osakaeseo -> osakesu)
+    plain = [romanise(w) for w in words if loose(romanise(w)) != romanise(w)]
+    return f"{text} {latin} {' '.join(hangul)} {' '.join(loans)} {' '.join(plain)}"
 
 
 def english_stem(term: str) -> str:

@@ -5,10 +5,13 @@ for "what now?", today's date for "when?", a name from an unrelated note instead
 Here the answer is copied from the notes, chosen by what the question asks (questions.py):
 
 - **now**: among the notes on the subject (within `NOW_SHARE` of the best evidence), the newest, or a
-  later note that says that value changed ("Moved Onbiseo from Heroku to Fly.io");
+  later note that says that value changed ("Moved Onbiseo from Heroku to Fly.io"; the first value is
+  the one beside the question's rarest term); for "my …", not a sentence about someone else ("she");
 - **when**: the date of the note holding the event, or a date written in it made absolute from the
-  note's timestamp ("3월 4일" in a February note, "어제" in a note of 29 August), as 2026-03-04; a plan
-  for a later month ("signed up for the race in October") gives way to that month's note on it;
+  note's timestamp ("3월 4일" in a February note, "어제" in a note of 29 August, "둘째 날" = the day
+  before), as 2026-03-04; a plan for a later month ("signed up for the race in October") gives way to
+  that month's note on it; an event no note words ("adopt") is dated by the first note naming its subject;
+- **how many <unit>**: the near-best note writing a number with that unit ("six weeks", "120명");
 - **why**: the whole best note (a journal entry is short; its reason is usually the next clause), the
   one recording the change for "why did X stop/move";
 - **count / list**: the distinct notes on the subject, oldest first, with their dates (a count leaves
@@ -17,7 +20,8 @@ Here the answer is copied from the notes, chosen by what the question asks (ques
 - **plain**: the best note's best sentence.
 Every answer carries the note's date. A question whose key terms appear in none of the retrieved notes
 and whose meaning is far from all of them is declined ("not recorded"), and so is one whose only
-evidence says it was not decided. `date_guard.guard` removes any date found in no note at the end.
+evidence says it was not decided, and a Korean question whose topic ("수영은 …") no note writes.
+`date_guard.guard` removes any date found in no note at the end.
 `translate` (optional) gives the question's subject terms in the journal's other language, found among
 the notes' own words by the embedder (term_bridge.py), so an English question finds a Korean note by its
 words. No model writes or picks any part of the answer.
@@ -53,6 +57,7 @@ _NAME = re.compile(r"이름|\b(name|named|called)\b", re.I)  # "what is X's name
 _PRONOUN = re.compile(r"\b(she|he|her|him|they|them)\b|그녀|그는|그가|걔", re.I)
 _FIRST_PERSON = re.compile(r"\b(I|my|me|mine)\b|(?<![가-힣])(나|내|제)(?![가-힣])", re.I)
 _THIRD_PERSON = re.compile(r"\b(she|he)\b|그녀[가는]|(?<![가-힣])그[가는](?![가-힣])", re.I)
+_ENDING = re.compile(r"\b(back|return|returned|came home|come home)\b|돌아|귀국", re.I)  # an event that ends a story
 _STARTERS = {"The", "This", "That", "Then", "And", "But", "New", "First", "Started", "Finished"}
 RARE_IN = 3  # a word in at most this many retrieved notes is a value, not the subject
 _CHANGE = re.compile(r"바뀌|바꿨|옮겼|옮기|이사|대신|그만|끊|다시|이제|\b(moved|migrated|replaced|switched|"
@@ -105,23 +110,27 @@ def on_subject(evidence: list[Evidence], share: float) -> list[Evidence]:
     return [e for e in evidence if evidence and e.score >= share * evidence[0].score]
 
 
-def first_mention(question: Question, evidence: list[Evidence]) -> list[Evidence]:
-    """When a word of the event ("adopt") is in no note, words cannot find it: the earliest note that
-    names what the best one names ("Bori") comes first, as that is where it entered the journal."""
-    found = set().union(*(e.found for e in evidence))
-    missing = [t for t in question.terms if t not in found and t not in GENERIC]
+def by_mention(question: Question, evidence: list[Evidence]) -> Evidence | None:
+    """When a word of the event ("adopt", "get back") is in no note, words cannot find it: the notes
+    naming what the best one names ("Bori", "Osaka") are its story, and the event is where it entered
+    the journal (the earliest), or for an end ("back", "return", "돌아"), where it left it (the latest)."""
     best = evidence[0]
-    if not missing or not best.found:
-        return evidence
-    same = [e for e in evidence if e.found >= best.found]
-    first = min(same, key=lambda e: e.note.at)
-    return [first] + [e for e in evidence if e is not first]
+    same = [e for e in evidence if best.found and e.found >= best.found]
+    found = set().union(*(e.found for e in same))  # an event word elsewhere ("Slowly back.") is not this one
+    if not same or not [t for t in question.terms if t not in found and t not in GENERIC]:
+        return None
+    if _ENDING.search(question.text):
+        return max(same, key=lambda e: e.note.at)
+    return min(same, key=lambda e: e.note.at)
 
 
-def answer_when(question: Question, evidence: list[Evidence]) -> tuple[str, list[str]]:
-    """The event's date: a date written in a near-best note (absolute), else the best note's day."""
-    evidence = first_mention(question, evidence)
-    for item in on_subject(evidence, WHEN_SHARE)[:3]:
+def answer_when(question: Question, evidence: list[Evidence], story: bool = True) -> tuple[str, list[str]]:
+    """The event's date: a date written in a near-best note (absolute), else the best note's day; for
+    an event no note words, the note `by_mention` finds (with `story`)."""
+    chosen = by_mention(question, evidence) if story else None
+    candidates = [chosen] if chosen else on_subject(evidence, WHEN_SHARE)[:3]
+    evidence = [chosen] + [e for e in evidence if e is not chosen] if chosen else evidence
+    for item in candidates:
         sentence = best_sentence(item.note, spelled(question))
         dated = [d for written, d in note_dates(item.note) if written in sentence]
         if dated:
@@ -265,13 +274,14 @@ def quantity(question: Question, evidence: list[Evidence]) -> list[Evidence]:
 
 def answer_one(question: Question, evidence: list[Evidence]) -> tuple[str, list[str]]:
     """One question (not multi) answered from its ranked evidence."""
+    planned = evidence
     if question.kind in ("when", "plain"):
         evidence = fulfilled(evidence)
     if question.kind == "plain":
         evidence = quantity(question, evidence)
     best = evidence[0].note
-    if question.kind == "when":
-        return answer_when(question, evidence)
+    if question.kind == "when":  # a plan and the event it planned outweigh the story of a subject
+        return answer_when(question, evidence, story=evidence is planned)
     if question.kind == "now":
         return answer_now(question, evidence)
     if question.kind in ("count", "list"):
