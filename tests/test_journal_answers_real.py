@@ -11,6 +11,10 @@ from tests.test_journal_answers import JOURNAL
 from zettel_amem.memory import Memory
 
 pytestmark = pytest.mark.slow
+# session 26c: a trip's second day, a rehab's length in the other language (three notes, ~15 s to process)
+MORE = [("2026-11-21T21:30", "오사카 둘째 날. 사토 선생님이 추천한 구로몬 시장에 갔다."),
+        ("2026-03-04T16:40", "Dad's knee surgery went well. He will need six weeks of rehab."),
+        ("2026-04-18T18:15", "아빠 재활 치료가 끝났다. 이제 동네 산책은 혼자 하신다.")]
 
 
 @pytest.fixture(scope="module")
@@ -19,7 +23,7 @@ def journal(tmp_path_factory, embedder):
 
     memory = Memory(tmp_path_factory.mktemp("journal-real"), llm=load_llm("qwen2.5-0.5b"), embedder=embedder)
     memory.settings.answer_journal = True
-    for at, text in JOURNAL:
+    for at, text in JOURNAL + MORE:
         memory.add(text, at=at)
     memory.process_pending()
     return memory
@@ -56,5 +60,16 @@ def test_not_recorded_is_declined(journal, question):
                                                  ("When was Dad's knee surgery?", "2026-03-04")])
 def test_a_question_finds_the_note_in_the_other_language(journal, question, value):
     """Korean question, English note and the reverse: the words meet through the embedder (term_bridge)."""
+    answer = ask(journal, question)
+    assert value in answer.text and answer.mode == "extractive"
+
+
+@pytest.mark.parametrize(("question", "value"), [("오사카에는 언제 갔어?", "2026-11-20"),
+                                                 ("When did I go to Osaka?", "2026-11-20"),
+                                                 ("아빠 재활은 몇 주 걸린다고 했어?", "six weeks"),
+                                                 ("How many weeks of rehab did Dad need?", "six weeks")])
+def test_the_first_day_of_a_trip_and_the_number_asked(journal, question, value, monkeypatch):
+    """"둘째 날" dates the trip's start; "몇 주"/"how many weeks" takes the note with a number of weeks."""
+    monkeypatch.setenv("ZK_TODAY", "2026-12-01")
     answer = ask(journal, question)
     assert value in answer.text and answer.mode == "extractive"

@@ -5,7 +5,7 @@ the question (a small model's "when?" answer was often today's date)."""
 from __future__ import annotations
 
 import re
-from datetime import date
+from datetime import date, timedelta
 
 from .models import Note
 from .relative_dates import resolve_relative_dates
@@ -52,7 +52,27 @@ def note_dates(note: Note) -> list[tuple[str, date]]:
     found = written_dates(note.content, year)
     for phrase, value in resolve_relative_dates(note.content, note.at):
         found += [(phrase, d) for _, d in written_dates(value, year)]
-    return found
+    return found + nth_day(note)
+
+
+_ORDINALS = {"둘째": 2, "셋째": 3, "넷째": 4, "다섯째": 5, "second": 2, "third": 3, "fourth": 4, "fifth": 5}
+_NTH_DAY = re.compile(r"(둘째|셋째|넷째|다섯째)\s*날|\b(second|third|fourth|fifth) day\b|\bday (\d)\b", re.I)
+
+
+def nth_day(note: Note) -> list[tuple[str, date]]:
+    """A trip's or a stay's first day from a note of its Nth day ("오사카 둘째 날" on 21 November: it
+    began on 20 November), so "when did I go?" gets the day it began."""
+    try:
+        stamp = date.fromisoformat(note.at[:10])
+    except ValueError:
+        return []
+    out = []
+    for match in _NTH_DAY.finditer(note.content):
+        word = (match.group(1) or match.group(2) or "").lower()
+        n = _ORDINALS.get(word) or int(match.group(3) or 0)
+        if 1 < n <= 9:
+            out.append((match.group(0), stamp - timedelta(days=n - 1)))
+    return out
 
 
 def grounded_days(notes: list[Note], question: str) -> set[tuple[int, int]]:

@@ -44,7 +44,7 @@ class Evidence:
 
 
 def loose(latin: str) -> str:
-    """A Latin spelling with the vowels that romanisations of Korean write differently made one:
+    """A Latin spelling with the sounds that romanisations of Korean write differently made one:
     "Jisoo" and "지수" (jisu), "Jungmin" and "정민" (jeongmin), "Hyunwoo" and "현우" (hyeonu)."""
     out = latin.lower()
     for old, new in (("eo", "u"), ("oo", "u"), ("wu", "u"), ("ee", "i"), ("ae", "e")):
@@ -52,13 +52,25 @@ def loose(latin: str) -> str:
     return out
 
 
+def loanword(romanised: str) -> str:
+    """A loanword's Hangul, romanised, as its Latin spelling may be: "r" for "l", "yu" for "u", "ngg"
+    for "ng" ("듀오링고", dyuoringgo -> duolingo). Only Hangul gets it, so "reading" never meets "lead"."""
+    for old, new in (("r", "l"), ("ngg", "ng"), ("yu", "u")):
+        romanised = romanised.replace(old, new)
+    return romanised
+
+
 def forms(text: str) -> str:
     """The text lower-cased, then its Latin words and its Hangul words (romanised) in `loose` spelling,
     so "Onbiseo" meets "온비서" and "Jisoo" meets "지수"."""
     text = nfc(text).lower()
     latin = " ".join(loose(w) for w in re.findall(r"[a-z]+", text))
-    hangul = " ".join(loose(romanise(w)) for w in re.findall(r"[\uac00-\ud7a3]+", text))
-    return f"{text} {latin} {hangul}"
+    words = re.findall(r"[\uac00-\ud7a3]+", text)
+    hangul = [loose(romanise(w)) for w in words]
+    loans = [loanword(w) for w in hangul if loanword(w) != w]
+    # as romanised, too: `loose` can join a name to its particle ("오사카에서", osakaeseo -> osakesu)
+    plain = [romanise(w) for w in words if loose(romanise(w)) != romanise(w)]
+    return f"{text} {latin} {' '.join(hangul)} {' '.join(loans)} {' '.join(plain)}"
 
 
 def english_stem(term: str) -> str:
@@ -72,7 +84,8 @@ def english_stem(term: str) -> str:
 def has_term(term: str, text_forms: str) -> bool:
     """Whether a subject term occurs in a text's `forms` (a Korean term also in Latin letters)."""
     if re.search("[\uac00-\ud7a3]", term):
-        return term in text_forms or _starts_word(loose(romanise(term)), text_forms)
+        latin = loose(romanise(term))
+        return term in text_forms or _starts_word(latin, text_forms) or _starts_word(loanword(latin), text_forms)
     stem = english_stem(term)
     return _starts_word(stem, text_forms) or (stem.isalpha() and _starts_word(loose(stem), text_forms))
 

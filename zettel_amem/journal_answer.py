@@ -5,10 +5,13 @@ for "what now?", today's date for "when?", a name from an unrelated note instead
 Here the answer is copied from the notes, chosen by what the question asks (questions.py):
 
 - **now**: among the notes on the subject (within `NOW_SHARE` of the best evidence), the newest, or a
-  later note that says that value changed ("Moved Onbiseo from Heroku to Fly.io");
+  later note that says that value changed ("Moved Onbiseo from Heroku to Fly.io"; the first value is
+  the one beside the question's rarest term); for "my …", not a sentence about someone else ("she");
 - **when**: the date of the note holding the event, or a date written in it made absolute from the
-  note's timestamp ("3월 4일" in a February note, "어제" in a note of 29 August), as 2026-03-04; a plan
-  for a later month ("signed up for the race in October") gives way to that month's note on it;
+  note's timestamp ("3월 4일" in a February note, "어제" in a note of 29 August, "둘째 날" = the day
+  before), as 2026-03-04; a plan for a later month ("signed up for the race in October") gives way to
+  that month's note on it; an event no note words ("adopt") is dated by the first note naming its subject;
+- **how many <unit>**: the near-best note writing a number with that unit ("six weeks", "120명");
 - **why**: the whole best note (a journal entry is short; its reason is usually the next clause), the
   one recording the change for "why did X stop/move";
 - **count / list**: the distinct notes on the subject, oldest first, with their dates (a count leaves
@@ -17,7 +20,8 @@ Here the answer is copied from the notes, chosen by what the question asks (ques
 - **plain**: the best note's best sentence.
 Every answer carries the note's date. A question whose key terms appear in none of the retrieved notes
 and whose meaning is far from all of them is declined ("not recorded"), and so is one whose only
-evidence says it was not decided. `date_guard.guard` removes any date found in no note at the end.
+evidence says it was not decided, and a Korean question whose topic ("수영은 …") no note writes.
+`date_guard.guard` removes any date found in no note at the end.
 `translate` (optional) gives the question's subject terms in the journal's other language, found among
 the notes' own words by the embedder (term_bridge.py), so an English question finds a Korean note by its
 words. No model writes or picks any part of the answer.
@@ -34,7 +38,7 @@ from .date_guard import guard, note_dates
 from .evidence import Cosines, Evidence, best_sentence, forms, has_term, mentions, rank
 from .models import Note
 from .questions import Question, analyse, korean_stem, subject_terms
-from .text import clip
+from .text import clip, sentences
 
 NOW_SHARE = 0.9  # notes scoring within this share of the best are "on the subject" for now/count/list
 # ... and for "now", also every note with all the best note's subject words down to this share (the
@@ -51,6 +55,9 @@ GENERIC = {"name", "called", "call", "go", "eat", "start", "started", "lessons",
 _REASON = re.compile(r"때문|라서|해서|아서|어서|니까|위해|덕분|\b(because|since|so that|as|due to|for)\b", re.I)
 _NAME = re.compile(r"이름|\b(name|named|called)\b", re.I)  # "what is X's name?" and a note that gives one
 _PRONOUN = re.compile(r"\b(she|he|her|him|they|them)\b|그녀|그는|그가|걔", re.I)
+_FIRST_PERSON = re.compile(r"\b(I|my|me|mine)\b|(?<![가-힣])(나|내|제)(?![가-힣])", re.I)
+_THIRD_PERSON = re.compile(r"\b(she|he)\b|그녀[가는]|(?<![가-힣])그[가는](?![가-힣])", re.I)
+_ENDING = re.compile(r"\b(back|return|returned|came home|come home)\b|돌아|귀국", re.I)  # an event that ends a story
 _STARTERS = {"The", "This", "That", "Then", "And", "But", "New", "First", "Started", "Finished"}
 RARE_IN = 3  # a word in at most this many retrieved notes is a value, not the subject
 _CHANGE = re.compile(r"바뀌|바꿨|옮겼|옮기|이사|대신|그만|끊|다시|이제|\b(moved|migrated|replaced|switched|"
@@ -103,9 +110,27 @@ def on_subject(evidence: list[Evidence], share: float) -> list[Evidence]:
     return [e for e in evidence if evidence and e.score >= share * evidence[0].score]
 
 
-def answer_when(question: Question, evidence: list[Evidence]) -> tuple[str, list[str]]:
-    """The event's date: a date written in a near-best note (absolute), else the best note's day."""
-    for item in on_subject(evidence, WHEN_SHARE)[:3]:
+def by_mention(question: Question, evidence: list[Evidence]) -> Evidence | None:
+    """When a word of the event ("adopt", "get back") is in no note, words cannot find it: the notes
+    naming what the best one names ("Bori", "Osaka") are its story, and the event is where it entered
+    the journal (the earliest), or for an end ("back", "return", "돌아"), where it left it (the latest)."""
+    best = evidence[0]
+    same = [e for e in evidence if best.found and e.found >= best.found]
+    found = set().union(*(e.found for e in same))  # an event word elsewhere ("Slowly back.") is not this one
+    if not same or not [t for t in question.terms if t not in found and t not in GENERIC]:
+        return None
+    if _ENDING.search(question.text):
+        return max(same, key=lambda e: e.note.at)
+    return min(same, key=lambda e: e.note.at)
+
+
+def answer_when(question: Question, evidence: list[Evidence], story: bool = True) -> tuple[str, list[str]]:
+    """The event's date: a date written in a near-best note (absolute), else the best note's day; for
+    an event no note words, the note `by_mention` finds (with `story`)."""
+    chosen = by_mention(question, evidence) if story else None
+    candidates = [chosen] if chosen else on_subject(evidence, WHEN_SHARE)[:3]
+    evidence = [chosen] + [e for e in evidence if e is not chosen] if chosen else evidence
+    for item in candidates:
         sentence = best_sentence(item.note, spelled(question))
         dated = [d for written, d in note_dates(item.note) if written in sentence]
         if dated:
@@ -117,6 +142,7 @@ def answer_when(question: Question, evidence: list[Evidence]) -> tuple[str, list
 def answer_now(question: Question, evidence: list[Evidence]) -> tuple[str, list[str]]:
     """The newest note on the subject (an older value is history, not the answer), or a later note
     that says the value changed (`superseded`)."""
+    evidence = about_me(question, evidence)
     subject = on_subject(evidence, NOW_SHARE)
     top = max(e.words for e in evidence)
     subject += [e for e in evidence if top and e.words >= top and e.score >= NOW_WIDE * evidence[0].score]
@@ -125,20 +151,34 @@ def answer_now(question: Question, evidence: list[Evidence]) -> tuple[str, list[
     return whole(newest), [newest.id]
 
 
-def distinctive(note: Note, notes: list[Note], question: Question) -> set[str]:
-    """The note's rare words (in at most `RARE_IN` of the notes, not the question's terms): the value it
-    records ("Heroku", "SQLite", "망원동")."""
-    def words(text: str) -> set[str]:  # names mid-sentence ("Heroku", "Fly.io") and Korean stems
-        latin = re.findall(r"(?<![.!?]\s)(?<!^)\b[A-Z][A-Za-z]*(?:\.[a-z]+)?", text)
-        hangul = re.findall(r"[\uac00-\ud7a3]{2,}", text)
-        return {w.lower() for w in latin if len(w) > 2} | {korean_stem(w) for w in hangul}
+def about_me(question: Question, evidence: list[Evidence]) -> list[Evidence]:
+    """A question about the writer ("Who is *my* team lead now?") is not answered by a sentence about
+    someone else ("Mina called: *she* got promoted to team lead"): those notes are left out, unless
+    nothing else is left."""
+    if not _FIRST_PERSON.search(question.text):
+        return evidence
+    mine = [e for e in evidence if not _THIRD_PERSON.search(best_sentence(e.note, spelled(question)))]
+    return mine or evidence
 
+
+def distinctive(note: Note, notes: list[Note], question: Question, text: str = "") -> set[str]:
+    """The note's rare words (in at most `RARE_IN` of the notes, not the question's terms): the value it
+    records ("Heroku", "SQLite", "망원동"); only those of `text` (a sentence of it) when given."""
     asked = {t.lower() for t in spelled(question)}
     counts: dict[str, int] = {}
     for other in notes:
-        for word in words(other.content):
+        for word in value_words(other.content):
             counts[word] = counts.get(word, 0) + 1
-    return {w for w in words(note.content) if counts.get(w, 0) <= RARE_IN and w not in asked}
+    return {w for w in value_words(text or note.content) if counts.get(w, 0) <= RARE_IN and w not in asked}
+
+
+def value_words(text: str) -> set[str]:
+    """Names mid-sentence ("Heroku", "Fly.io"), a Latin name a Korean particle follows even at the
+    start ("Duolingo는 그만뒀다"), and Korean stems."""
+    latin = re.findall(r"(?<![.!?]\s)(?<!^)\b[A-Z][A-Za-z]*(?:\.[a-z]+)?", text)
+    latin += re.findall(r"\b([A-Z][A-Za-z]*)(?=[\uac00-\ud7a3])", text)
+    hangul = re.findall(r"[\uac00-\ud7a3]{2,}", text)
+    return {w.lower() for w in latin if len(w) > 2} | {korean_stem(w) for w in hangul}
 
 
 def superseded(note: Note, question: Question, evidence: list[Evidence]) -> Note:
@@ -146,14 +186,27 @@ def superseded(note: Note, question: Question, evidence: list[Evidence]) -> Note
     and says it changed ("Moved Onbiseo from Heroku to Fly.io" after "온비서 서버는 Heroku에 올렸다"),
     followed while there is one."""
     notes = [e.note for e in evidence]
+    # the first note's value is the one beside the question's rarest term ("DB는 SQLite로 시작", not the
+    # kickoff's PM in the same note); a later note's values are all of it (the new value is elsewhere)
+    values = distinctive(note, notes, question, rarest_sentence(note, question, evidence))
     for _ in range(len(notes)):
-        values = distinctive(note, notes, question)
         later = [e.note for e in evidence if e.note.at > note.at and e.found and _CHANGE.search(e.note.content)
                  and values & distinctive(e.note, notes, question)]
         if not later:
             return note
         note = max(later, key=lambda n: n.at)
+        values = distinctive(note, notes, question)
     return note
+
+
+def rarest_sentence(note: Note, question: Question, evidence: list[Evidence]) -> str:
+    """The note's sentence holding the question term that the fewest notes hold ("" if none does)."""
+    found = next((e.found for e in evidence if e.note.id == note.id), set())
+    if not found:
+        return ""
+    rarest = min(found, key=lambda t: sum(t in e.found for e in evidence))
+    pieces = [s for s in sentences(note.content) if s.strip()]
+    return next((s for s in pieces if mentions(question, rarest, forms(s))), "")
 
 
 def answer_list(question: Question, evidence: list[Evidence]) -> tuple[str, list[str]]:
@@ -194,13 +247,41 @@ def fulfilled(evidence: list[Evidence]) -> list[Evidence]:
     return [first] + [e for e in evidence if e is not first]
 
 
+# "how many weeks?" / "몇 주?": the unit asked, as the notes may write it in either language
+UNITS = {"주": "주|weeks?", "week": "주|weeks?", "명": "명|people|persons?", "people": "명|people|persons?",
+         "person": "명|people|persons?", "분": "분|minutes?", "minute": "분|minutes?", "시간": "시간|hours?",
+         "hour": "시간|hours?", "일": "일|days?", "day": "일|days?", "달": "달|개월|months?",
+         "개월": "달|개월|months?", "month": "달|개월|months?", "잔": "잔|cups?", "cup": "잔|cups?",
+         "km": "km|킬로", "킬로": "km|킬로", "권": "권|books?", "book": "권|books?"}
+_NUMBER = (r"(?:\d[\d,.]*|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|한|두|세|네|다섯|"
+           r"여섯|일곱|여덟|아홉|열)")
+_HOW_MANY = re.compile(r"몇\s*([가-힣]+)|\bhow (?:many|much|long)\s+([a-z]+?)s?\b", re.I)
+QUANTITY_SHARE = 0.75  # a near-best note that writes the number asked wins over the best without one
+
+
+def quantity(question: Question, evidence: list[Evidence]) -> list[Evidence]:
+    """For "how many <unit>?", the near-best note writing a number with that unit comes first ("six weeks
+    of rehab" over "재활 치료가 끝났다"; "가입자 120명" over "3,400 sign-ups" for "how many people")."""
+    match = _HOW_MANY.search(question.text)
+    unit = UNITS.get(((match.group(1) or match.group(2) or "") if match else "").lower())
+    if not unit:
+        return evidence
+    pattern = re.compile(rf"(?<![0-9A-Za-z가-힣]){_NUMBER}\s*(?:{unit})(?![a-z])", re.I)
+    near = on_subject(evidence, QUANTITY_SHARE)
+    first = next((e for e in near if pattern.search(e.note.content)), None)
+    return evidence if first is None else [first] + [e for e in evidence if e is not first]
+
+
 def answer_one(question: Question, evidence: list[Evidence]) -> tuple[str, list[str]]:
     """One question (not multi) answered from its ranked evidence."""
+    planned = evidence
     if question.kind in ("when", "plain"):
         evidence = fulfilled(evidence)
+    if question.kind == "plain":
+        evidence = quantity(question, evidence)
     best = evidence[0].note
-    if question.kind == "when":
-        return answer_when(question, evidence)
+    if question.kind == "when":  # a plan and the event it planned outweigh the story of a subject
+        return answer_when(question, evidence, story=evidence is planned)
     if question.kind == "now":
         return answer_now(question, evidence)
     if question.kind in ("count", "list"):
@@ -255,6 +336,10 @@ def decline_reason(question: Question, evidence: list[Evidence]) -> str:
     closest = max(e.cosine for e in evidence)  # with the cross-language offset (evidence.py)
     if not found and closest < DECLINE_COSINE:
         return f"no note mentions {', '.join(key) or 'this'}"
+    topic = korean_topic(question)
+    if topic and not any(mentions(question, topic, forms(e.note.content)) for e in evidence):  # as written
+        # (the model's keywords can hold a loose word: "sport" on a race note for "수영")
+        return f"no note mentions {topic}"
     if _NAME.search(question.text):  # a name asked: a note on the subject must give one
         holders = [e.note for e in evidence if e.found & set(key)]
         if not any(_NAME.search(n.content) for n in holders):
@@ -263,6 +348,16 @@ def decline_reason(question: Question, evidence: list[Evidence]) -> str:
     if question.kind in ("plain", "when") and _UNDECIDED.search(top.note.content) and top.words >= 0.5:
         return f"only considered, never decided: {quote(top.note, spelled(question))}"
     return ""
+
+
+def korean_topic(question: Question) -> str:
+    """The word a Korean question marks as its topic ("수영은 일주일에 몇 번 해?": 수영), when it is one
+    of its subject terms: a question about swimming is not answered from a note about weeks of rehab."""
+    if not korean(question):
+        return ""
+    match = re.search(r"(?<![가-힣])([가-힣]{2,}?)(?:은|는)(?=\s)", question.text)
+    word = match.group(1) if match else ""
+    return word if word in question.terms and not word.endswith(("에", "에서", "로")) else ""
 
 
 def other_language(question: Question, note: Note) -> bool:
