@@ -576,3 +576,103 @@ def trusted(subject: str, predicate: str, obj: str) -> bool:
     store holds from before the checks (free-text predicates, clauses) fail, so answers leave them out."""
     return predicate in VOCABULARY and (subject in WRITERS.values() or is_noun_phrase(subject)) \
         and is_noun_phrase(obj)
+
+
+# -- a change carries a current fact's predicate over to the new object ---------------------------------
+@dataclass(frozen=True)
+class Fact:
+    """A current fact of the store, by names: the subject's and the object's names (every spelling the
+    merged entity has) and the object's type."""
+
+    subjects: tuple[str, ...]
+    predicate: str
+    objects: tuple[str, ...]
+    object_type: str
+    subject_type: str = "project"
+
+
+# A word of change must be in the sentence: "from A to B" alone is also a price or a route.
+_CHANGE = re.compile(r"(\bmov(ed|ing|e)\b|\bmigrat|\bswitch|\breplac|\bchanged\b|바뀌|바꿨|바꾸|바꿈|옮기|옮겼"
+                     r"|옮김|이사|대신|→|->)", re.IGNORECASE)
+_LATIN_NAME = re.compile(r"[A-Za-z0-9][\w.\-+]*(?:\s+[A-Z0-9][\w.\-+]*){0,2}")
+_HANGUL_NAME = re.compile(r"[\uac00-\ud7a3A-Za-z0-9][\uac00-\ud7a3\w.\-]*(?:\s님)?")
+
+
+def _name_at(rest: str, entities: list[tuple[str, str]], kind: str, source: str, types: frozenset[str],
+             at_end: bool = False) -> tuple[str, str] | None:
+    """The checked entity (name, type) that `rest` starts with (ends with, `at_end`), else the name written
+    there if it passes the entity checks as a `kind`: "현우 님으로 바뀌었다" -> ("현우 님", person)."""
+    text = rest.strip() if not at_end else rest.rstrip()
+    for name, typ in sorted(entities, key=lambda e: -len(e[0])):
+        written = re.escape(name)
+        if re.match(rf"{written}(?![\w])", text, re.IGNORECASE) if not at_end else \
+                re.search(rf"(?<![\w]){written}$", text, re.IGNORECASE):
+            return name, typ
+    if at_end:
+        return None  # "B replaced A": only a checked entity, the words before are the sentence's start
+    found = (_LATIN_NAME if text[:1].isascii() else _HANGUL_NAME).match(text)
+    if not found:
+        return None
+    name = re.sub(r"(님)(으로|로|이|가|은|는|에게)$", r"\1", found.group(0).rstrip(".,;:!?"))
+    name = re.sub(r"(?<=[A-Za-z0-9.])(으로|로|이|가|은|는|을|를)$", "", name)  # "PostgreSQL로"
+    clean, reason = check_entity(name, kind, source, types)
+    return (clean, kind) if reason is None else None
+
+
+def _new_object(old: str, sentence: str, entities: list[tuple[str, str]], kind: str, source: str,
+                types: frozenset[str]) -> tuple[str, str] | None:
+    """What the sentence says `old` was changed to: "from A to B", "A에서 B로", "A → B", "A 대신 B",
+    "replaced A with B", "B replaced (my old) A"; None when it says no such thing."""
+    a = re.escape(old)
+    for pattern in (rf"\bfrom\s+{a}\s+(?:to|over to)\s+", rf"(?<![\w]){a}\s*(?:에서|->|→)\s*",
+                    rf"(?<![\w]){a}\s*대신\s*", rf"\breplac\w*\s+(?:the\s+|my\s+|our\s+)?(?:old\s+)?{a}\s+with\s+"):
+        found = re.search(pattern, sentence, re.IGNORECASE)
+        if found:
+            picked = _name_at(sentence[found.end():], entities, kind, source, types)
+            if picked and name_key(picked[0]) != name_key(old):
+                return picked
+    found = re.search(rf"\s+replaced\s+(?:the\s+|my\s+|our\s+)?(?:old\s+)?{a}(?![\w])", sentence, re.IGNORECASE)
+    if found:
+        picked = _name_at(sentence[:found.start()], entities, kind, source, types, at_end=True)
+        if picked and name_key(picked[0]) != name_key(old):
+            return picked
+    return None
+
+
+_STAYS = r"(\bstays?\s+(?:on\s+|with\s+)?{a}|\bstill\s+(?:on\s+)?{a}|{a}\S{{0,2}}\s*(?:그대로|유지))"
+
+
+def _writer_alone(sentence: str, entities: list[tuple[str, str]]) -> bool:
+    """A sentence about the writer: no third person in it (by pronoun or by a checked person's name)."""
+    if _OTHER_SUBJECT.search(sentence) and not _FIRST_PERSON.search(sentence):
+        return False
+    return not any(occurs(name, sentence) for name, kind in entities if kind == "person")
+
+
+def carried_over(facts: list[Fact], entities: list[tuple[str, str]], source: str, types: frozenset[str]
+                 ) -> list[tuple[tuple[str, str, str], tuple[str, str]]]:
+    """New facts that a sentence of change states about a current fact: "Moved Onbiseo from Heroku to
+    Fly.io" with (온비서, hosted on, Heroku) current gives (온비서, hosted on, Fly.io); "온비서 PM이 지수 님에서
+    현우 님으로 바뀌었다" gives (온비서, has pm, 현우 님). The sentence holds a word of change, the subject (or,
+    for the writer's facts, no third person), the old object as what was left and the new one as what
+    came instead; the new one passes the entity checks with a type the predicate allows. Returns
+    ((subject, predicate, new object), (subject type, new object type)); nothing when the notes say the old one
+    stays ("the database itself stays PostgreSQL")."""
+    out: list[tuple[tuple[str, str, str], tuple[str, str]]] = []
+    for fact in facts:
+        if fact.predicate not in FUNCTIONAL or not fact.subjects:
+            continue
+        allowed = DOMAINS.get(fact.predicate, ((), (fact.object_type,)))[1]
+        # The word of change may stand in the entry's other sentence: "이사 끝! 망원동에서 성수동으로."
+        for sentence in (s for entry in sentences(source, "entry") if _CHANGE.search(entry) for s in sentences(entry)):
+            writer = fact.subjects[0] in WRITERS.values()
+            if not (_writer_alone(sentence, entities) if writer else any(occurs(s, sentence) for s in fact.subjects)):
+                continue
+            for old in fact.objects:
+                if re.search(_STAYS.format(a=re.escape(old)), source, re.IGNORECASE):
+                    break
+                picked = _new_object(old, sentence, entities, fact.object_type, source, types)
+                if picked and picked[1] in allowed:
+                    out.append(((fact.subjects[0], fact.predicate, picked[0]), (fact.subject_type, picked[1])))
+                    break
+    return out
