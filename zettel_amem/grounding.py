@@ -455,6 +455,7 @@ class Rules:
     rule_predicate: bool = False  # a predicate that does not fit is replaced by the rule's, if one fits
     writer: bool = False  # the writer's own facts: a first-person sentence, a checked entity, the rule's predicate
     end_types: frozenset[str] = frozenset()  # types kept only as the end of a checked relation (a book read)
+    roles: bool = False  # a role the notes name: "PM은 지수 님" -> (the entry's project, has pm, 지수 님)
 
 
 def _fits(predicate: str, s_type: str, o_type: str, sentence: str, rules: Rules) -> bool:
@@ -563,6 +564,8 @@ def check(entities: list[tuple[str, str]], relations: list[tuple[str, str, str]]
             out.relations.append(checked)
     if rules.writer:
         _add_writer(out, source, rules, seen)
+    if rules.roles:
+        add_found(out, role_relations(out.entities, source, types), seen)
     ends = {name_key(n) for r in out.relations for n in (r[0], r[2])}
     for name, kind in out.entities:  # abstain: an entity only when a checked relation names it
         if name_key(name) not in ends and (related or kind not in types):
@@ -605,7 +608,7 @@ def _name_at(rest: str, entities: list[tuple[str, str]], kind: str, source: str,
     text = rest.strip() if not at_end else rest.rstrip()
     for name, typ in sorted(entities, key=lambda e: -len(e[0])):
         written = re.escape(name)
-        if re.match(rf"{written}(?![\w])", text, re.IGNORECASE) if not at_end else \
+        if re.match(rf"{written}(?![A-Za-z0-9])", text, re.IGNORECASE) if not at_end else \
                 re.search(rf"(?<![\w]){written}$", text, re.IGNORECASE):
             return name, typ
     if at_end:
@@ -649,30 +652,109 @@ def _writer_alone(sentence: str, entities: list[tuple[str, str]]) -> bool:
     return not any(occurs(name, sentence) for name, kind in entities if kind == "person")
 
 
+_MOVED_TO = (r"((?<![\w]){b}\s*(?:으로|로)\s*(?:옮기|옮겼|옮김|바꾸|바꿨|바꿈|바뀌|이전|갈아타)"
+             r"|\b(?:mov|migrat|switch)\w*\s+(?:(?!from\b)[\w'.-]+\s+){{0,3}}?(?:to|onto)\s+{b}(?![\w]))")
+
+
+def _about(fact: Fact, text: str, entities: list[tuple[str, str]]) -> bool:
+    """The text names the fact's subject (for the writer's facts: names no third person)."""
+    if fact.subjects[0] in WRITERS.values():
+        return _writer_alone(text, entities)
+    return any(occurs(s, text) for s in fact.subjects)
+
+
+def _carry_in_entry(fact: Fact, entry: str, entities: list[tuple[str, str]], source: str, types: frozenset[str]
+                    ) -> tuple[str, str] | None:
+    """The new object (name, type) an entry of change gives a current fact, or None."""
+    if any(re.search(_STAYS.format(a=re.escape(old)), entry, re.IGNORECASE) for old in fact.objects):
+        return None  # "the database itself stays PostgreSQL"
+    for sentence in sentences(entry):
+        if not _about(fact, sentence, entities):
+            continue
+        for old in fact.objects:
+            picked = _new_object(old, sentence, entities, fact.object_type, source, types)
+            if picked:
+                return picked
+    # "SQLite로는 부족하다는 결론. PostgreSQL로 옮기기로 했다": the entry names the subject and the old object,
+    # and a move to a checked entity ("from A to B" is the sentence's: a different A is another thing).
+    if not _about(fact, entry, entities) or not any(occurs(old, entry) for old in fact.objects):
+        return None
+    olds = {name_key(o) for o in fact.objects}
+    for name, kind in entities:
+        if name_key(name) not in olds and re.search(_MOVED_TO.format(b=re.escape(name)), entry, re.IGNORECASE):
+            return name, kind
+    return None
+
+
 def carried_over(facts: list[Fact], entities: list[tuple[str, str]], source: str, types: frozenset[str]
                  ) -> list[tuple[tuple[str, str, str], tuple[str, str]]]:
-    """New facts that a sentence of change states about a current fact: "Moved Onbiseo from Heroku to
+    """New facts that an entry of change states about a current fact: "Moved Onbiseo from Heroku to
     Fly.io" with (온비서, hosted on, Heroku) current gives (온비서, hosted on, Fly.io); "온비서 PM이 지수 님에서
-    현우 님으로 바뀌었다" gives (온비서, has pm, 현우 님). The sentence holds a word of change, the subject (or,
-    for the writer's facts, no third person), the old object as what was left and the new one as what
-    came instead; the new one passes the entity checks with a type the predicate allows. Returns
-    ((subject, predicate, new object), (subject type, new object type)); nothing when the notes say the old one
-    stays ("the database itself stays PostgreSQL")."""
+    현우 님으로 바뀌었다" gives (온비서, has pm, 현우 님). The entry holds a word of change; a sentence holds the
+    subject (for the writer's facts: no third person), the old object as what was left and the new one as
+    what came instead ("from A to B", "A에서 B로", "A 대신 B", "B replaced A"), or the entry names the
+    subject and the old object and a move to the new one ("B로 옮기기로 했다"). The new one passes the entity
+    checks with a type the predicate allows. Returns ((subject, predicate, new object), (subject type, new
+    object type)); nothing when the entry says the old one stays ("the database itself stays PostgreSQL")."""
     out: list[tuple[tuple[str, str, str], tuple[str, str]]] = []
+    entries = [e for e in sentences(source, "entry") if _CHANGE.search(e)]
     for fact in facts:
         if fact.predicate not in FUNCTIONAL or not fact.subjects:
             continue
         allowed = DOMAINS.get(fact.predicate, ((), (fact.object_type,)))[1]
-        # The word of change may stand in the entry's other sentence: "이사 끝! 망원동에서 성수동으로."
-        for sentence in (s for entry in sentences(source, "entry") if _CHANGE.search(entry) for s in sentences(entry)):
-            writer = fact.subjects[0] in WRITERS.values()
-            if not (_writer_alone(sentence, entities) if writer else any(occurs(s, sentence) for s in fact.subjects)):
-                continue
-            for old in fact.objects:
-                if re.search(_STAYS.format(a=re.escape(old)), source, re.IGNORECASE):
-                    break
-                picked = _new_object(old, sentence, entities, fact.object_type, source, types)
-                if picked and picked[1] in allowed:
-                    out.append(((fact.subjects[0], fact.predicate, picked[0]), (fact.subject_type, picked[1])))
-                    break
+        for entry in entries:
+            picked = _carry_in_entry(fact, entry, entities, source, types)
+            if picked and picked[1] in allowed:
+                out.append(((fact.subjects[0], fact.predicate, picked[0]), (fact.subject_type, picked[1])))
+                break
     return out
+
+
+# -- roles a note names --------------------------------------------------------------------------------
+# "PM은 지수 님", "온비서 PM은 이제 소라 님이다", "새 팀장은 이정민 님", "DB는 SQLite로 시작", "our team lead is now
+# Sora": the role, a particle or "is", then a name. PM and DB in capitals only ("5 pm" is a time).
+# (predicate, the role's words, whose role: the entry's one project or the writer, the holder's type)
+_ROLES = (("has pm", r"(?:PM|(?i:project manager)|프로젝트\s?매니저)", "project", "person"),
+          ("reports to", r"(?:팀장(?:님)?|(?i:team lead|manager|boss))", "writer", "person"),
+          ("uses database", r"(?:DB|(?i:database)|데이터베이스)", "project", "technology"))
+_ROLE_LINK = r"\s*(?:은|는|이|가|:|(?i:is|was)\b)?\s*(?:(?i:now)\s+|이제\s+|새로\s+)?"
+
+
+def role_relations(entities: list[tuple[str, str]], source: str, types: frozenset[str]
+                   ) -> list[tuple[tuple[str, str, str], tuple[str, str]]]:
+    """Facts of a role a sentence names with who or what holds it: a project's PM and database (the one
+    project the entry names) and the writer's team lead. The holder is a checked entity or a name that
+    passes the checks as its type ("지수 님"); one the sentence says was left ("지수 님에서") holds nothing."""
+    out = []
+    for entry in sentences(source, "entry"):
+        projects = {name_key(n): n for n, t in entities if t == "project" and occurs(n, entry)}
+        for sentence in sentences(entry):
+            for predicate, role, whose, kind in _ROLES:
+                for found in re.finditer(rf"(?<![\w']){role}{_ROLE_LINK}", sentence):
+                    if whose == "writer" and re.search(r"('s|’s|의)\s*$", sentence[:found.start()]):
+                        continue  # someone else's team lead
+                    picked = _name_at(sentence[found.end():], entities, kind, source, types)
+                    if not picked or picked[1] != kind or moved_away_from(picked[0], sentence):
+                        continue
+                    if whose == "project" and len(projects) == 1:
+                        out.append(((next(iter(projects.values())), predicate, picked[0]), ("project", kind)))
+                    elif whose == "writer":
+                        out.append(((writer_of(source), predicate, picked[0]), ("person", kind)))
+    return out
+
+
+def add_found(out: Checked, found: list[tuple[tuple[str, str, str], tuple[str, str]]],
+              seen: set[tuple[str, str, str]] | None = None) -> None:
+    """Add rule-found relations and their ends (as entities, when new) to a checked extraction."""
+    if seen is None:
+        seen = {(name_key(s), p, name_key(o)) for s, p, o in out.relations}
+    for (subject, predicate, obj), kinds in found:
+        triple = (name_key(subject), predicate, name_key(obj))
+        if triple in seen:
+            continue
+        seen.add(triple)
+        out.relations.append((subject, predicate, obj))
+        known = {name_key(n) for n, _ in out.entities}
+        for name, kind in zip((subject, obj), kinds):
+            if name_key(name) not in known:
+                out.entities.append((name, kind))

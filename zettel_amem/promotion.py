@@ -23,7 +23,7 @@ from .dates import parse_when
 from .episodes import abstract_of, summarise
 from .errors import InvalidInput, NotFound
 from .extraction import ask_same, conflicts, extract, same_by_spelling
-from .grounding import FUNCTIONAL, Checked, Fact, Rules, carried_over, record_checks
+from .grounding import FUNCTIONAL, Fact, Rules, add_found, carried_over, record_checks
 from .llm import LLMError
 from .models import (
     EPISODE_PENDING,
@@ -92,21 +92,6 @@ def current_facts(store: TierStore, notebook: str) -> list[Fact]:
         names = lambda e: tuple(dict.fromkeys([e.name, *spellings.get(e.id, [])]))  # noqa: E731
         facts.append(Fact(names(subject), rel.predicate, names(obj), obj.type, subject.type))
     return facts
-
-
-def add_carried(found: Checked, carried: list[tuple[tuple[str, str, str], tuple[str, str]]]) -> None:
-    """Add the facts a change carried over (grounding.carried_over) to an episode's checked extraction,
-    with their ends as entities (the subject keeps the name it has in the graph)."""
-    seen = {(name_key(s), p, name_key(o)) for s, p, o in found.relations}
-    for (subject, predicate, obj), (s_type, o_type) in carried:
-        if (name_key(subject), predicate, name_key(obj)) in seen:
-            continue
-        seen.add((name_key(subject), predicate, name_key(obj)))
-        found.relations.append((subject, predicate, obj))
-        known = {name_key(n) for n, _ in found.entities}
-        for name, typ in ((subject, s_type), (obj, o_type)):
-            if name_key(name) not in known:
-                found.entities.append((name, typ))
 
 
 class Promotion:
@@ -214,14 +199,14 @@ class Promotion:
         types = frozenset(t.strip() for t in settings.graph_types.split(",") if t.strip())
         ends = frozenset(t.strip() for t in settings.graph_end_types.split(",") if t.strip()) - types
         rules = Rules(settings.graph_support, settings.graph_cues, settings.graph_rule_predicate, settings.graph_writer,
-                      ends)
+                      ends, settings.graph_roles)
         found, spent = extract(self.memory.llm, self.memory.prompts, episode.summary, episode.start, source,
                                types, rules, settings.graph_related_only)
         usage.add(spent)
         if settings.graph_carry:
             with guard():
                 facts = current_facts(self.store, episode.notebook)
-            add_carried(found, carried_over(facts, found.entities, source, types))
+            add_found(found, carried_over(facts, found.entities, source, types))
         record_checks(self.memory.home, episode.id, found.dropped)
         result.dropped = found.dropped.to_json()
         ids: dict[str, str] = {}
