@@ -619,7 +619,7 @@ def _name_at(rest: str, entities: list[tuple[str, str]], kind: str, source: str,
     name = re.sub(r"(님)(으로|로|이|가|은|는|에게)$", r"\1", found.group(0).rstrip(".,;:!?"))
     name = re.sub(r"(?<=[A-Za-z0-9.])(으로|로|이|가|은|는|을|를)$", "", name)  # "PostgreSQL로"
     clean, reason = check_entity(name, kind, source, types)
-    return (clean, kind) if reason is None else None
+    return (clean, kind) if reason is None and len(name_key(clean)) >= 2 else None  # never a bare "를"
 
 
 def _new_object(old: str, sentence: str, entities: list[tuple[str, str]], kind: str, source: str,
@@ -730,7 +730,7 @@ def role_relations(entities: list[tuple[str, str]], source: str, types: frozense
         projects = {name_key(n): n for n, t in entities if t == "project" and occurs(n, entry)}
         for sentence in sentences(entry):
             for predicate, role, whose, kind in _ROLES:
-                for found in re.finditer(rf"(?<![\w']){role}{_ROLE_LINK}", sentence):
+                for found in re.finditer(rf"(?<![\w']){role}(?=[\s:은는이가]){_ROLE_LINK}", sentence):
                     if whose == "writer" and re.search(r"('s|’s|의)\s*$", sentence[:found.start()]):
                         continue  # someone else's team lead
                     picked = _name_at(sentence[found.end():], entities, kind, source, types)
