@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from tests.test_tiers import journal
-from zettel_amem.grounding import Fact, carried_over, role_relations
+from zettel_amem.grounding import Fact, Rules, carried_over, check, named_like, role_relations
 
 TYPES = frozenset({"person", "project", "place", "organisation", "technology"})
 HOST = Fact(("온비서", "Onbiseo"), "hosted on", ("Heroku",), "organisation")
@@ -100,3 +100,11 @@ def test_the_carry_over_and_roles_are_settings(memory, fake_llm):
     memory.settings.graph_roles = memory.settings.graph_carry = False
     tiers = journal(memory, KOREAN_CHANGES[:2])
     assert tiers.store.relations("main") == []
+
+
+def test_a_word_for_a_kind_of_thing_is_no_project_and_gives_no_role():
+    # The real model named "프로젝트" the project of this note; the role then went to the common noun.
+    source = "회사 프로젝트 온비서 킥오프. PM은 지수 님, 백엔드는 내가 맡기로 했다."
+    assert not named_like("프로젝트", "project", source) and named_like("온비서", "project", source)
+    assert check([("프로젝트", "project")], [], source, TYPES, Rules(roles=True)).relations == []
+    assert [t for t, _ in role_relations([("온비서", "project")], source, TYPES)] == [("온비서", "has pm", "지수 님")]

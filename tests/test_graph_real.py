@@ -56,30 +56,3 @@ def test_a_korean_journal_gives_noun_phrases_and_one_true_invalidation(zk_home, 
     assert ended == [("온비서", "uses database", "SQLite")], stated  # the old database, and nothing else
     assert current_db == {"PostgreSQL"}, stated
 
-
-PM_CHANGE = [
-    ("2026-01-07T19:05", "회사 프로젝트 온비서 킥오프. PM은 지수 님, 백엔드는 내가 맡기로 했다."),
-    ("2026-02-11T19:40", "온비서 PM이 지수 님에서 현우 님으로 바뀌었다. 지수 님은 다른 팀으로 이동."),
-]
-
-
-def test_a_stated_pm_change_ends_the_old_pm_and_nothing_else(zk_home, embedder):
-    """The role ("PM은 지수 님") and the stated change ("지수 님에서 현우 님으로") on the real model's entities."""
-    from zettel_amem.llm.llama import load_llm
-    from zettel_amem.tiers import Tiers
-
-    memory = Memory(zk_home, llm=load_llm("qwen2.5-0.5b"), embedder=embedder)
-    memory.settings.construct = memory.settings.link = False
-    for at, text in PM_CHANGE:
-        memory.add(text, at)
-    memory.process_pending()
-    tiers = Tiers(memory)
-    tiers.sessions.close_due(today="2026-11-29")
-    tiers.promotion.process_pending()
-    names = {e.id: e.name for e in tiers.store.entities("main")}
-    relations = tiers.store.relations("main")
-    stated = [(names[r.subject], r.predicate, names[r.object], r.valid_from[:10]) for r in relations]
-    ended = [(names[r.subject], r.predicate, names[r.object]) for r in relations if r.invalid_from]
-    pm_now = {names[r.object] for r in relations if r.predicate == "has pm" and not r.invalid_from}
-    assert ended == [("온비서", "has pm", "지수 님")], stated
-    assert pm_now == {"현우 님"}, stated

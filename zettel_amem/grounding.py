@@ -269,6 +269,9 @@ _PLACE_SUFFIX = re.compile(r"(동|시|구|군|읍|면|리|역|시장|공원|숲|
                            r"|보호소|연구소|도서관|학교|대학교|본가)$")
 _PLACE_PARTICLE = re.compile(r"^(에서|에|으로|로|까지)")
 _NAMED_TYPES = frozenset({"person", "place", "technology", "project"})
+# Words for a kind of thing, never a thing's name.
+_GENERIC = frozenset(name_key(w) for w in ("프로젝트", "회사", "팀", "앱", "서비스", "서버",
+                                           "project", "company", "team", "app", "service", "server"))
 
 
 def _capitalised_in(name: str, source: str) -> bool:
@@ -311,6 +314,8 @@ def named_like(name: str, kind: str, source: str) -> bool:
     in Latin letters; organisations and Korean projects are named with common words: "본사", "온비서")."""
     if kind not in _NAMED_TYPES or name_key(name) in _KIN:
         return True
+    if name_key(name) in _GENERIC:
+        return False  # "회사 프로젝트 온비서 킥오프": the real model named "프로젝트" the project
     if name.isascii():  # a project too: "Onbiseo", "Project Hail Mary"; not "Knee surgery"
         letters = re.sub(r"[^A-Za-z]", "", name)
         return len(letters) >= 3 and _capitalised_in(name, source)  # "DB", "PM": a word, not a name
