@@ -334,6 +334,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cues", choices=["on", "off"], help="graph_cues for this build")
     parser.add_argument("--rule-predicate", choices=["on", "off"], help="graph_rule_predicate for this build")
     parser.add_argument("--writer", choices=["on", "off"], help="graph_writer for this build")
+    parser.add_argument("--carry", choices=["on", "off"], help="graph_carry for this build")
+    parser.add_argument("--roles", choices=["on", "off"], help="graph_roles for this build")
     parser.add_argument("--end-types", help="graph_end_types for this build ('' for none)")
     parser.add_argument("--seed", type=Path, help="start from a copy of this home (same journal, summarised)")
     parser.add_argument("--graph", choices=["on", "off"], help="the graph setting (SmolLM2's is off by default)")
@@ -353,6 +355,10 @@ def main(argv: list[str] | None = None) -> int:
         variant["graph_rule_predicate"] = args.rule_predicate == "on"
     if args.writer:
         variant["graph_writer"] = args.writer == "on"
+    if args.carry:
+        variant["graph_carry"] = args.carry == "on"
+    if args.roles:
+        variant["graph_roles"] = args.roles == "on"
     if args.end_types is not None:
         variant["graph_end_types"] = args.end_types
     if args.graph:

@@ -46,6 +46,6 @@ def test_audit_flags_a_clause_entity_and_an_unsupported_relation(memory, fake_ll
     tiers.store.put_relations([replace(relation, id="unsupported", object="clause")])
     found = graph_audit.audit(memory.home)
     assert found["not_noun_phrases_of_the_notes"] == ["녹차를 마신다"]
-    assert len(found["relations_without_a_sentence"]) == 1
+    assert len(found["relations_without_a_sentence"]) == 1 and len(found["relations_without_a_note"]) == 1
     assert graph_audit.main([str(memory.home)]) == 1
     assert graph_audit.main([str(memory.home / "none")]) == 2

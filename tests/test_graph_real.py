@@ -55,3 +55,4 @@ def test_a_korean_journal_gives_noun_phrases_and_one_true_invalidation(zk_home, 
     stated = [(names[r.subject], r.predicate, names[r.object], r.valid_from[:10]) for r in relations]
     assert ended == [("온비서", "uses database", "SQLite")], stated  # the old database, and nothing else
     assert current_db == {"PostgreSQL"}, stated
+

@@ -145,6 +145,8 @@ class Settings:
     graph_cues: bool = True  # a relation also needs a cue word of its predicate in that sentence
     graph_rule_predicate: bool = True  # a model predicate that does not fit: the one whose types and cue fit
     graph_writer: bool = True  # the writer's own facts ("본가 다녀옴" -> 나 visited 본가), by the same rule
+    graph_roles: bool = True  # a role the notes name: "PM은 지수 님" -> (the entry's project, has pm, 지수 님)
+    graph_carry: bool = True  # a change ("moved X from A to B") carries a current fact's predicate to B
     graph_end_types: str = ""  # types kept only as a checked relation's end ("other,event": a book, a race)
     graph_related_only: bool = False  # keep an entity only when a checked relation names it
     context_hints: int = 3  # L0: at most this many one-line episode abstracts

@@ -269,6 +269,9 @@ _PLACE_SUFFIX = re.compile(r"(동|시|구|군|읍|면|리|역|시장|공원|숲|
                            r"|보호소|연구소|도서관|학교|대학교|본가)$")
 _PLACE_PARTICLE = re.compile(r"^(에서|에|으로|로|까지)")
 _NAMED_TYPES = frozenset({"person", "place", "technology", "project"})
+# Words for a kind of thing, never a thing's name.
+_GENERIC = frozenset(name_key(w) for w in ("프로젝트", "회사", "팀", "앱", "서비스", "서버",
+                                           "project", "company", "team", "app", "service", "server"))
 
 
 def _capitalised_in(name: str, source: str) -> bool:
@@ -311,6 +314,8 @@ def named_like(name: str, kind: str, source: str) -> bool:
     in Latin letters; organisations and Korean projects are named with common words: "본사", "온비서")."""
     if kind not in _NAMED_TYPES or name_key(name) in _KIN:
         return True
+    if name_key(name) in _GENERIC:
+        return False  # "회사 프로젝트 온비서 킥오프": the real model named "프로젝트" the project
     if name.isascii():  # a project too: "Onbiseo", "Project Hail Mary"; not "Knee surgery"
         letters = re.sub(r"[^A-Za-z]", "", name)
         return len(letters) >= 3 and _capitalised_in(name, source)  # "DB", "PM": a word, not a name
@@ -455,6 +460,7 @@ class Rules:
     rule_predicate: bool = False  # a predicate that does not fit is replaced by the rule's, if one fits
     writer: bool = False  # the writer's own facts: a first-person sentence, a checked entity, the rule's predicate
     end_types: frozenset[str] = frozenset()  # types kept only as the end of a checked relation (a book read)
+    roles: bool = False  # a role the notes name: "PM은 지수 님" -> (the entry's project, has pm, 지수 님)
 
 
 def _fits(predicate: str, s_type: str, o_type: str, sentence: str, rules: Rules) -> bool:
@@ -563,6 +569,8 @@ def check(entities: list[tuple[str, str]], relations: list[tuple[str, str, str]]
             out.relations.append(checked)
     if rules.writer:
         _add_writer(out, source, rules, seen)
+    if rules.roles:
+        add_found(out, role_relations(out.entities, source, types), seen)
     ends = {name_key(n) for r in out.relations for n in (r[0], r[2])}
     for name, kind in out.entities:  # abstain: an entity only when a checked relation names it
         if name_key(name) not in ends and (related or kind not in types):
@@ -576,3 +584,182 @@ def trusted(subject: str, predicate: str, obj: str) -> bool:
     store holds from before the checks (free-text predicates, clauses) fail, so answers leave them out."""
     return predicate in VOCABULARY and (subject in WRITERS.values() or is_noun_phrase(subject)) \
         and is_noun_phrase(obj)
+
+
+# -- a change carries a current fact's predicate over to the new object ---------------------------------
+@dataclass(frozen=True)
+class Fact:
+    """A current fact of the store, by names: the subject's and the object's names (every spelling the
+    merged entity has) and the object's type."""
+
+    subjects: tuple[str, ...]
+    predicate: str
+    objects: tuple[str, ...]
+    object_type: str
+    subject_type: str = "project"
+
+
+# A word of change must be in the sentence: "from A to B" alone is also a price or a route.
+_CHANGE = re.compile(r"(\bmov(ed|ing|e)\b|\bmigrat|\bswitch|\breplac|\bchanged\b|바뀌|바꿨|바꾸|바꿈|옮기|옮겼"
+                     r"|옮김|이사|대신|→|->)", re.IGNORECASE)
+_LATIN_NAME = re.compile(r"[A-Za-z0-9][\w.\-+]*(?:\s+[A-Z0-9][\w.\-+]*){0,2}")
+_HANGUL_NAME = re.compile(r"[\uac00-\ud7a3A-Za-z0-9][\uac00-\ud7a3\w.\-]*(?:\s님)?")
+
+
+def _name_at(rest: str, entities: list[tuple[str, str]], kind: str, source: str, types: frozenset[str],
+             at_end: bool = False) -> tuple[str, str] | None:
+    """The checked entity (name, type) that `rest` starts with (ends with, `at_end`), else the name written
+    there if it passes the entity checks as a `kind`: "현우 님으로 바뀌었다" -> ("현우 님", person)."""
+    text = rest.strip() if not at_end else rest.rstrip()
+    for name, typ in sorted(entities, key=lambda e: -len(e[0])):
+        written = re.escape(name)
+        if re.match(rf"{written}(?![A-Za-z0-9])", text, re.IGNORECASE) if not at_end else \
+                re.search(rf"(?<![\w]){written}$", text, re.IGNORECASE):
+            return name, typ
+    if at_end:
+        return None  # "B replaced A": only a checked entity, the words before are the sentence's start
+    found = (_LATIN_NAME if text[:1].isascii() else _HANGUL_NAME).match(text)
+    if not found:
+        return None
+    name = re.sub(r"(님)(으로|로|이|가|은|는|에게)$", r"\1", found.group(0).rstrip(".,;:!?"))
+    name = re.sub(r"(?<=[A-Za-z0-9.])(으로|로|이|가|은|는|을|를)$", "", name)  # "PostgreSQL로"
+    clean, reason = check_entity(name, kind, source, types)
+    return (clean, kind) if reason is None and len(name_key(clean)) >= 2 else None  # never a bare "를"
+
+
+def _new_object(old: str, sentence: str, entities: list[tuple[str, str]], kind: str, source: str,
+                types: frozenset[str]) -> tuple[str, str] | None:
+    """What the sentence says `old` was changed to: "from A to B", "A에서 B로", "A → B", "A 대신 B",
+    "replaced A with B", "B replaced (my old) A"; None when it says no such thing."""
+    a = re.escape(old)
+    for pattern in (rf"\bfrom\s+{a}\s+(?:to|over to)\s+", rf"(?<![\w]){a}\s*(?:에서|->|→)\s*",
+                    rf"(?<![\w]){a}\s*대신\s*", rf"\breplac\w*\s+(?:the\s+|my\s+|our\s+)?(?:old\s+)?{a}\s+with\s+"):
+        found = re.search(pattern, sentence, re.IGNORECASE)
+        if found:
+            picked = _name_at(sentence[found.end():], entities, kind, source, types)
+            if picked and name_key(picked[0]) != name_key(old):
+                return picked
+    found = re.search(rf"\s+replaced\s+(?:the\s+|my\s+|our\s+)?(?:old\s+)?{a}(?![\w])", sentence, re.IGNORECASE)
+    if found:
+        picked = _name_at(sentence[:found.start()], entities, kind, source, types, at_end=True)
+        if picked and name_key(picked[0]) != name_key(old):
+            return picked
+    return None
+
+
+_STAYS = r"(\bstays?\s+(?:on\s+|with\s+)?{a}|\bstill\s+(?:on\s+)?{a}|{a}\S{{0,2}}\s*(?:그대로|유지))"
+
+
+def _writer_alone(sentence: str, entities: list[tuple[str, str]]) -> bool:
+    """A sentence about the writer: no third person in it (by pronoun or by a checked person's name)."""
+    if _OTHER_SUBJECT.search(sentence) and not _FIRST_PERSON.search(sentence):
+        return False
+    return not any(occurs(name, sentence) for name, kind in entities if kind == "person")
+
+
+_MOVED_TO = (r"((?<![\w]){b}\s*(?:으로|로)\s*(?:옮기|옮겼|옮김|바꾸|바꿨|바꿈|바뀌|이전|갈아타)"
+             r"|\b(?:mov|migrat|switch)\w*\s+(?:(?!from\b)[\w'.-]+\s+){{0,3}}?(?:to|onto)\s+{b}(?![\w]))")
+
+
+def _about(fact: Fact, text: str, entities: list[tuple[str, str]]) -> bool:
+    """The text names the fact's subject (for the writer's facts: names no third person)."""
+    if fact.subjects[0] in WRITERS.values():
+        return _writer_alone(text, entities)
+    return any(occurs(s, text) for s in fact.subjects)
+
+
+def _carry_in_entry(fact: Fact, entry: str, entities: list[tuple[str, str]], source: str, types: frozenset[str]
+                    ) -> tuple[str, str] | None:
+    """The new object (name, type) an entry of change gives a current fact, or None."""
+    if any(re.search(_STAYS.format(a=re.escape(old)), entry, re.IGNORECASE) for old in fact.objects):
+        return None  # "the database itself stays PostgreSQL"
+    for sentence in sentences(entry):
+        if not _about(fact, sentence, entities):
+            continue
+        for old in fact.objects:
+            picked = _new_object(old, sentence, entities, fact.object_type, source, types)
+            if picked:
+                return picked
+    # "SQLite로는 부족하다는 결론. PostgreSQL로 옮기기로 했다": the entry names the subject and the old object,
+    # and a move to a checked entity ("from A to B" is the sentence's: a different A is another thing).
+    if not _about(fact, entry, entities) or not any(occurs(old, entry) for old in fact.objects):
+        return None
+    olds = {name_key(o) for o in fact.objects}
+    for name, kind in entities:
+        if name_key(name) not in olds and re.search(_MOVED_TO.format(b=re.escape(name)), entry, re.IGNORECASE):
+            return name, kind
+    return None
+
+
+def carried_over(facts: list[Fact], entities: list[tuple[str, str]], source: str, types: frozenset[str]
+                 ) -> list[tuple[tuple[str, str, str], tuple[str, str]]]:
+    """New facts that an entry of change states about a current fact: "Moved Onbiseo from Heroku to
+    Fly.io" with (온비서, hosted on, Heroku) current gives (온비서, hosted on, Fly.io); "온비서 PM이 지수 님에서
+    현우 님으로 바뀌었다" gives (온비서, has pm, 현우 님). The entry holds a word of change; a sentence holds the
+    subject (for the writer's facts: no third person), the old object as what was left and the new one as
+    what came instead ("from A to B", "A에서 B로", "A 대신 B", "B replaced A"), or the entry names the
+    subject and the old object and a move to the new one ("B로 옮기기로 했다"). The new one passes the entity
+    checks with a type the predicate allows. Returns ((subject, predicate, new object), (subject type, new
+    object type)); nothing when the entry says the old one stays ("the database itself stays PostgreSQL")."""
+    out: list[tuple[tuple[str, str, str], tuple[str, str]]] = []
+    entries = [e for e in sentences(source, "entry") if _CHANGE.search(e)]
+    for fact in facts:
+        if fact.predicate not in FUNCTIONAL or not fact.subjects:
+            continue
+        allowed = DOMAINS.get(fact.predicate, ((), (fact.object_type,)))[1]
+        for entry in entries:
+            picked = _carry_in_entry(fact, entry, entities, source, types)
+            if picked and picked[1] in allowed:
+                out.append(((fact.subjects[0], fact.predicate, picked[0]), (fact.subject_type, picked[1])))
+                break
+    return out
+
+
+# -- roles a note names --------------------------------------------------------------------------------
+# "PM은 지수 님", "온비서 PM은 이제 소라 님이다", "새 팀장은 이정민 님", "DB는 SQLite로 시작", "our team lead is now
+# Sora": the role, a particle or "is", then a name. PM and DB in capitals only ("5 pm" is a time).
+# (predicate, the role's words, whose role: the entry's one project or the writer, the holder's type)
+_ROLES = (("has pm", r"(?:PM|(?i:project manager)|프로젝트\s?매니저)", "project", "person"),
+          ("reports to", r"(?:팀장(?:님)?|(?i:team lead|manager|boss))", "writer", "person"),
+          ("uses database", r"(?:DB|(?i:database)|데이터베이스)", "project", "technology"))
+_ROLE_LINK = r"\s*(?:은|는|이|가|:|(?i:is|was)\b)?\s*(?:(?i:now)\s+|이제\s+|새로\s+)?"
+
+
+def role_relations(entities: list[tuple[str, str]], source: str, types: frozenset[str]
+                   ) -> list[tuple[tuple[str, str, str], tuple[str, str]]]:
+    """Facts of a role a sentence names with who or what holds it: a project's PM and database (the one
+    project the entry names) and the writer's team lead. The holder is a checked entity or a name that
+    passes the checks as its type ("지수 님"); one the sentence says was left ("지수 님에서") holds nothing."""
+    out = []
+    for entry in sentences(source, "entry"):
+        projects = {name_key(n): n for n, t in entities if t == "project" and occurs(n, entry)}
+        for sentence in sentences(entry):
+            for predicate, role, whose, kind in _ROLES:
+                for found in re.finditer(rf"(?<![\w']){role}(?=[\s:은는이가]){_ROLE_LINK}", sentence):
+                    if whose == "writer" and re.search(r"('s|’s|의)\s*$", sentence[:found.start()]):
+                        continue  # someone else's team lead
+                    picked = _name_at(sentence[found.end():], entities, kind, source, types)
+                    if not picked or picked[1] != kind or moved_away_from(picked[0], sentence):
+                        continue
+                    if whose == "project" and len(projects) == 1:
+                        out.append(((next(iter(projects.values())), predicate, picked[0]), ("project", kind)))
+                    elif whose == "writer":
+                        out.append(((writer_of(source), predicate, picked[0]), ("person", kind)))
+    return out
+
+
+def add_found(out: Checked, found: list[tuple[tuple[str, str, str], tuple[str, str]]],
+              seen: set[tuple[str, str, str]] | None = None) -> None:
+    """Add rule-found relations and their ends (as entities, when new) to a checked extraction."""
+    if seen is None:
+        seen = {(name_key(s), p, name_key(o)) for s, p, o in out.relations}
+    for (subject, predicate, obj), kinds in found:
+        triple = (name_key(subject), predicate, name_key(obj))
+        if triple in seen:
+            continue
+        seen.add(triple)
+        out.relations.append((subject, predicate, obj))
+        known = {name_key(n) for n, _ in out.entities}
+        for name, kind in zip((subject, obj), kinds):
+            if name_key(name) not in known:
+                out.entities.append((name, kind))

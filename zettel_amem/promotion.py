@@ -23,7 +23,7 @@ from .dates import parse_when
 from .episodes import abstract_of, summarise
 from .errors import InvalidInput, NotFound
 from .extraction import ask_same, conflicts, extract, same_by_spelling
-from .grounding import Rules, record_checks
+from .grounding import FUNCTIONAL, Fact, Rules, add_found, carried_over, record_checks
 from .llm import LLMError
 from .models import (
     EPISODE_PENDING,
@@ -74,6 +74,24 @@ def parse_age(text: str) -> timedelta:
         return timedelta(days=number * {"d": 1, "w": 7, "m": 30, "y": 365}[unit])
     except OverflowError:
         raise InvalidInput(f"the age '{text}' is too large") from None
+
+
+def current_facts(store: TierStore, notebook: str) -> list[Fact]:
+    """The notebook's current facts of a functional predicate, by names: every spelling of the merged
+    subject and object (a fact about "온비서" meets a note that says "Onbiseo")."""
+    rows = store.entities(notebook)
+    canonical = canonical_map(rows)
+    spellings: dict[str, list[str]] = {}
+    for entity in rows:
+        spellings.setdefault(canonical[entity.id].id, []).append(entity.name)
+    facts = []
+    for rel in store.relations(notebook, current_only=True):
+        if rel.predicate not in FUNCTIONAL or rel.subject not in canonical or rel.object not in canonical:
+            continue
+        subject, obj = canonical[rel.subject], canonical[rel.object]
+        names = lambda e: tuple(dict.fromkeys([e.name, *spellings.get(e.id, [])]))  # noqa: E731
+        facts.append(Fact(names(subject), rel.predicate, names(obj), obj.type, subject.type))
+    return facts
 
 
 class Promotion:
@@ -181,10 +199,14 @@ class Promotion:
         types = frozenset(t.strip() for t in settings.graph_types.split(",") if t.strip())
         ends = frozenset(t.strip() for t in settings.graph_end_types.split(",") if t.strip()) - types
         rules = Rules(settings.graph_support, settings.graph_cues, settings.graph_rule_predicate, settings.graph_writer,
-                      ends)
+                      ends, settings.graph_roles)
         found, spent = extract(self.memory.llm, self.memory.prompts, episode.summary, episode.start, source,
                                types, rules, settings.graph_related_only)
         usage.add(spent)
+        if settings.graph_carry:
+            with guard():
+                facts = current_facts(self.store, episode.notebook)
+            add_found(found, carried_over(facts, found.entities, source, types))
         record_checks(self.memory.home, episode.id, found.dropped)
         result.dropped = found.dropped.to_json()
         ids: dict[str, str] = {}
