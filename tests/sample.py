@@ -19,6 +19,19 @@ def add_all(memory, texts):
     return ids
 
 
+def ask_through(memory, question: str):
+    """memory.ask with its streamed pieces read to the end (the answer's fields are final then)."""
+    answer = memory.ask(question)
+    "".join(answer.pieces)
+    return answer
+
+
+def add_dated(memory, entries: list[tuple[str, str]]) -> None:
+    """Add each (timestamp, text) without processing: the journal-answer path needs no LLM step."""
+    for at, text in entries:
+        memory.add(text, at=at)
+
+
 def snapshot(memory):
     return {n.id: (n.content, n.context, n.tags, n.keywords, n.links, n.version)
             for n in memory.store.notes()}

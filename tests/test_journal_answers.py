@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from tests.sample import ask_through
 from zettel_amem import dates
 from zettel_amem.date_guard import guard, note_dates
 from zettel_amem.errors import ZkError
@@ -32,11 +33,6 @@ def journal(memory):
         memory.add(text, at=at)
     return memory
 
-
-def ask(memory, question: str):
-    answer = memory.ask(question)
-    "".join(answer.pieces)
-    return answer
 
 
 # -- question analysis ----------------------------------------------------------------------------
@@ -87,26 +83,26 @@ def test_the_date_guard_removes_dates_in_no_note():
 
 # -- answers --------------------------------------------------------------------------------------
 def test_what_now_answers_the_newest_value(journal, fake_llm):
-    answer = ask(journal, "What laptop do I use for work now?")
+    answer = ask_through(journal, "What laptop do I use for work now?")
     assert "MacBook" in answer.text and "2026-05-14" in answer.text
     assert answer.mode == "extractive" and "answer" not in fake_llm.tasks()  # the model writes no journal answer
     assert answer.cited() and all(i in {h.note.id for h in answer.notes} for i in answer.cited())
-    korean = ask(journal, "온비서는 지금 어떤 데이터베이스를 써?")
+    korean = ask_through(journal, "온비서는 지금 어떤 데이터베이스를 써?")
     assert "PostgreSQL" in korean.text
 
 
 def test_when_answers_the_date_from_the_notes_never_today(journal, monkeypatch):
     monkeypatch.setenv("ZK_TODAY", "2026-12-01")
-    assert ask(journal, "아빠 무릎 수술은 언제였어?").text.startswith("2026-03-04")  # written "3월 4일"
-    assert ask(journal, "When did I adopt Bori?").text.startswith("2026-07-25")  # the note's own day
-    assert ask(journal, "치과에서 충치 치료한 건 언제야?").text.startswith("2026-08-28")  # "어제"
-    assert "2026-12-01" not in ask(journal, "When did I adopt Bori?").text
+    assert ask_through(journal, "아빠 무릎 수술은 언제였어?").text.startswith("2026-03-04")  # written "3월 4일"
+    assert ask_through(journal, "When did I adopt Bori?").text.startswith("2026-07-25")  # the note's own day
+    assert ask_through(journal, "치과에서 충치 치료한 건 언제야?").text.startswith("2026-08-28")  # "어제"
+    assert "2026-12-01" not in ask_through(journal, "When did I adopt Bori?").text
 
 
 def test_not_recorded_is_declined_with_the_reason(journal, fake_llm):
-    gym = ask(journal, "Which gym do I go to?")
+    gym = ask_through(journal, "Which gym do I go to?")
     assert gym.mode == "declined" and "gym" in gym.reason and gym.cited() == []
-    blood = ask(journal, "내 혈액형이 뭐야?")
+    blood = ask_through(journal, "내 혈액형이 뭐야?")
     assert blood.mode == "declined" and blood.text.startswith("기록에 없어요")
     assert "answer" not in fake_llm.tasks()
 
@@ -115,7 +111,7 @@ def test_a_plan_never_decided_is_not_reported_as_done(memory):
     memory.settings.answer_journal = True
     memory.add("내년에 차를 살까 고민 중이다. 아직 정한 건 없다.", at="2026-10-11T21:00")
     memory.add("Bought new running shoes.", at="2026-06-02T18:40")
-    answer = ask(memory, "내 차는 무슨 차야?")
+    answer = ask_through(memory, "내 차는 무슨 차야?")
     assert answer.mode == "declined" and "never decided" in answer.reason
 
 
@@ -128,11 +124,11 @@ def test_bridged_terms_find_a_note_in_the_other_language(memory, fake_llm):
     journal.add("Got a new puzzle from the shop near the shelter bus stop.", at="2026-09-20T10:00")
     journal.add("Bought new running shoes.", at="2026-06-02T18:40")
     fake_llm.calls.clear()
-    answer = ask(journal, "Which puppy did I get from the shelter?")
+    answer = ask_through(journal, "Which puppy did I get from the shelter?")
     assert "초코" in answer.text and answer.mode == "extractive"
     assert fake_llm.tasks() == []
     journal.settings.answer_journal_translate = False
-    assert "초코" not in ask(journal, "Which puppy did I get from the shelter?").text
+    assert "초코" not in ask_through(journal, "Which puppy did I get from the shelter?").text
 
 
 def test_chat_turns_keep_the_model_path(memory, fake_llm):
@@ -141,7 +137,7 @@ def test_chat_turns_keep_the_model_path(memory, fake_llm):
     notes = [memory.new_note("I adopted a puppy named Max.", "2023-05-08T13:00", speaker="Jon"),
              memory.new_note("That's lovely!", "2023-05-08T13:01", speaker="Gina")]
     memory.add_notes(notes)
-    answer = ask(memory, "What is Jon's dog called?")
+    answer = ask_through(memory, "What is Jon's dog called?")
     assert fake_llm.calls and answer.mode in ("model", "extractive", "declined")
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.sample import add_dated, ask_through
 from zettel_amem.term_bridge import bridge_terms, month_bridge
 
 
@@ -16,63 +17,54 @@ def journal(memory):
     return memory
 
 
-def ask(memory, question: str):
-    answer = memory.ask(question)
-    "".join(answer.pieces)
-    return answer
-
-
-def add_all(memory, entries: list[tuple[str, str]]) -> None:
-    for at, text in entries:
-        memory.add(text, at=at)
 
 
 def test_a_later_note_that_moves_the_value_is_the_current_one(journal, fake_llm):
     """The newest note naming the server is not the answer: the later note that says it moved from
     Heroku (in English) is."""
-    add_all(journal, [("2026-01-07T19:05", "회사 프로젝트 '온비서' 킥오프. 백엔드는 내가 맡기로 했다."),
+    add_dated(journal, [("2026-01-07T19:05", "회사 프로젝트 '온비서' 킥오프. 백엔드는 내가 맡기로 했다."),
                       ("2026-01-19T22:40", "온비서 서버는 일단 Heroku에 올렸다. 월 90달러."),
                       ("2026-06-16T17:10", "Moved Onbiseo from Heroku to Fly.io. The monthly bill dropped to $35."),
                       ("2026-04-09T22:00", "온비서 베타 오픈. 첫날 가입자 120명.")])
-    answer = ask(journal, "온비서 서버는 지금 어디에 올라가 있어?")
+    answer = ask_through(journal, "온비서 서버는 지금 어디에 올라가 있어?")
     assert "Fly.io" in answer.text and "2026-06-16" in answer.text
     assert fake_llm.tasks().count("answer") == 0
 
 
 def test_a_name_no_note_gives_is_not_recorded(journal):
-    add_all(journal, [("2026-05-30T15:20", "동생 생일. 같이 망원시장에서 떡볶이 먹었다."),
+    add_dated(journal, [("2026-05-30T15:20", "동생 생일. 같이 망원시장에서 떡볶이 먹었다."),
                       ("2026-11-24T22:00", "오사카에서 돌아왔다. 보리는 그동안 동생 집에 맡겼다."),
                       ("2026-07-25T16:00", "유기견 보호소에서 강아지를 입양했다. 이름은 보리, 두 살 진돗개 믹스.")])
-    sister = ask(journal, "동생 이름이 뭐야?")
+    sister = ask_through(journal, "동생 이름이 뭐야?")
     assert sister.mode == "declined" and "name" in sister.reason and sister.cited() == []
-    dog = ask(journal, "강아지 이름이 뭐야?")
+    dog = ask_through(journal, "강아지 이름이 뭐야?")
     assert dog.mode == "extractive" and "보리" in dog.text
 
 
 def test_she_in_the_second_part_is_whom_the_first_answer_names(journal):
-    add_all(journal, [("2026-03-12T20:30", "민아가 생일 선물로 필름 카메라를 줬다. 첫 롤은 한강에서 찍어야지."),
+    add_dated(journal, [("2026-03-12T20:30", "민아가 생일 선물로 필름 카메라를 줬다. 첫 롤은 한강에서 찍어야지."),
                       ("2026-02-02T12:10", "Lunch with Mina. She is moving to Busan in April for a new job."),
                       ("2026-05-03T15:00", "Visited Mina in Busan; she loves the new job and the sea view."),
                       ("2026-11-08T18:30", "Mina called: she got promoted to team lead at the marine institute."),
                       ("2026-06-02T18:40", "Bought a new film for the old camera.")])
-    answer = ask(journal, "Who gave me the film camera and what does she do now?")
+    answer = ask_through(journal, "Who gave me the film camera and what does she do now?")
     assert "민아" in answer.text and "team lead" in answer.text
 
 
 def test_a_plan_gives_way_to_the_event_of_the_month_it_planned(journal, monkeypatch):
     monkeypatch.setenv("ZK_TODAY", "2026-12-01")
-    add_all(journal, [("2026-02-08T09:00", "Signed up for the Seoul autumn 10 km race in October."),
+    add_dated(journal, [("2026-02-08T09:00", "Signed up for the Seoul autumn 10 km race in October."),
                       ("2026-10-18T11:20", "서울 가을 10km 대회 완주! 52분 40초, 개인 최고 기록."),
                       ("2026-07-04T08:30", "First run from the new place: 8 km loop around Seoul Forest.")])
-    assert ask(journal, "When did I run the Seoul autumn 10 km race?").text.startswith("2026-10-18")
-    assert "52분 40초" in ask(journal, "What was my time in the Seoul autumn 10 km race?").text
+    assert ask_through(journal, "When did I run the Seoul autumn 10 km race?").text.startswith("2026-10-18")
+    assert "52분 40초" in ask_through(journal, "What was my time in the Seoul autumn 10 km race?").text
 
 
 def test_why_someone_stopped_is_the_note_of_the_change(journal):
-    add_all(journal, [("2026-01-07T19:05", "회사 프로젝트 '온비서' 킥오프. PM은 지수 님, 백엔드는 내가 맡기로 했다."),
+    add_dated(journal, [("2026-01-07T19:05", "회사 프로젝트 '온비서' 킥오프. PM은 지수 님, 백엔드는 내가 맡기로 했다."),
                       ("2026-02-11T19:40", "온비서 PM이 지수 님에서 현우 님으로 바뀌었다. 지수 님은 다른 팀으로 이동."),
                       ("2026-09-22T20:10", "Jisoo suggested we start a book club in October.")])
-    assert "다른 팀" in ask(journal, "Why did Jisoo stop being the Onbiseo PM?").text
+    assert "다른 팀" in ask_through(journal, "Why did Jisoo stop being the Onbiseo PM?").text
 
 
 def test_terms_meet_the_other_language_through_the_notes_own_words(memory):
@@ -92,10 +84,10 @@ def test_terms_meet_the_other_language_through_the_notes_own_words(memory):
 
 
 def test_a_count_leaves_out_what_was_only_planned(journal):
-    add_all(journal, [("2026-02-02T12:10", "Lunch with Mina. She is moving to Busan in April for a new job."),
+    add_dated(journal, [("2026-02-02T12:10", "Lunch with Mina. She is moving to Busan in April for a new job."),
                       ("2026-04-02T19:00", "Mina's farewell dinner before Busan. Promised to visit in May."),
                       ("2026-05-03T15:00", "Visited Mina in Busan; she loves the new job and the sea view."),
                       ("2026-08-15T19:30", "광복절 연휴에 부산 민아네 다시 놀러 갔다."),
                       ("2026-06-02T18:40", "Bought new running shoes.")])
-    answer = ask(journal, "How many times did I visit Mina in Busan?")
+    answer = ask_through(journal, "How many times did I visit Mina in Busan?")
     assert answer.text.startswith("2 times") and "2026-05-03" in answer.text and "2026-04-02" not in answer.text

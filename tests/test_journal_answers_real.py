@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.sample import ask_through
 from tests.test_journal_answers import JOURNAL
 from zettel_amem.memory import Memory
 
@@ -29,16 +30,11 @@ def journal(tmp_path_factory, embedder):
     return memory
 
 
-def ask(memory, question: str):
-    answer = memory.ask(question)
-    "".join(answer.pieces)
-    return answer
-
 
 @pytest.mark.parametrize(("question", "value"), [("온비서는 지금 어떤 데이터베이스를 써?", "PostgreSQL"),
                                                  ("What laptop do I use for work now?", "MacBook")])
 def test_current_state_after_a_change_is_the_new_value(journal, question, value):
-    answer = ask(journal, question)
+    answer = ask_through(journal, question)
     assert value in answer.text and answer.mode == "extractive" and answer.cited()
 
 
@@ -46,13 +42,13 @@ def test_current_state_after_a_change_is_the_new_value(journal, question, value)
                                                ("When did I adopt Bori?", "2026-07-25")])
 def test_when_answers_the_date_from_the_notes(journal, question, day, monkeypatch):
     monkeypatch.setenv("ZK_TODAY", "2026-12-01")
-    answer = ask(journal, question)
+    answer = ask_through(journal, question)
     assert answer.text.startswith(day) and "2026-12-01" not in answer.text
 
 
 @pytest.mark.parametrize("question", ["내 혈액형이 뭐야?", "Which gym do I go to?"])
 def test_not_recorded_is_declined(journal, question):
-    answer = ask(journal, question)
+    answer = ask_through(journal, question)
     assert answer.mode == "declined" and answer.reason and answer.cited() == []
 
 
@@ -60,7 +56,7 @@ def test_not_recorded_is_declined(journal, question):
                                                  ("When was Dad's knee surgery?", "2026-03-04")])
 def test_a_question_finds_the_note_in_the_other_language(journal, question, value):
     """Korean question, English note and the reverse: the words meet through the embedder (term_bridge)."""
-    answer = ask(journal, question)
+    answer = ask_through(journal, question)
     assert value in answer.text and answer.mode == "extractive"
 
 
@@ -71,5 +67,5 @@ def test_a_question_finds_the_note_in_the_other_language(journal, question, valu
 def test_the_first_day_of_a_trip_and_the_number_asked(journal, question, value, monkeypatch):
     """"둘째 날" dates the trip's start; "몇 주"/"how many weeks" takes the note with a number of weeks."""
     monkeypatch.setenv("ZK_TODAY", "2026-12-01")
-    answer = ask(journal, question)
+    answer = ask_through(journal, question)
     assert value in answer.text and answer.mode == "extractive"

@@ -11,6 +11,7 @@ from datetime import date
 
 import pytest
 
+from tests.sample import add_dated, ask_through
 from zettel_amem.date_guard import guard, note_dates
 from zettel_amem.evidence import Evidence, forms, has_term
 from zettel_amem.journal_answer import by_mention, korean_topic
@@ -24,15 +25,6 @@ def journal(memory):
     return memory
 
 
-def ask(memory, question: str):
-    answer = memory.ask(question)
-    "".join(answer.pieces)
-    return answer
-
-
-def add_all(memory, entries: list[tuple[str, str]]) -> None:
-    for at, text in entries:
-        memory.add(text, at=at)
 
 
 def test_an_nth_day_note_dates_the_first_day():
@@ -58,26 +50,26 @@ def test_the_korean_topic_is_the_word_before_the_topic_marker():
 def test_a_topic_no_note_names_is_declined_even_when_another_word_is_found(journal):
     # Korean notes only: in a two-note English journal the bridge pairs "수영" with "knee" (too few
     # words to compare), which this rule cannot see through
-    add_all(journal, [("2026-03-04T16:40", "요즘은 일주일에 세 번 달린다. 무릎은 괜찮다."),
+    add_dated(journal, [("2026-03-04T16:40", "요즘은 일주일에 세 번 달린다. 무릎은 괜찮다."),
                       ("2026-02-08T09:00", "아빠 재활은 6주 걸린다고 한다.")])
-    answer = ask(journal, "수영은 일주일에 몇 번 해?")
+    answer = ask_through(journal, "수영은 일주일에 몇 번 해?")
     assert answer.mode == "declined" and "수영" in answer.reason, (answer.text, answer.reason)
 
 
 def test_a_value_a_korean_note_starts_with_is_superseded(journal):
-    add_all(journal, [("2026-02-20T07:50", "Started learning Japanese on Duolingo, 15 minutes every morning."),
+    add_dated(journal, [("2026-02-20T07:50", "Started learning Japanese on Duolingo, 15 minutes every morning."),
                       ("2026-07-15T21:20", "Duolingo는 그만뒀다. 대신 토요일마다 사토 선생님께 "
                                            "일본어 과외를 받기로 했다."),
                       ("2026-07-18T12:30", "First lesson with the tutor. Mostly ordering food and asking directions."),
                       ("2026-09-14T22:45", "Finished Atomic Habits. The two-minute rule works for my "
                                            "Japanese homework."),
                       ("2026-11-20T09:00", "Flew to Osaka. Ordered ramen in Japanese without any English.")])
-    answer = ask(journal, "How am I learning Japanese now?")
+    answer = ask_through(journal, "How am I learning Japanese now?")
     assert "과외" in answer.text and "2026-07-15" in answer.text
 
 
 def test_the_now_part_follows_the_value_the_first_part_named(journal):
-    add_all(journal, [("2026-01-07T19:05", "회사 프로젝트 '온비서' 킥오프. PM은 지수 님, 백엔드는 내가 맡기로 했다. "
+    add_dated(journal, [("2026-01-07T19:05", "회사 프로젝트 '온비서' 킥오프. PM은 지수 님, 백엔드는 내가 맡기로 했다. "
                                            "DB는 SQLite로 시작."),
                       ("2026-01-19T22:40", "온비서 서버는 일단 Heroku에 올렸다. 월 90달러."),
                       ("2026-01-28T17:50", "온비서 회의: 사용자 늘면 SQLite로는 부족하다는 결론. "
@@ -85,41 +77,41 @@ def test_the_now_part_follows_the_value_the_first_part_named(journal):
                       ("2026-02-11T19:40", "온비서 PM이 지수 님에서 현우 님으로 바뀌었다. 지수 님은 다른 팀으로 이동."),
                       ("2026-04-09T22:00", "온비서 베타 오픈. 첫날 가입자 120명. 현우 님이 데모를 잘 해줬다."),
                       ("2026-07-07T13:00", "현우 님이 육아휴직에 들어가서 온비서 PM은 이제 소라 님이다.")])
-    answer = ask(journal, "온비서 DB는 처음에 뭐였고 지금은 뭐야?")
+    answer = ask_through(journal, "온비서 DB는 처음에 뭐였고 지금은 뭐야?")
     assert "SQLite" in answer.text and "PostgreSQL" in answer.text and "소라" not in answer.text
 
 
 def test_an_event_no_note_words_is_dated_by_the_first_note_naming_it(journal):
-    add_all(journal, [("2026-07-25T16:00", "유기견 보호소에서 강아지를 입양했다. 이름은 보리, 두 살 진돗개 믹스."),
+    add_dated(journal, [("2026-07-25T16:00", "유기견 보호소에서 강아지를 입양했다. 이름은 보리, 두 살 진돗개 믹스."),
                       ("2026-07-29T22:30", "Bori chewed the laces of my Hoka shoes. Lesson learned."),
                       ("2026-11-24T22:00", "오사카에서 돌아왔다. 보리는 그동안 동생 집에 맡겼다."),
                       ("2026-10-03T10:30", "Signed Bori up for puppy training classes on Sunday mornings."),
                       ("2026-11-28T08:20", "Morning run with Bori for the first time, 3 km around Seoul Forest.")])
-    answer = ask(journal, "When did I adopt Bori?")
+    answer = ask_through(journal, "When did I adopt Bori?")
     assert answer.text.startswith("2026-07-25")
 
 
 def test_the_nth_day_of_a_trip_answers_when_it_began(journal):
-    add_all(journal, [("2026-11-21T21:30", "오사카 둘째 날. 사토 선생님이 추천한 구로몬 시장에 갔다."),
+    add_dated(journal, [("2026-11-21T21:30", "오사카 둘째 날. 사토 선생님이 추천한 구로몬 시장에 갔다."),
                       ("2026-08-15T19:30", "광복절 연휴에 부산 민아네 다시 놀러 갔다.")])
-    answer = ask(journal, "오사카에는 언제 갔어?")
+    answer = ask_through(journal, "오사카에는 언제 갔어?")
     assert answer.text.startswith("2026-11-20")
 
 
 def test_a_number_with_the_unit_asked_wins_over_the_best_note_without_one(journal):
-    add_all(journal, [("2026-04-18T18:15", "아빠 재활 치료가 끝났다. 이제 동네 산책은 혼자 하신다."),
+    add_dated(journal, [("2026-04-18T18:15", "아빠 재활 치료가 끝났다. 이제 동네 산책은 혼자 하신다."),
                       ("2026-02-19T21:10", "아빠 무릎 수술 날짜가 3월 4일로 잡혔다. 그 주에 휴가를 내야 한다."),
                       ("2026-11-14T22:10", "본가에서 김장했다. 아빠는 이제 등산도 다니신다고 한다."),
                       ("2026-03-04T16:40", "Dad's knee surgery went well. He will need six weeks of rehab.")])
-    answer = ask(journal, "아빠 재활은 몇 주 걸린다고 했어?")
+    answer = ask_through(journal, "아빠 재활은 몇 주 걸린다고 했어?")
     assert "six weeks" in answer.text
 
 
 def test_my_team_lead_is_not_a_sentence_about_someone_else(journal):
-    add_all(journal, [("2026-05-12T09:30", "Team lead changed: Park moved to HQ, and my new team lead is Jungmin."),
+    add_dated(journal, [("2026-05-12T09:30", "Team lead changed: Park moved to HQ, and my new team lead is Jungmin."),
                       ("2026-10-29T19:45", "1:1 with Jungmin, my team lead, about the mobile app."),
                       ("2026-11-08T18:30", "Mina called: she got promoted to team lead at the marine institute.")])
-    answer = ask(journal, "Who is my team lead now?")
+    answer = ask_through(journal, "Who is my team lead now?")
     assert "Jungmin" in answer.text and "Mina" not in answer.text
 
 
