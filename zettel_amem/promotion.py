@@ -84,12 +84,15 @@ def current_facts(store: TierStore, notebook: str) -> list[Fact]:
     spellings: dict[str, list[str]] = {}
     for entity in rows:
         spellings.setdefault(canonical[entity.id].id, []).append(entity.name)
+
+    def names(entity) -> tuple[str, ...]:
+        return tuple(dict.fromkeys([entity.name, *spellings.get(entity.id, [])]))
+
     facts = []
     for rel in store.relations(notebook, current_only=True):
         if rel.predicate not in FUNCTIONAL or rel.subject not in canonical or rel.object not in canonical:
             continue
         subject, obj = canonical[rel.subject], canonical[rel.object]
-        names = lambda e: tuple(dict.fromkeys([e.name, *spellings.get(e.id, [])]))  # noqa: E731
         facts.append(Fact(names(subject), rel.predicate, names(obj), obj.type, subject.type))
     return facts
 
