@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from .errors import ZkError, ZkWarning
+from .location import BLOCK_SIZE, parse_block_size
 
 APP_NAME = "zettel-amem"
 # Models whose enrichment search does not rank by default: SmolLM2-135M's keywords, tags and contexts
@@ -67,6 +68,9 @@ class Settings:
     store: str = ""
     store_endpoint: str = ""
     store_region: str = ""
+    # Bytes Lance reads at least per request from the store (a whole number, or "64KiB", "1MiB"): fewer
+    # requests the larger, more bytes per small read (location.BLOCK_SIZE; docs/usage.md).
+    store_block_size: int = BLOCK_SIZE
     embedder: str = "default"  # "default" | "e5-small" | "minilm" | "fastembed:<model>[@<dir>]"
     llm_model: str = "default"  # "default" | "qwen2.5-0.5b" | "smollm2-135m" | path to a .gguf | "openai:MODEL[@URL]"
     llm_threads: int = 2
@@ -187,6 +191,9 @@ class Settings:
         for env, attr in env_map.items():
             if os.environ.get(env):
                 setattr(settings, attr, os.environ[env])
+        if os.environ.get("ZK_STORE_BLOCK_SIZE"):
+            settings.store_block_size = _parsed("store_block_size", os.environ["ZK_STORE_BLOCK_SIZE"],
+                                                "ZK_STORE_BLOCK_SIZE")
         if os.environ.get("ZK_NO_WORKER"):
             settings.auto_worker = False
         return settings
@@ -205,6 +212,9 @@ class Settings:
                     continue  # a section; [llm] is read by _apply_llm_table
                 if key not in types:
                     warnings.warn(ZkWarning(f"{path}: unknown setting '{where}' (ignored)"), stacklevel=2)
+                    continue
+                if key in _PARSERS:
+                    setattr(self, key, _parsed(key, value, f"{path}: '{where}'"))
                     continue
                 expected = _TYPE_CHECKS.get(str(types[key]), (lambda v: not isinstance(v, dict), "a value"))
                 if not expected[0](value):
@@ -242,6 +252,16 @@ class Settings:
 
 
 _SECTIONS = ("memory", "models")
+# Settings that take a written form as well as their type, each parsed (ValueError) to its value.
+_PARSERS = {"store_block_size": parse_block_size}
+
+
+def _parsed(key: str, value: object, where: str) -> object:
+    """A setting in _PARSERS, parsed: a value it does not take is one error line naming where it was set."""
+    try:
+        return _PARSERS[key](value)
+    except ValueError as exc:
+        raise ZkError(f"{where} {exc}") from None
 
 
 def _is_int(value: object) -> bool:

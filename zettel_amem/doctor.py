@@ -62,7 +62,8 @@ def _location(home: Path, home_arg, settings: Settings):
     from .location import resolve
 
     try:
-        return resolve(home, home_arg, settings.store, settings.store_endpoint, settings.store_region)
+        return resolve(home, home_arg, settings.store, settings.store_endpoint, settings.store_region,
+                       settings.store_block_size)
     except ZkError:
         from .location import StoreLocation
 
@@ -70,10 +71,15 @@ def _location(home: Path, home_arg, settings: Settings):
 
 
 def _remote_check(location) -> list[Finding]:
-    """An object-store home: one line (reachable, credentials, write permission, commit support)."""
+    """An object-store home: one line (reachable, credentials, write permission, commit support), and
+    one with the block size Lance reads it in (what each command's requests and bytes depend on)."""
+    from .location import BLOCK_SIZE, format_size
     from .remote import check
 
-    return [check(location)]
+    size = int(location.options.get("block_size", BLOCK_SIZE))
+    how = "the default" if size == BLOCK_SIZE else f"store_block_size; the default is {format_size(BLOCK_SIZE)}"
+    return [check(location), Finding("store block size", True, f"{format_size(size)} ({size} bytes) per read "
+                                     f"from the store ({how})")]
 
 
 def _work_checks(home: Path, settings: Settings, location=None) -> list[Finding]:

@@ -34,8 +34,33 @@ FAST_FAIL = {"connect_timeout": "3s", "timeout": "30s", "client_max_retries": "2
 # column's page: in a compacted file of a few thousand notes those pages lie more than 64 KiB apart, and
 # showing a note then costs a request per column, as does each index file over 64 KiB (docs/benchmarks.md,
 # "Object storage"). With 256 KiB `zk list`/`zk show` cost the same requests at 10k notes as at 1k
-# (measured; larger notebooks not yet), for ~1-2 MB more read per command.
+# (measured; larger notebooks not yet), for ~1-2 MB more read per command. The `store_block_size` setting
+# changes it: smaller where egress is billed per byte, larger where requests are (docs/usage.md).
 BLOCK_SIZE = 256 * 1024
+MIN_BLOCK_SIZE = 4 * 1024  # below a disk page every small read is its own request
+MAX_BLOCK_SIZE = 64 * 1024 * 1024  # above this one `zk show` would read tens of MB
+_SIZE = re.compile(r"^(?P<number>\d+)\s*(?P<unit>[kmg]?)(?:i?b)?$", re.IGNORECASE)
+_UNITS = {"": 1, "k": 1024, "m": 1024 ** 2, "g": 1024 ** 3}
+
+
+def parse_block_size(value: object) -> int:
+    """Bytes from a `store_block_size` value: a whole number of bytes, or a size with a binary unit
+    ("256KiB", "1MiB", "64k", "512 KB": k = 1024). ValueError, saying what is accepted, otherwise."""
+    text = str(value).strip() if isinstance(value, (str, int)) and not isinstance(value, bool) else ""
+    match = _SIZE.match(text)
+    size = int(match.group("number")) * _UNITS[match.group("unit").lower()] if match else 0
+    if not MIN_BLOCK_SIZE <= size <= MAX_BLOCK_SIZE:
+        raise ValueError(f"must be a size from 4KiB to 64MiB (such as 64KiB, 256KiB, 1MiB), "
+                         f"not {value!r}"[:200])
+    return size
+
+
+def format_size(size: int) -> str:
+    """A size as people write it: "256 KiB", "1 MiB", or bytes when not a whole number of KiB."""
+    for unit, factor in (("MiB", 1024 ** 2), ("KiB", 1024)):
+        if size % factor == 0:
+            return f"{size // factor} {unit}"
+    return f"{size} bytes"
 
 
 def is_store_uri(value: str | os.PathLike[str] | None) -> bool:
@@ -78,11 +103,13 @@ class StoreLocation:
         return self.uri or str(self.local / "lancedb")
 
 
-def storage_options(uri: str, endpoint: str = "", region: str = "") -> dict[str, str]:
+def storage_options(uri: str, endpoint: str = "", region: str = "",
+                    block_size: int = BLOCK_SIZE) -> dict[str, str]:
     """LanceDB's `storage_options` for an object-store URI: the endpoint and region when set (an http://
-    endpoint, such as a MinIO box on the LAN, needs `allow_http`), and short retries. Credentials are
-    left to LanceDB, which reads the AWS environment variables, profiles and instance roles itself."""
-    options = {**FAST_FAIL, "block_size": str(BLOCK_SIZE)}
+    endpoint, such as a MinIO box on the LAN, needs `allow_http`), short retries, and the read block size.
+    Credentials are left to LanceDB, which reads the AWS environment variables, profiles and instance
+    roles itself."""
+    options = {**FAST_FAIL, "block_size": str(block_size)}
     scheme = _URI.match(uri).group("scheme").lower()
     if scheme.startswith("s3"):
         endpoint = endpoint or os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or ""
@@ -121,7 +148,7 @@ def _bind(path: Path, uri: str) -> None:
 
 
 def resolve(home: Path, home_arg: str | os.PathLike[str] | None, store_setting: str = "",
-            endpoint: str = "", region: str = "") -> StoreLocation:
+            endpoint: str = "", region: str = "", block_size: int = BLOCK_SIZE) -> StoreLocation:
     """The location for a home: a URI given as the home itself (`--home`/`ZK_HOME`) or as the home's
     `store` setting; otherwise the local folder."""
     given = home_arg if home_arg is not None else os.environ.get("ZK_HOME")
@@ -137,7 +164,7 @@ def resolve(home: Path, home_arg: str | os.PathLike[str] | None, store_setting: 
         from .errors import ZkError
 
         raise ZkError(f"store '{uri}' is not an object-store URI (s3://bucket/prefix, s3+ddb://, gs://, az://)")
-    return StoreLocation(home, uri.rstrip("/"), storage_options(uri, endpoint, region))
+    return StoreLocation(home, uri.rstrip("/"), storage_options(uri, endpoint, region, block_size))
 
 
 # Failures of the connection itself (no answer, or an answer saying "try later"), as object_store and

@@ -80,7 +80,8 @@ class Memory:
         self.home = home_dir(home)
         self.settings = settings or Settings.load(self.home)
         s = self.settings
-        self.location = resolve_location(self.home, home, s.store, s.store_endpoint, s.store_region)
+        self.location = resolve_location(self.home, home, s.store, s.store_endpoint, s.store_region,
+                                         s.store_block_size)
         self.notebook = notebook
         self.prompts = Prompts(templates_override_dirs(self.home))
         self._llm = llm
