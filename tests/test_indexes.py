@@ -103,3 +103,37 @@ def test_a_vector_search_visits_every_partition_of_a_small_index_and_a_quarter_o
     assert ann_probes(25) == 25  # 100k notes: all (half of them found 0.90 of the exact top 10)
     assert ann_probes(ANN_PROBE_ALL_UP_TO + 1) == ANN_PROBE_ALL_UP_TO
     assert ann_probes(250) == 62  # 1M notes: recall 0.97 at 10 (bench.scale)
+
+
+def test_search_probes_the_partitions_an_index_was_built_with_and_a_moved_notebook_is_retrained(memory, monkeypatch):
+    """A shared store builds fewer, larger IVF partitions than a local home (each probed one costs object-store
+    requests); the index's name records how many, so search probes those, whichever rule built it, and the
+    worker retrains an index built by the other kind of home once (a notebook moved to or from a bucket)."""
+    from types import SimpleNamespace
+
+    import zettel_amem.store_ranked as ranked
+    import zettel_amem.store_upkeep as upkeep
+    from zettel_amem.store_upkeep import Upkeep, parse_index_name, vector_partitions
+
+    assert parse_index_name("raw_vector_ann_40000") == (40_000, 10)  # named before the rule had two kinds
+    assert parse_index_name("raw_vector_ann_p2_40000") == (40_000, 2) and parse_index_name("vector_idx") is None
+    assert (vector_partitions(40_000, False), vector_partitions(40_000, True), vector_partitions(25_000, True)) == (
+        10, 2, 1)
+    local, shared = SimpleNamespace(remote=None), SimpleNamespace(remote=object())
+    assert not Upkeep._retrain(local, (40_000, 10), 50_000) and Upkeep._retrain(shared, (40_000, 10), 50_000)
+    assert not Upkeep._retrain(shared, (40_000, 2), 50_000) and Upkeep._retrain(local, (40_000, 2), 50_000)
+    assert Upkeep._retrain(shared, (20_000, 1), 80_000)  # 4x growth
+    # The beam: as measured on a local home; on a shared store wider for a larger partition, within a cap.
+    assert ranked.ann_ef(100, 40_000, 10, False) == 100 and ranked.ann_ef(100, 40_000, 2, True) == 1_000
+    assert ranked.ann_ef(100, 10**6, 1, True) == ranked.SHARED_EF_MAX and ranked.ann_ef(100, 8_000, 4, True) == 100
+
+    monkeypatch.setattr(upkeep, "ROWS_PER_PARTITION", 10)  # a local home's rule, scaled down to 55 notes
+    for i in range(55):
+        memory.add(f"note {i} about rain and coffee", f"2026-03-{1 + i % 28:02d}")
+    memory.store.maintain(vector_min_rows=50)
+    assert memory.store.vector_index_shapes() == {"raw_vector": (55, 5), "vector": (55, 5)}
+    probed = []
+    monkeypatch.setattr(ranked, "ann_probes", lambda partitions: probed.append(partitions) or partitions)
+    monkeypatch.setattr(upkeep, "ROWS_PER_PARTITION", 4_000)  # the rule changes; the index built stays
+    found = memory.store.nearest(memory.embedder.embed_query("note 7 about rain"), 5, "main", column="raw_vector")
+    assert probed == [5] and len(found) == 5

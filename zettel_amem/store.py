@@ -60,7 +60,7 @@ class Store(Ranked, Links, Upkeep):
 
     def __init__(self, home: Path, embedder_name: str, dim: int, location=None):
         super().__init__(home, embedder_name, dim, location)
-        self._vector_indexes: tuple[int, dict[str, int]] | None = None  # (table version, what it has)
+        self._vector_indexes: tuple[int, dict[str, tuple[int, int]]] | None = None  # (table version, what it has)
         self._has_enriched: tuple[tuple[int, str | None], bool] | None = None
         self._sole_notebook: dict[tuple[int, str], bool] = {}
         self._open()

@@ -9,7 +9,6 @@ from .database import (
 )
 from .models import PENDING, Note, Scope
 from .store_rows import TEXT_COLUMNS, NoteRows, row_to_note
-from .store_upkeep import ROWS_PER_PARTITION
 
 # HNSW's default beam misses a third of the true top 10 for question-like queries (recall 0.57 at 100k).
 # Measured at 100k (bench.scale): half the 25 partitions with a beam of 400 found 0.90 of the exact top 10
@@ -19,6 +18,22 @@ ANN_EF, ANN_REFINE, ANN_REFINE_UP_TO = 100, 3, 20
 
 
 ANN_PROBE_ALL_UP_TO = 32  # partitions; past this, a quarter of them (at least 32)
+
+
+# A shared store builds fewer, larger partitions (store_upkeep.SHARED_ROWS_PER_PARTITION), and a larger HNSW
+# graph needs a wider beam: at 40k random vectors (bench.remote_vectors) 2 partitions of 20k with a beam of
+# 100 found 0.45 of the exact top 10, with 1,000 (one per 2,000 rows) 0.98 (10 of 4k with 100: 0.93).
+SHARED_EF_PER_ROWS, SHARED_EF_MAX = 2_000, 4_000  # the cap bounds the CPU of a partition grown 4x since training
+
+
+def ann_ef(k: int, rows: int, partitions: int, remote: bool) -> int:
+    """HNSW's beam inside each probed partition: max(ANN_EF, k) on a local home (bench.scale); on a shared
+    store that beam per SHARED_EF_PER_ROWS rows per partition, counting the rows written since training
+    (later segments of the same partitions hold them: a bound on one graph's size)."""
+    beam = max(ANN_EF, k)
+    if not remote:
+        return beam
+    return max(beam, min(SHARED_EF_MAX, beam * rows // (max(1, partitions) * SHARED_EF_PER_ROWS)))
 
 
 def ann_probes(partitions: int) -> int:
@@ -125,7 +140,8 @@ class Ranked(NoteRows):
         past construction (link candidates); `tagged`: only notes with #tags; `enriched`: only notes with a
         context (the enriched embedding differs from the raw one); `light`: notes hold only RANK_COLUMNS
         (for ranking; never write them back); `within`: only the notes of a person scope."""
-        if self.count() == 0:
+        rows_now = self.count()
+        if rows_now == 0:
             return []
         where = self._where(notebook, exclude and f"id != {sql_str(exclude)}",
                             f"status != {sql_str(PENDING)}" if processed else None,
@@ -136,11 +152,12 @@ class Ranked(NoteRows):
             .select([*columns, "_distance"])
         if where:
             query = query.where(where, prefilter=True)
-        trained = self.vector_indexes().get(column)
+        trained, partitions = self.vector_index_shapes().get(column, (0, 0))
         if trained:  # many partitions, a narrow HNSW beam: cheaper than few and wide at the same recall
-            query = query.nprobes(ann_probes(trained // ROWS_PER_PARTITION)).ef(max(ANN_EF, k))
+            beam = ann_ef(k, rows_now, partitions, bool(self.remote))
+            query = query.nprobes(ann_probes(partitions)).ef(beam)
             if k <= ANN_REFINE_UP_TO:  # a short list is re-ranked on the full vectors; a long one needs not
-                query = query.ef(max(ANN_EF, ANN_REFINE * k)).refine_factor(ANN_REFINE)
+                query = query.ef(max(beam, ANN_REFINE * k)).refine_factor(ANN_REFINE)
         fresh = self.guarded_read(lambda: self._unindexed(column)) if trained and self.remote else None
         if fresh:
             rows = self._index_and_fresh(query, fresh, (vector, k, column, columns), where)

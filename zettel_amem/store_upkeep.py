@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 import warnings
 
 from .errors import ZkError
@@ -31,6 +32,31 @@ FRAGMENTS_BEFORE_COMPACTION = 16  # each single `zk add` writes one
 
 
 ROWS_PER_PARTITION = 4_000  # IVF partitions of ~4,000 rows, each with its own HNSW graph
+
+
+# On a shared store each probed partition costs ~4 object-store requests (Lance loads them one by one), and
+# search probes them all up to 32 (store_ranked.ann_probes): the bytes read are the whole index either way.
+# Measured at 40k notes (bench.remote_vectors, one ranked list of 100): partitions of 4,000 rows 60 requests,
+# 21.7 MB, recall@10 0.93; of 20,000 (with a beam per 2,000 rows, store_ranked.ann_ef) 24, 21.9 MB, 0.98;
+# one partition 21, 21.9 MB, but a beam of 2,000 for 0.98 and a slower build (34.7 s against 31.2 s).
+# The worker retrains after 4x growth: 1 partition at 20k notes, 4 at 80k, 16 at 320k, all of them probed up
+# to 32 (640k notes; a quarter past that, as on a local home, where the bytes, not the requests, are the cost).
+SHARED_ROWS_PER_PARTITION = 20_000
+
+
+def vector_partitions(rows: int, remote: bool) -> int:
+    """How many IVF partitions the worker builds over `rows` rows (on a shared store: fewer, larger ones)."""
+    return max(1, rows // (SHARED_ROWS_PER_PARTITION if remote else ROWS_PER_PARTITION))
+
+
+def parse_index_name(name: str) -> tuple[int, int] | None:
+    """(rows trained on, partitions) of an ANN index named by `_build_vector_index`: `raw_vector_ann_p2_40000`;
+    an older name without the partitions (`raw_vector_ann_40000`) was built by the local rule."""
+    found = re.search(r"_ann_(?:p(\d+)_)?(\d+)$", name)
+    if not found:
+        return None
+    rows = int(found.group(2))
+    return rows, int(found.group(1)) if found.group(1) else max(1, rows // ROWS_PER_PARTITION)
 
 
 class Upkeep(NoteRows):
@@ -103,13 +129,19 @@ class Upkeep(NoteRows):
 
     def vector_indexes(self) -> dict[str, int]:
         """Vector column -> the row count its ANN index was trained on (recorded in the index's name)."""
+        return {column: rows for column, (rows, _) in self.vector_index_shapes().items()}
+
+    def vector_index_shapes(self) -> dict[str, tuple[int, int]]:
+        """Vector column -> (rows its ANN index was trained on, its IVF partitions), from the index's name:
+        no request beyond the manifest a command reads anyway."""
         version = self.table.version
         if self._vector_indexes is not None and self._vector_indexes[0] == version:
             return self._vector_indexes[1]
         out = {}
         for index in self.table.list_indices():
-            if index.columns and index.columns[0] in VECTOR_COLUMNS and index.name.rsplit("_", 1)[-1].isdigit():
-                out[index.columns[0]] = int(index.name.rsplit("_", 1)[-1])
+            shape = parse_index_name(index.name) if index.columns and index.columns[0] in VECTOR_COLUMNS else None
+            if shape:
+                out[index.columns[0]] = shape
         self._vector_indexes = (version, out)
         return out
 
@@ -127,25 +159,35 @@ class Upkeep(NoteRows):
             done.append(f"compacted {fragments} fragment(s), indexes brought up to date")
         with self.write_lock():  # after compaction: a new index is built over the merged files, not remapped
             rows = self.table.count_rows()
-            trained = self.vector_indexes()
+            shapes = self.vector_index_shapes()
             for column in VECTOR_COLUMNS:
-                if rows >= vector_min_rows and (column not in trained or rows >= VECTOR_INDEX_GROWTH * trained[column]):
+                if rows >= vector_min_rows and self._retrain(shapes.get(column), rows):
                     self._build_vector_index(column, rows)
                     done.append(f"vector index on {column} ({rows} rows)")
             self.record(NOTES, self.table)
         return done
 
+    def _retrain(self, shape: tuple[int, int] | None, rows: int) -> bool:
+        """Whether an ANN index of (trained rows, partitions) is to be built again over `rows` rows: none yet,
+        4x growth, or partitions of the other kind of home (a notebook moved between local and shared)."""
+        if shape is None:
+            return True
+        trained, partitions = shape
+        return rows >= VECTOR_INDEX_GROWTH * trained or partitions != vector_partitions(trained, bool(self.remote))
+
     def _build_vector_index(self, column: str, rows: int) -> None:
-        """IVF partitions of ~4,000 rows, each an HNSW graph over 8-bit scalar-quantised vectors: at 100k
-        rows of LoCoMo text it builds in ~25 s (IVF_PQ: 70 s) and answers in ~6 ms against ~130 ms exact."""
+        """IVF partitions of ~4,000 rows (on a shared store ~20,000), each an HNSW graph over 8-bit scalar-
+        quantised vectors: at 100k rows of LoCoMo text it builds in ~25 s (IVF_PQ: 70 s) and answers in ~6 ms
+        against ~130 ms exact. Its name records the rows and partitions: search probes by it."""
         for index in self.table.list_indices():
             if index.columns and index.columns[0] == column:
                 self.guarded_write(lambda name=index.name: self.table.drop_index(name))
+        partitions = vector_partitions(rows, bool(self.remote))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # lancedb 0.40 calls these parameters deprecated; they still work
             self.guarded_write(lambda: self.table.create_index(
                 metric="cosine", vector_column_name=column, index_type="IVF_HNSW_SQ",
-                num_partitions=max(1, rows // ROWS_PER_PARTITION), name=f"{column}_ann_{rows}"))
+                num_partitions=partitions, name=f"{column}_ann_p{partitions}_{rows}"))
 
     def compact(self) -> None:
         """After a delete: rewrite the files that hold deleted rows and drop old table versions (deleted text
