@@ -17,15 +17,18 @@ from tests.s3_server import BUCKET
 CANDIDATES = ([], ["Mina", "mina"], ["Jon", "jon", "Paris"], ["Nobody"])
 
 
-def _fill(memory, notebook: str, speaker: str, enriched: bool, count: int = 12) -> None:
-    """`count` chat turns of `speaker` (every third one enriched when `enriched`) in two sessions."""
+def _fill(memory, notebook: str, speaker: str, enriched: bool, count: int = 12, own: int = 0) -> None:
+    """`count` chat turns of `speaker` (every third one enriched when `enriched`) in two sessions, and `own`
+    notes of the user's outside chats (some naming the speaker)."""
     from zettel_amem.models import READY
 
     rng = np.random.default_rng(len(notebook))
     notes = []
-    for i in range(count):
-        note = memory.new_note(f"{speaker} turn {i}: knee after the run, 무릎 {i}", f"2026-03-{1 + i:02d}T09:00:00",
-                               kind="turn", speaker=speaker, session_id=f"{notebook}-s{i // 6}", seq=i % 6)
+    for i in range(count + own):
+        when = f"2026-03-{1 + i % 28:02d}T09:{i:02d}:00"
+        note = memory.new_note(f"{speaker} turn {i}: knee after the run, 무릎 {i}", when, kind="turn",
+                               speaker=speaker, session_id=f"{notebook}-s{i // 6}", seq=i % 6) if i < count \
+            else memory.new_note(f"my own note {i}: {'met ' + speaker + ', ' if i % 4 == 0 else ''}ran, knee ok", when)
         note.status = READY
         note.context = f"{speaker} talks about a knee" if enriched and i % 3 == 0 else ""
         vector = rng.standard_normal(memory.store.dim).astype(np.float32)
@@ -42,7 +45,7 @@ def shared_two(s3, zk_home, embedder, monkeypatch):
     for key, value in {**s3.env(), "ZK_HOME": f"s3://{BUCKET}/reads-{uuid.uuid4().hex[:8]}",
                        "ZK_LOCAL_DIR": str(zk_home)}.items():
         monkeypatch.setenv(key, value)
-    _fill(Memory(embedder=embedder), "main", "Mina", enriched=True)
+    _fill(Memory(embedder=embedder), "main", "Mina", enriched=True, own=20)  # Mina's chats: a narrow scope
     _fill(Memory(embedder=embedder, notebook="work"), "work", "Jon", enriched=False)
     return lambda notebook="main": Memory(embedder=embedder, notebook=notebook)
 
@@ -85,7 +88,10 @@ def test_search_finds_the_same_notes_in_the_same_order(shared_two, monkeypatch, 
     from zettel_amem.store import Store
 
     for notebook in ("main", "work"):
-        prepared = [(h.note.id, h.score) for h in shared_two(notebook).search(query)]
+        memory = shared_two(notebook)
+        prepared = [(h.note.id, h.score) for h in memory.search(query)]
+        if notebook == "main" and "Mina" in query:
+            assert memory.searcher.last_scope.narrows  # ranked inside her chats and the notes naming her
         with monkeypatch.context() as patch:
             patch.setattr(Store, "prepare_search", lambda self, notebook, candidates: None)
             asked = [(h.note.id, h.score) for h in shared_two(notebook).search(query)]
