@@ -118,7 +118,9 @@ def test_add_list_show_and_search_cost_the_same_requests_at_1k_and_10k_notes(s3,
     assert all(abs(later - first) <= 1 for first, later in counts.values()), counts
     # What they cost (lancedb 0.40, pylance 13, 256 KiB reads): 4, 15, 13 and 32-33 when this was written.
     assert max(counts["add"]) <= 4 and max(counts["list"]) <= 16 and max(counts["show"]) <= 14, counts
-    assert max(counts["search"]) <= 35, counts
+    # Search asks whether the notebook is the table's only one, whether it is enriched and who speaks in
+    # its chats in one scan (Store.prepare_search): 34 -> 26 at both sizes when that was written.
+    assert max(counts["search"]) <= 27, counts
     assert max(listings) <= 5, listings
 
 

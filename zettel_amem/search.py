@@ -95,11 +95,12 @@ class Searcher:
         keyword: every one of their turns carries it, so it would only reward short turns."""
         if use_vector:
             self.parts.start_embedding(query)  # embedding runs while the scope and the keyword lists are read
-        enriched = use_enrichment and self.parts.store.has_enriched(self.parts.notebook)
+        store, scoping = self.parts.store, scoped and not tagged and self.parts.settings.search_person_scope
+        store.prepare_search(self.parts.notebook, name_candidates(query) if scoping else [])  # a shared store's
+        enriched = use_enrichment and store.has_enriched(self.parts.notebook)
         weight = self.parts.settings.enrichment_weight() if enriched else 0.0
         terms = keyword_terms(query)
-        scope = self.person_scope(query) if scoped and not tagged and self.parts.settings.search_person_scope \
-            else None
+        scope = self.person_scope(query) if scoping else None
         self.last_scope = scope
         if scope is not None:
             named = {t for p in scope.people for t in keyword_terms(p)}

@@ -73,12 +73,46 @@ class Ranked(NoteRows):
                                                                                               "context != ''"))) > 0)
         return self._has_enriched[1]
 
+    def prepare_search(self, notebook: str, candidates: list[str]) -> None:
+        """On a shared store, what a search asks before ranking, in one scan: whether `notebook` is the
+        table's only one (`_notebook_filter`), whether it has enriched notes (`has_enriched`) and which of
+        `candidates` speak in its chats (`speakers`), each remembered for this table version. Asked one by
+        one they are three reads, and every read opens every data file the indexes do not cover: Lance
+        fetches a file smaller than a block whole on each open, so each note added since the worker's
+        upkeep costs a GET per read. Locally nothing is done here: the three reads are faster there (two
+        counts build no rows; this returns one per enriched note)."""
+        if not self.remote or not notebook:
+            return
+        import pyarrow.compute as pc
+
+        key = (self.table.version, notebook)
+        other = f"notebook != {sql_str(notebook)}"
+        said = f"{in_list('speaker', candidates)} AND session_id IS NOT NULL" if candidates else "false"
+        columns = {"other": other, "enriched": "context != ''", "said": said, "speaker": "speaker",
+                   "session_id": "session_id"}
+
+        def run():
+            query = self.table.search().where(f"({other}) OR (context != '') OR ({said})").select(columns)
+            return query.limit(max(self.table.count_rows(), 1)).to_arrow()
+
+        rows = self.guarded_read(run)  # one row per enriched note: counted here, not made into dicts
+        sole = not pc.any(pc.fill_null(rows["other"], False)).as_py()
+        mine = rows if sole else rows.filter(pc.equal(rows["other"], False))  # as `_where(notebook)` filters
+        self._sole_notebook = {key: sole}
+        self._has_enriched = (key, bool(pc.any(pc.fill_null(mine["enriched"], False)).as_py()))
+        found: dict[str, set[str]] = {}
+        for row in mine.filter(pc.fill_null(mine["said"], False)).select(["speaker", "session_id"]).to_pylist():
+            found.setdefault(row["speaker"], set()).add(row["session_id"])
+        self._speakers = ((*key, tuple(candidates)), found)
+
     # -- people -----------------------------------------------------------------------------------
     def speakers(self, candidates: list[str], notebook: str | None = None) -> dict[str, set[str]]:
         """Which of `candidates` speak in chat sessions, each with the sessions they speak in: two columns
-        of their turns, found through the speaker index."""
+        of their turns, found through the speaker index (or by `prepare_search`)."""
         if not candidates:
             return {}
+        if self._speakers is not None and self._speakers[0] == (self.table.version, notebook, tuple(candidates)):
+            return {name: set(sessions) for name, sessions in self._speakers[1].items()}
         rows = self._query(self._where(notebook, in_list("speaker", candidates), "session_id IS NOT NULL"),
                            ["speaker", "session_id"])
         out: dict[str, set[str]] = {}
