@@ -96,6 +96,8 @@ class LoopbackS3:
         self.counts: Counter[str] = Counter()
         self._count_lock = threading.Lock()
         self._server = None
+        self._stop_in = -1  # stop_after: requests left before going down (-1: never)
+        self._connections: Any = ()  # the accepted connections (a WeakSet once started)
         self._thread: threading.Thread | None = None
         self._hidden: list = []  # [prefix, listings left]
         self.log: list[tuple[str, str, str, str]] | None = None  # a list: every request (method, path, query, range)
@@ -125,6 +127,16 @@ class LoopbackS3:
             self.counts[method] += 1
             self.counts["total"] += 1
             self.counts[f"kind:{request_kind(method, path, query)}"] += 1
+            self._stop_in -= 1
+            stop_now = self._stop_in == 0
+        if stop_now:  # from another thread: this request's own connection is among those cut
+            threading.Thread(target=self.stop, daemon=True).start()
+
+    def stop_after(self, requests: int) -> None:
+        """Go down while the `requests`-th request from now is being served (a mid-command outage whatever
+        the machine's speed; a timer missed the command it aimed at when commands got fast)."""
+        with self._count_lock:
+            self._stop_in = requests
 
     def add_bytes(self, size: int) -> None:
         with self._count_lock:
@@ -161,6 +173,7 @@ class LoopbackS3:
             def _server_entry(self) -> None:  # moto's own, with the app wrapped
                 app = _Counting(DomainDispatcherApplication(create_backend_app), outer)
                 self._server = make_server(self._ip_address, self._port, app, True)
+                outer._track_connections(self._server)
                 self._server_ready_event.set()
                 self._server.serve_forever()
 
@@ -168,10 +181,33 @@ class LoopbackS3:
         self._server.start()
         return self
 
+    def _track_connections(self, server) -> None:
+        """Remember each accepted connection, so that `stop` can cut the open ones too."""
+        import weakref
+
+        self._connections = weakref.WeakSet()
+        accept = server.process_request
+
+        def tracked(request, client_address) -> None:
+            self._connections.add(request)
+            accept(request, client_address)
+
+        server.process_request = tracked
+
     def stop(self) -> None:
+        """Stop as a server that goes down does: no new connections, and the open ones cut. Werkzeug's
+        shutdown alone stops accepting but keeps serving kept-alive connections, so a client that pools
+        them (Lance's object store in one process) went on writing through a "stopped" server."""
+        import socket
+
         if self._server is not None:
             self._server.stop()
             self._server = None
+            for connection in list(self._connections):
+                try:
+                    connection.shutdown(socket.SHUT_RDWR)
+                except OSError:  # closed already
+                    pass
 
     def client(self):
         import boto3

@@ -21,7 +21,6 @@ import random
 import signal
 import subprocess
 import sys
-import threading
 import time
 import uuid
 from collections import Counter
@@ -150,7 +149,7 @@ def test_two_machines_with_one_killed_and_restarted(s3, tmp_path):
 
 @pytest.mark.slow  # ~70 s alone: 8 adds wait out an unreachable store, 42 open, embed and commit
 def test_the_store_stopped_during_50_adds(zk, zk_home, monkeypatch, s3):
-    """The server goes away at a random moment (mid-command included) and comes back 8 adds later."""
+    """The server goes away at a random request of an add (mid-command included) and comes back 8 adds later."""
     uri = f"s3://{BUCKET}/outage-{uuid.uuid4().hex[:8]}"
     for key, value in s3.env().items():
         monkeypatch.setenv(key, value)
@@ -160,7 +159,7 @@ def test_the_store_stopped_during_50_adds(zk, zk_home, monkeypatch, s3):
     results, sent = {}, ""
     for i in range(50):
         if i == 12:
-            threading.Timer(rng.uniform(0.0, 0.4), s3.stop).start()  # during this add, somewhere
+            s3.stop_after(rng.randint(1, 8))  # during this add (8 requests), at a random request
         if i == 20:
             kept = [t for t, r in results.items() if r["status"] == "outbox"]
             status = zk("status", "--json").json()
