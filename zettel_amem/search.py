@@ -96,7 +96,8 @@ class Searcher:
         if use_vector:
             self.parts.start_embedding(query)  # embedding runs while the scope and the keyword lists are read
         store, scoping = self.parts.store, scoped and not tagged and self.parts.settings.search_person_scope
-        store.prepare_search(self.parts.notebook, name_candidates(query) if scoping else [])  # a shared store's
+        # On a shared store: the three questions below (sole notebook, enriched, speakers) in one read
+        store.prepare_search(self.parts.notebook, name_candidates(query) if scoping else [])
         enriched = use_enrichment and store.has_enriched(self.parts.notebook)
         weight = self.parts.settings.enrichment_weight() if enriched else 0.0
         terms = keyword_terms(query)
