@@ -19,7 +19,7 @@ from zettel_amem.config import Settings
 from zettel_amem.construct import annotate
 from zettel_amem.evolve import apply_update
 from zettel_amem.link import Update, decide_links, link_schema
-from zettel_amem.models import Note
+from zettel_amem.models import Note, Passage
 from zettel_amem.prompts import Prompts
 from zettel_amem.retrieve import render_for_context
 from zettel_amem.text import estimate_tokens
@@ -97,7 +97,10 @@ def test_the_context_budget_setting_bounds_what_search_returns(zk, zk_home):
     for i in range(6):
         zk("add", f"Knee note {i}: " + "the knee felt stiff after the long run, iced it at night. " * 4, check=True)
     wide = zk("search", "knee", "--json", "--no-links", "--budget", "0").json()  # 0: no budget
-    cost = [estimate_tokens(render_for_context(Note(id=h["id"], content=h["content"], at=h["at"]))) for h in wide]
+    # the budget counts what `zk ask` is shown: a long note's matched passages, a short one whole
+    cost = [estimate_tokens(render_for_context(Note(id=h["id"], content=h["content"], at=h["at"]),
+                                               [Passage(p["index"], p["text"], 0) for p in h["passages"]]))
+            for h in wide]
     assert len(wide) >= 4
     budget = sum(cost[:2]) + 1  # room for two hits, not for all of them
     (zk_home / "config.toml").write_text(f"[memory]\ncontext_budget_tokens = {budget}\n", encoding="utf-8")

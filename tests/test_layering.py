@@ -21,6 +21,8 @@ ALLOWED = {
     "models": set(),
     "text": set(),
     "relative_dates": set(),
+    "date_mentions": {"models"},  # dates written in a passage, made absolute at write time
+    "passages": {"date_mentions", "models"},  # an entry cut into passages (pure: the embedder is passed in)
     "config": {"errors", "location"},
     "location": {"errors"},  # where the tables live: a folder or an object-store URI
     "dates": {"errors"},
@@ -30,7 +32,7 @@ ALLOWED = {
     "database": {"errors", "location"},
     "store": {"database", "errors", "shared_store", "store_links", "store_ranked", "store_rows", "store_upkeep",
               "versions"},  # the notes table: one class per job (below), composed
-    "store_rows": {"database", "errors", "models", "text"},
+    "store_rows": {"database", "errors", "models", "passages", "text"},
     "store_links": {"database", "models", "store_rows"},
     "store_ranked": {"database", "models", "store_rows", "store_upkeep"},
     "store_upkeep": {"database", "errors", "store_rows", "text"},
@@ -51,24 +53,25 @@ ALLOWED = {
     "episodes": {"config", "construct", "llm", "models", "prompts", "text"},
     "grounding": {"text"},  # pure checks of what the graph may store (#31)
     "extraction": {"grounding", "llm", "models", "prompts", "text"},
-    "retrieve": {"models", "relative_dates", "text"},
+    "retrieve": {"models", "passages", "relative_dates", "text"},
+    "passage_rank": {"passages", "retrieve", "text"},  # entries ranked by their best passages
     # services over a notebook's parts (parts.py: store, embedder, model, settings, loaded on first use)
     "parts": set(),
-    "changes": {"errors", "evolve", "models"},
-    "pipeline": {"construct", "embed", "errors", "evolve", "link", "llm", "models", "retrieve", "text"},
-    "search": {"errors", "models", "retrieve", "text"},
-    "answer": {"config", "dates", "errors", "journal_answer", "llm", "models", "prompts", "retrieve",
+    "changes": {"errors", "evolve", "models", "passages"},
+    "pipeline": {"construct", "embed", "errors", "evolve", "link", "llm", "models", "passages", "retrieve", "text"},
+    "search": {"errors", "models", "passage_rank", "passages", "retrieve", "text"},
+    "answer": {"config", "dates", "errors", "journal_answer", "llm", "models", "passages", "prompts", "retrieve",
                "term_bridge", "text"},
     "term_bridge": {"evidence", "models", "questions"},
     # journal answers (#26): pure functions of the question and the retrieved notes, no model, no store
     "questions": {"prompts", "text"},
     "evidence": {"models", "questions", "text"},
-    "date_guard": {"models", "relative_dates"},
-    "journal_answer": {"date_guard", "evidence", "models", "questions", "text"},
+    "date_guard": {"date_mentions", "models"},
+    "journal_answer": {"date_guard", "date_mentions", "evidence", "models", "questions", "text"},
     "memory": {"answer", "changes", "config", "dates", "embed", "errors", "evolve", "llm", "location", "models",
-               "outbox", "parts", "pipeline", "prompts", "retrieve", "search", "store", "text"},
+               "outbox", "parts", "passages", "pipeline", "prompts", "retrieve", "search", "store", "text"},
     "worker": {"lease", "models"},
-    "ingest": {"database", "errors", "ingest", "memory", "models", "store", "text"},
+    "ingest": {"database", "errors", "ingest", "memory", "models", "passages", "store", "text"},
     "sessions": {"dates", "errors", "models", "tier_store"},
     "promotion": {"dates", "embed", "episodes", "errors", "extraction", "grounding", "llm", "models", "sessions",
                   "text", "tier_store", "worker"},

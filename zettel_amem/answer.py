@@ -26,8 +26,9 @@ from .errors import InvalidInput
 from .journal_answer import answer_journal
 from .llm import LLMError
 from .models import Note, Usage
+from .passages import as_notes, entry_id_of, passage_id, passages_from_json
 from .prompts import language_of
-from .retrieve import CoverageIndex, Hit, render_for_context
+from .retrieve import CoverageIndex, Hit, render_hit
 from .term_bridge import bridge_terms
 from .text import keyword_terms, name_pattern, nfc, statements
 
@@ -84,7 +85,7 @@ def supporting(text: str, cited: list[str], hits: list[Hit]) -> list[str]:
     resolved dates); all of them when none does ("yes", a count). A 0.5B model fills its id list with
     notes the answer never came from; a citation a user cannot trace erodes trust in the rest."""
     words = set(keyword_terms(text))
-    shown = {h.note.id: set(keyword_terms(render_for_context(h.note))) for h in hits}
+    shown = {h.note.id: set(keyword_terms(render_hit(h))) for h in hits}
     return [i for i in cited if words & shown.get(i, set())] or cited
 
 
@@ -177,6 +178,8 @@ class Answer:
     cited_ids: list[str] = field(default_factory=list)
     mode: str = "model"
     reason: str = ""
+    # journal answers: per quoted passage, its entry id, passage id, time and the text used
+    quotes: list[dict[str, str]] = field(default_factory=list)
 
     def cited(self) -> list[str]:
         return list(self.cited_ids)
@@ -223,18 +226,40 @@ class Answerer:
 
     def journal(self, question: str, hits: list[Hit]) -> Answer:
         """A journal answer from the hits and a wider pool (the newest note on a subject may rank
-        below the first k); no model call."""
+        below the first k), read passage by passage (a long entry's sentences are quoted, not its
+        start); no model call."""
         pool = {h.note.id: h for h in hits}
         wider = self.search(question, 2 * JOURNAL_POOL, follow_links=False, session_turns=0)
         korean = language_of(question) == "Korean"
         other = [h for h in wider[JOURNAL_POOL:] if bool(re.search("[\uac00-\ud7a3]", h.note.content)) != korean]
         for hit in wider[:JOURNAL_POOL] + other[:JOURNAL_OTHER_LANGUAGE]:
             pool.setdefault(hit.note.id, hit)
+        units = self.with_passage_vectors([h.note for h in pool.values()])
         translate = self.translate if self.parts.settings.answer_journal_translate else None
-        reply = answer_journal(question, [h.note for h in pool.values()], self.note_cosines, translate)
-        given = hits + [pool[i] for i in reply.cited if i not in {h.note.id for h in hits}]
-        return Answer(pieces=iter([reply.text]), notes=given, text=reply.text, cited_ids=reply.cited,
-                      mode=reply.mode, reason=reply.reason)
+        reply = answer_journal(question, units, self.note_cosines, translate)
+        by_id = {u.id: u for u in units}
+        quotes = [{"entry_id": entry_id_of(i), "passage_id": i, "at": by_id[i].at, "text": by_id[i].content}
+                  for i in reply.cited if i in by_id]
+        cited = list(dict.fromkeys(entry_id_of(i) for i in reply.cited))
+        given = hits + [pool[i] for i in cited if i not in {h.note.id for h in hits} and i in pool]
+        return Answer(pieces=iter([reply.text]), notes=given, text=reply.text, cited_ids=cited,
+                      mode=reply.mode, reason=reply.reason, quotes=quotes)
+
+    def with_passage_vectors(self, notes: list[Note]) -> list[Note]:
+        """The notes as answers read them (`passages.as_notes`), each passage's vector remembered for
+        `note_cosines`."""
+        import numpy as np
+
+        long = [n for n in notes if n.passages]
+        for note_id, row in self.parts.store.passage_rows([n.id for n in long]).items():
+            passages = passages_from_json(row.get("passages"))
+            flat = row.get("passage_vectors")
+            if passages and flat is not None and len(flat) % len(passages) == 0:
+                dim = len(flat) // len(passages)
+                for number, passage in enumerate(passages):
+                    self._vectors[passage_id(note_id, passage.index)] = \
+                        np.asarray(flat[number * dim:(number + 1) * dim], dtype=np.float32)
+        return as_notes(notes)
 
     def translate(self, terms: list[str], question: str, notes: list[Note]) -> dict[str, list[str]]:
         """The question's terms in the journal's other language, among the notes' words (term_bridge.py)."""
@@ -254,7 +279,7 @@ class Answerer:
         """Each note's raw-words vector's cosine to `text` (vectors read once per Answerer)."""
         import numpy as np
 
-        missing = [n.id for n in notes if n.id not in self._vectors]
+        missing = [n.id for n in notes if n.id not in self._vectors and not n.passages]
         for note_id, note in self.parts.store.get_many(missing, with_vector=True).items():
             self._vectors[note_id] = np.asarray(note.raw_vector, dtype=np.float32)
         query = np.asarray(self.parts.query_vector(text), dtype=np.float32)
@@ -276,7 +301,7 @@ class Answerer:
 
     def _answer(self, question: str, hits: list[Hit], memory_block: str, today: str | None,
                 answer: Answer) -> None:
-        notes_block = "\n".join(render_for_context(h.note) for h in hits)
+        notes_block = "\n".join(render_hit(h) for h in hits)
         today = today or dates.today().isoformat()
         user = self.parts.prompts.render("answer", notes=notes_block, question=question.strip(), today=today,
                                    memory=memory_block.strip() + "\n" if memory_block.strip() else "")

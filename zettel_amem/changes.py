@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from .errors import NotFound, ZkError
 from .evolve import forget_changes_by, record
 from .models import REVERTIBLE, Note
+from .passages import attach_passages
 
 if TYPE_CHECKING:
     from .parts import Parts
@@ -54,6 +55,7 @@ def revert(parts: Parts, note_id: str, to_version: int | None = None) -> Note:
         setattr(note, name, change["new"])
     record(note, changes, None, f"revert to v{target}")
     note.vector = parts.embedder.embed_passages([note.embedding_text()])[0].tolist()
+    attach_passages([note], parts.embedder.embed_passages)  # the text may be an older one
     parts.store.update([note])
     return note
 

@@ -268,7 +268,7 @@ def ask(question: str = typer.Argument(..., help="Your question."),
             pass
         cited = set(answer.cited())
         render.print_json({"answer": answer.text.strip(), "cited": answer.cited(), "mode": answer.mode,
-                           "reason": answer.reason or None,
+                           "reason": answer.reason or None, "quotes": answer.quotes,
                            "notes": _notes_json(memory, answer.notes, cited=lambda h: h.note.id in cited),
                            "episodes": [h.to_json() for h in hints], "facts": facts, "facts_used": len(facts)})
         return

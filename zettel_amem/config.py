@@ -111,6 +111,9 @@ class Settings:
     search_person_scope: bool = True
     search_scope_mentions: int = 1000  # the user's own notes (outside chats) naming them, at most (0: chats only)
     search_session_turns: int = 2  # expansion: each hit is followed by its session turns this many places away
+    # A long entry also ranks by its best passage (passage_rank.py): two more lists at this weight each
+    # (0: entries rank as wholes, as before passages). Tuned on the long-entry benchmark's tune half.
+    search_passage_weight: float = 1.0
     context_budget_tokens: int = 700  # for `zk ask`
     # Let the model reply "No information available." (templates/answer_decline.txt). Off by default: the
     # bundled model then declines too many answerable questions (docs/benchmarks.md, defaults).

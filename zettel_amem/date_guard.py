@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 from datetime import date, timedelta
 
+from .date_mentions import date_mentions
 from .models import Note
-from .relative_dates import resolve_relative_dates
 
 _MONTHS = "january february march april may june july august september october november december".split()
 _MONTH = "|".join(m[:3] + r"[a-z]*\.?" for m in _MONTHS)
@@ -50,8 +50,10 @@ def note_dates(note: Note) -> list[tuple[str, date]]:
     except ValueError:
         return []
     found = written_dates(note.content, year)
-    for phrase, value in resolve_relative_dates(note.content, note.at):
-        found += [(phrase, d) for _, d in written_dates(value, year)]
+    written = {phrase for phrase, _ in found}
+    for mention in date_mentions(note.content, note.at):  # the days a passage's own words date
+        if mention.start == mention.end and mention.phrase not in written:
+            found.append((mention.phrase, date.fromisoformat(mention.start)))
     return found + nth_day(note)
 
 

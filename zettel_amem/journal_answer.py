@@ -35,6 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .date_guard import guard, note_dates
+from .date_mentions import date_mentions
 from .evidence import Cosines, Evidence, best_sentence, forms, has_term, mentions, rank
 from .models import Note
 from .questions import Question, analyse, korean_stem, subject_terms
@@ -132,7 +133,10 @@ def answer_when(question: Question, evidence: list[Evidence], story: bool = True
     evidence = [chosen] + [e for e in evidence if e is not chosen] if chosen else evidence
     for item in candidates:
         sentence = best_sentence(item.note, spelled(question))
-        dated = [d for written, d in note_dates(item.note) if written in sentence]
+        days = note_dates(item.note)
+        dated = [d for written, d in days if written in sentence]
+        if not dated and len({d for _, d in days}) == 1:  # a passage that dates one day dates its event
+            dated = [days[0][1]]
         if dated:
             return f"{dated[0].isoformat()} — {whole(item.note, NOTE_CHARS - 14)}", [item.note.id]
     best = evidence[0].note
@@ -214,14 +218,28 @@ def answer_list(question: Question, evidence: list[Evidence]) -> tuple[str, list
     plans for a later month is no time it happened)."""
     top = evidence[0].words
     chosen = [e for e in evidence if top and e.words >= LIST_SHARE * top] or evidence[:1]
-    if question.kind == "count":  # "how many times did I …": what happened, not what was planned for later
-        chosen = [e for e in chosen if not planned_month(e.note)] or chosen
+    if question.kind == "count":  # "how many times did I …": what happened, not what was planned for later,
+        # each day once (two passages of one entry, or the evening's note on the morning's event)
+        chosen = [e for e in chosen if not planned_month(e.note) and not planned(e.note)] or chosen
+        chosen = list({event_day(e.note): e for e in reversed(chosen)}.values())[::-1]
     chosen = sorted(chosen[:6], key=lambda e: e.note.at)
     items = [quote(e.note, spelled(question)) for e in chosen]
     text = "; ".join(items)
     if question.kind == "count":
         text = (f"{len(items)}번: " if korean(question) else f"{len(items)} times: ") + text
     return text, [e.note.id for e in chosen]
+
+
+def planned(note: Note) -> bool:
+    """Whether every date the note (a passage) writes lies after the day it was written: a plan."""
+    mentions = date_mentions(note.content, note.at)
+    return bool(mentions) and all(m.plan for m in mentions)
+
+
+def event_day(note: Note) -> str:
+    """The day a passage dates its event: the one past day it writes ("어제"), else the day it was written."""
+    days = {m.start for m in date_mentions(note.content, note.at) if m.start == m.end and not m.plan}
+    return days.pop() if len(days) == 1 else day(note)
 
 
 def planned_month(note: Note) -> int:

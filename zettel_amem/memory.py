@@ -30,6 +30,7 @@ from .llm.configured import load_configured
 from .location import resolve as resolve_location
 from .models import OUTBOX, PENDING, Note, ProcessResult, journal_period, now_iso, session_id_for
 from .parts import Parts
+from .passages import attach_passages
 from .pipeline import Pipeline
 from .prompts import Prompts
 from .retrieve import Hit
@@ -219,6 +220,7 @@ class Memory:
             note.raw_vector = note.vector = vector.tolist()
         for note, vector in zip(enriched, vectors[len(notes):]):
             note.vector = vector.tolist()
+        attach_passages(notes, self.embedder.embed_passages)  # each entry's passages (passages.py)
         return self.store.add(notes, skip_existing=skip_existing)
 
     def edit(self, note_id: str, content: str, expected: str | None = None, reason: str = "edit") -> Note | None:
@@ -249,6 +251,7 @@ class Memory:
         if notes:
             for note, vector in zip(notes, self.embedder.embed_passages([n.embedding_text() for n in notes])):
                 note.vector = vector.tolist()
+            attach_passages(notes, self.embedder.embed_passages)
             self.store.update(notes)
         return notes
 

@@ -1,11 +1,12 @@
-"""The small core types: a Note, one Version of it, and the results the pipeline reports."""
+"""The small core types: a Note, one Version of it, a long entry's Passage and the dates it writes
+(DateMention), and the results the pipeline reports."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime, timedelta
 from typing import Any
 
 # Processing stages. A note is searchable from PENDING on (it has a content embedding).
@@ -44,6 +45,47 @@ class Version:
                    reason=data.get("reason", "evolution"), changes=data.get("changes", {}))
 
 
+@dataclass(frozen=True)
+class DateMention:
+    """One date phrase of a passage, resolved: `start`..`end` (ISO days, equal for one day); `plan`: the
+    whole range lies after the day the entry was written."""
+
+    phrase: str
+    start: str
+    end: str
+    plan: bool = False
+
+    def to_json(self) -> list:
+        return [self.phrase, self.start, self.end, self.plan]
+
+    @classmethod
+    def from_json(cls, data: list) -> DateMention:
+        return cls(str(data[0]), str(data[1]), str(data[2]), bool(data[3]) if len(data) > 3 else False)
+
+    def days(self) -> list[date]:
+        first, last = date.fromisoformat(self.start), date.fromisoformat(self.end)
+        return [first + timedelta(days=i) for i in range((last - first).days + 1)] if last >= first else [first]
+
+@dataclass
+class Passage:
+    """One passage of an entry: its text (as written, whitespace kept), where it starts in the entry, its
+    dates and its own embedding (set when stored)."""
+
+    index: int
+    text: str
+    start: int
+    dates: list[DateMention] = field(default_factory=list)
+    vector: list[float] | None = None
+
+    def to_json(self) -> dict:
+        return {"i": self.index, "text": self.text, "start": self.start, "dates": [d.to_json() for d in self.dates]}
+
+    @classmethod
+    def from_json(cls, data: dict) -> Passage:
+        return cls(int(data["i"]), data["text"], int(data.get("start", 0)),
+                   [DateMention.from_json(d) for d in data.get("dates", [])])
+
+
 @dataclass
 class Note:
     id: str
@@ -68,6 +110,10 @@ class Note:
     user_tags: list[str] = field(default_factory=list)  # the #tags written in the text (text.hashtags)
     vector: list[float] | None = None  # full embedding: content + what the LLM added (A-MEM)
     raw_vector: list[float] | None = None  # the raw words alone; never replaced by enrichment
+    # A long entry's passages (passages.py), derived from `content` at write time, each with its dates and
+    # embedding; [] for a short note or a chat turn (it is its own passage); None: not computed yet (a
+    # store from before passages, filled by `zk process` and the worker)
+    passages: list[Passage] | None = None
 
     @property
     def short_id(self) -> str:

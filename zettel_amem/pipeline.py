@@ -18,6 +18,7 @@ from .evolve import apply_update, record
 from .link import decide_links
 from .llm import LLMError
 from .models import CONSTRUCTED, EVOLVABLE, PENDING, READY, Note, ProcessResult, Usage
+from .passages import attach_passages
 from .retrieve import CoverageIndex
 from .text import is_trivial
 
@@ -187,8 +188,21 @@ class Pipeline:
                 refused.append(update.note_id)
         return [u for u in updates if u.note_id not in refused], refused
 
+    def fill_passages(self, batch: int = 500) -> int:
+        """Cut the entries of a store from before passages (passages.py), a batch at a time: no re-typing,
+        nothing else changes. Returns how many entries were written."""
+        done = 0
+        while True:
+            notes = self.parts.store.without_passages(batch)
+            if not notes:
+                return done
+            attach_passages(notes, self.parts.embedder.embed_passages)
+            self.parts.store.update(notes)
+            done += len(notes)
+
     def process_pending(self, on_progress: Callable[[ProcessResult, int, int], None] | None = None,
                         limit: int | None = None, all_notebooks: bool = False) -> list[ProcessResult]:
+        self.fill_passages()
         ids = self.pending_ids(all_notebooks)[:limit]
         results = []
         for index, note_id in enumerate(ids, 1):

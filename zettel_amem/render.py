@@ -80,8 +80,8 @@ def hits_table(hits: list[Hit], title: str | None = None) -> None:
         via = f"[dim]↳ linked from {hit.via[:8]}[/] " if hit.via else ""
         score = f"{hit.score:.3f}" if not hit.via else "[dim]link[/]"
         repeats = f" [dim](+{hit.repeats} with the same words)[/]" if hit.repeats else ""
-        table.add_row(escape(hit.note.short_id), score, escape(hit.note.at[:10]),
-                      via + escape(one_line(hit.note.content, 100)) + repeats)
+        text = " … ".join(one_line(p.text) for p in hit.passages) if hit.passages else one_line(hit.note.content, 100)
+        table.add_row(escape(hit.note.short_id), score, escape(hit.note.at[:10]), via + escape(text) + repeats)
     console.print(table)
 
 

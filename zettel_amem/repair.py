@@ -184,7 +184,7 @@ def _current_columns(home: Path) -> bool:
     if not manifest_versions(table_dir):
         return True  # rebuilt (or created) by this repair, with today's columns
     names = set(health.open_version(table_dir).schema.names)
-    return {*TEXT_COLUMNS, "terms", "enrichment_terms", "vector", "raw_vector"} <= names
+    return {*TEXT_COLUMNS, "terms", "enrichment_terms", "vector", "raw_vector", "passage_vectors"} <= names
 
 
 def describe_note(row: dict[str, Any]) -> str:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from datetime import date
 
 from .models import Note
+from .passages import Passage
 from .relative_dates import dated_phrases, day_text
 from .text import KEYWORD_STOP_WORDS, WORD, estimate_tokens, one_line, romanise
 
@@ -46,11 +47,15 @@ class Hit:
     via: str | None = None  # for expansion hits: the id of the hit whose link or session brought it in
     signals: dict[str, int] = field(default_factory=dict)  # signal name -> rank (0-based) in that list
     repeats: int = 0  # lower-ranked notes with the very same words, folded into this hit
+    # the passages of a long entry that matched (passage_rank.py), in the entry's order; [] = the whole note
+    passages: list[Passage] = field(default_factory=list)
 
     def to_json(self, backlinks: list[str] | None = None, **extra) -> dict:
+        matched = [{"index": p.index, "text": p.text, "dates": [d.to_json() for d in p.dates]} for p in self.passages]
         return self.note.to_json(backlinks, score=round(self.score, 4),
                                  similarity=None if self.similarity is None else round(self.similarity, 4),
-                                 via=self.via, repeats=self.repeats, **extra)
+                                 via=self.via, repeats=self.repeats, entry_id=self.note.id, passages=matched,
+                                 **extra)
 
 
 @dataclass
@@ -86,22 +91,29 @@ def bm25_ranked(docs: Sequence[tuple[Note, list[str]]], terms: list[str], k: int
     """Top-k notes by BM25 of `terms` over their own term lists, with these notes' own statistics. A search
     inside a person scope ranks this way: which words are rare among *their* notes decides, whatever the
     rest of a big store says about them."""
+    if not docs or not terms:
+        return []
+    scores = bm25_scores([d for _, d in docs], terms)
+    out = [(note, score) for (note, _), score in zip(docs, scores) if score > 0]
+    out.sort(key=lambda pair: (pair[1], pair[0].at), reverse=True)  # a tie: the newer note first
+    return out[:k]
+
+
+def bm25_scores(docs: Sequence[list[str]], terms: list[str]) -> list[float]:
+    """BM25 of `terms` for each document (a list of terms), with these documents' own statistics."""
     wanted = list(dict.fromkeys(terms))
     if not docs or not wanted:
-        return []
-    lengths = [len(d) for _, d in docs]
+        return [0.0] * len(docs)
+    lengths = [len(d) for d in docs]
     average = sum(lengths) / len(docs) or 1.0
-    counts = [Counter(t for t in d if t in wanted) for _, d in docs]
+    counts = [Counter(t for t in d if t in wanted) for d in docs]
     df = Counter(t for c in counts for t in c)
     idf = {t: math.log(1 + (len(docs) - df[t] + 0.5) / (df[t] + 0.5)) for t in wanted}
     out = []
-    for (note, _), tf, length in zip(docs, counts, lengths):
+    for tf, length in zip(counts, lengths):
         norm = BM25_K1 * (1 - BM25_B + BM25_B * length / average)
-        score = sum(idf[t] * f * (BM25_K1 + 1) / (f + norm) for t, f in tf.items())
-        if score > 0:
-            out.append((note, score))
-    out.sort(key=lambda pair: (pair[1], pair[0].at), reverse=True)  # a tie: the newer note first
-    return out[:k]
+        out.append(sum(idf[t] * f * (BM25_K1 + 1) / (f + norm) for t, f in tf.items()))
+    return out
 
 
 def same_words(text: str) -> str:
@@ -225,10 +237,11 @@ class CoverageIndex:
         return [sum(weight[w] * self._match(w, doc) for w in words) / total for doc in self.docs]
 
 
-def render_for_context(note: Note) -> str:
+def render_for_context(note: Note, passages: list[Passage] | None = None) -> str:
     """How a note appears in an answer prompt (also what the budget counts). The day is written out
     ("8 May 2023") and relative dates in the text are resolved from it ("yesterday = 7 May 2023"): a
-    small model copies a date well and computes one badly."""
+    small model copies a date well and computes one badly. A long entry shows only `passages` (those
+    that matched), joined by " … ", each with its dates."""
     korean = bool(re.search("[\uac00-\ud7a3]", note.content))
     try:
         when = f"{day_text(date.fromisoformat(note.at[:10]), korean)} {note.at[11:16]}".strip()
@@ -237,21 +250,27 @@ def render_for_context(note: Note) -> str:
     line = f"[{note.short_id}] {when}"
     if note.speaker:
         line += f" {note.speaker}:"
-    line += f" {one_line(note.content)}"
-    if note.context:
+    text = " … ".join(one_line(p.text) for p in passages) if passages else one_line(note.content)
+    line += f" {text}"
+    if note.context and not passages:
         line += f" ({one_line(note.context)})"
-    dated = dated_phrases(note.content, note.at)
+    dated = dated_phrases(text, note.at)
     if dated and dated not in note.context:  # construction already put it in the context
         line += f" [{dated}]"
     return line
 
 
+def render_hit(hit: Hit) -> str:
+    return render_for_context(hit.note, hit.passages)
+
+
 def expand(hits: list[Hit], neighbours_of: Callable[[Note], list[Note]], budget_tokens: int | None,
-           follow_links: bool = True, session_of: Callable[[Note], list[Note]] | None = None) -> list[Hit]:
+           follow_links: bool = True, session_of: Callable[[Note], list[Note]] | None = None,
+           passages_of: Callable[[Note], list[Passage]] | None = None) -> list[Hit]:
     """Each hit in rank order, followed at once by its session turns (`session_of`: the ±2 turns of a chat,
     the best expansion measured on LoCoMo); after all the hits, each hit's linked notes (`neighbours_of`),
     which never displace a direct hit. Every note once; stop at the budget. A neighbour that is itself a
-    hit keeps its own place and score."""
+    hit keeps its own place and score; a long neighbour brings only `passages_of` it."""
     out: list[Hit] = []
     seen: set[str] = set()
     used = 0
@@ -260,7 +279,9 @@ def expand(hits: list[Hit], neighbours_of: Callable[[Note], list[Note]], budget_
         nonlocal used
         if hit.note.id in seen:
             return True
-        cost = estimate_tokens(render_for_context(hit.note)) if budget_tokens is not None else 0  # no budget: free
+        if hit.via is not None and passages_of is not None:
+            hit.passages = passages_of(hit.note)
+        cost = estimate_tokens(render_hit(hit)) if budget_tokens is not None else 0  # no budget: free
         if budget_tokens is not None and out and used + cost > budget_tokens:
             return False  # a long note may not fit while a shorter later one does
         seen.add(hit.note.id)

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 
 from .errors import InvalidInput
 from .models import Note, Scope
+from .passage_rank import best_passages, passage_signals
+from .passages import Passage
 from .retrieve import Hit, Signal, bm25_ranked, expand, fold_repeats, fuse_signals, smooth_by_session
 from .text import is_trivial, keyword_terms, name_candidates, tag_key
 
@@ -181,7 +183,17 @@ class Searcher:
         if tag is not None:
             for signal in signals:
                 signal.ranked = [(n, score) for n, score in signal.ranked if has_tag(n, tag)][:pool]
-        hits = fold_repeats(fuse_signals(signals, pool))
+        hits = fuse_signals(signals, pool)
+        matched: dict[str, list[Passage]] = {}
+        if self.parts.settings.search_passage_weight > 0 and use_vector and any(h.note.kind != "turn" for h in hits) \
+                and self.parts.store.has_passages(self.parts.notebook):
+            extra, matched = passage_signals(query, self.parts.query_vector(query), hits,
+                                             self.parts.store.passage_rows([h.note.id for h in hits]),
+                                             self.parts.settings.search_passage_weight)
+            hits = fuse_signals(signals + extra, pool)
+        for hit in hits:
+            hit.passages = matched.get(hit.note.id, [])
+        hits = fold_repeats(hits)
         weights = (self.parts.settings.search_session_near, self.parts.settings.search_session_far)
         if session_smoothing and any(weights) and tag is None:
             hits = smooth_by_session(hits, self.session_windows([h.note for h in hits], len(weights)), weights)
@@ -212,4 +224,5 @@ class Searcher:
         def session(note: Note) -> list[Note]:
             return [n for n in windows.get(note.id, []) if tag is None or has_tag(n, tag)]
 
-        return expand(hits, linked, budget_tokens, follow_links, session_of=session)
+        return expand(hits, linked, budget_tokens, follow_links, session_of=session,
+                      passages_of=lambda note: best_passages(note.passages or [], query))

@@ -62,6 +62,7 @@ class Store(Ranked, Links, Upkeep):
         super().__init__(home, embedder_name, dim, location)
         self._vector_indexes: tuple[int, dict[str, tuple[int, int]]] | None = None  # (table version, what it has)
         self._has_enriched: tuple[tuple[int, str | None], bool] | None = None
+        self._has_passages: tuple[tuple[int, str | None], bool] | None = None
         self._sole_notebook: dict[tuple[int, str], bool] = {}
         self._speakers: tuple[tuple, dict[str, set[str]]] | None = None  # (version, notebook, candidates), found
         self._open()

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from .database import (
     in_list,
     sql_str,
@@ -73,6 +75,15 @@ class Ranked(NoteRows):
                                                                                               "context != ''"))) > 0)
         return self._has_enriched[1]
 
+    def has_passages(self, notebook: str | None = None) -> bool:
+        """Whether any entry of the notebook was cut into passages (a long one); remembered per table
+        version, so a notebook of short notes and chats ranks as it always did, at no cost."""
+        key = (self.table.version, notebook)
+        if self._has_passages is None or self._has_passages[0] != key:
+            where = self._where(notebook, "passages IS NOT NULL AND passages != '[]'")
+            self._has_passages = (key, self.guarded_read(lambda: self.table.count_rows(where)) > 0)
+        return self._has_passages[1]
+
     def prepare_search(self, notebook: str, candidates: list[str]) -> None:
         """On a shared store, what a search asks before ranking, in one scan: whether `notebook` is the
         table's only one (`_notebook_filter`), whether it has enriched notes (`has_enriched`) and which of
@@ -104,6 +115,19 @@ class Ranked(NoteRows):
         for row in mine.filter(pc.fill_null(mine["said"], False)).select(["speaker", "session_id"]).to_pylist():
             found.setdefault(row["speaker"], set()).add(row["session_id"])
         self._speakers = ((*key, tuple(candidates)), found)
+
+    # -- passages (passage_rank.py) ------------------------------------------------------------------
+    def without_passages(self, limit: int) -> list[Note]:
+        """Up to `limit` entries (not chat turns) whose passages were never made (a store from before
+        passages), with their vectors, to be cut and written back."""
+        return self._notes("passages IS NULL AND (kind IS NULL OR kind != 'turn')", with_vector=True, limit=limit)
+
+    def passage_rows(self, ids: list[str]) -> dict[str, dict[str, Any]]:
+        """id -> the columns that rank a note by its passages: passages, their vectors, the raw vector."""
+        if not ids:
+            return {}
+        rows = self._query(in_list("id", ids), ["id", "passages", "passage_vectors", "raw_vector"], limit=len(ids))
+        return {r["id"]: r for r in rows}
 
     # -- people -----------------------------------------------------------------------------------
     def speakers(self, candidates: list[str], notebook: str | None = None) -> dict[str, set[str]]:

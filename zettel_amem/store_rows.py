@@ -16,6 +16,7 @@ from .database import (
 )
 from .errors import AmbiguousId, InvalidInput, NotFound, ZkError
 from .models import READY, SHORT_ID, Note
+from .passages import passages_from_json, passages_to_json
 from .text import keyword_terms
 
 NOTES = "notes"
@@ -27,6 +28,7 @@ _HEX = re.compile(r"^[0-9a-f]{1,32}$")
 TEXT_COLUMNS = [
     "id", "content", "at", "created", "keywords", "tags", "context", "links", "status", "version",
     "history", "notebook", "kind", "session_id", "speaker", "seq", "source", "content_hash", "error", "user_tags",
+    "passages",
 ]
 
 
@@ -59,6 +61,10 @@ def arrow_schema(dim: int):
         pa.field("enrichment_terms", pa.string()),
         pa.field("vector", pa.list_(pa.float32(), dim)),
         pa.field("raw_vector", pa.list_(pa.float32(), dim)),
+        # A long entry's passages (JSON: text, offset, resolved dates; null: not computed yet) and their
+        # embeddings, one after another (passage count x dim floats).
+        pa.field("passages", pa.string()),
+        pa.field("passage_vectors", pa.list_(pa.float32())),
     ])
 
 
@@ -75,7 +81,16 @@ def note_to_row(note: Note) -> dict[str, Any]:
         "vector": _floats(note.vector),
         # A note written before enrichment has one embedding, of its raw words: both columns hold it.
         "raw_vector": _floats(note.raw_vector if note.raw_vector is not None else note.vector),
+        "passages": None if note.passages is None else passages_to_json(note.passages),
+        "passage_vectors": _passage_floats(note.passages),
     }
+
+
+def _passage_floats(passages) -> list[float] | None:
+    """The passages' embeddings end to end, or None when any is missing (read without vectors)."""
+    if not passages or any(p.vector is None for p in passages):
+        return None
+    return [float(x) for p in passages for x in p.vector]
 
 
 def _floats(vector) -> list[float] | None:
@@ -95,7 +110,21 @@ def row_to_note(row: dict[str, Any]) -> Note:
         error=row.get("error") or "", user_tags=list(row.get("user_tags") or []),
         vector=list(vector) if vector is not None else None,
         raw_vector=list(raw_vector) if raw_vector is not None else None,
+        passages=_passages_of(row),
     )
+
+
+def _passages_of(row: dict[str, Any]):
+    """The row's passages, with their embeddings when the row holds them."""
+    if "passages" not in row or row["passages"] is None:
+        return None
+    passages = passages_from_json(row["passages"])
+    flat = row.get("passage_vectors")
+    if passages and flat is not None and len(flat) % len(passages) == 0:
+        dim = len(flat) // len(passages)
+        for index, passage in enumerate(passages):
+            passage.vector = list(flat[index * dim:(index + 1) * dim])
+    return passages
 
 
 def _id_prefix(prefix: str) -> str:

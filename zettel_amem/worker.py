@@ -150,10 +150,12 @@ def drain(memory, on_progress: Callable[[ProcessResult, int, int], None] | None 
 def _upkeep(memory) -> None:
     """The idle worker's index upkeep; on a shared notebook under the lease, one machine at a time."""
     if not memory.location.remote:
+        memory.pipeline.fill_passages()  # a store from before passages: its entries cut into passages
         memory.store.maintain()
         return
     with work_lock(memory, wait=False) as held:
         if held:
+            memory.pipeline.fill_passages()
             memory.store.maintain()
 
 

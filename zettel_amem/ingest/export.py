@@ -21,6 +21,7 @@ from ..database import SCHEMA_VERSION
 from ..errors import ZkError
 from ..memory import Memory, validate_content
 from ..models import CONSTRUCTED, PENDING, READY, Note, journal_period, session_id_for
+from ..passages import attach_passages
 from ..store import note_to_row, row_to_note
 from ..text import has_control_chars, hashtags
 
@@ -223,6 +224,7 @@ class _Restore:
             vectors = memory.embedder.embed_passages([n.embedding_text() for n in fresh])
             for note, vector in zip(fresh, vectors):
                 note.vector = vector.tolist()
+            attach_passages(fresh, memory.embedder.embed_passages)
             memory.store.add(fresh)
             self.added += len(fresh)
             self.sessions.update((n.session_id, None) for n in fresh if n.session_id and n.kind == "turn")

@@ -1,0 +1,76 @@
+"""Long entries cut into passages (passages.py) and the dates they write made absolute (date_mentions.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from zettel_amem.date_mentions import date_mentions
+from zettel_amem.passages import make_passages, split_sentences
+
+KOREAN_PAGE = ("오늘은 아침 7시 출근. 병동이 정신없었다 환자가 세 명이나 새로 들어왔다. "
+               "퇴근하고 엄마랑 통화했는데 다음 주 금요일에 올라오신다고 하셨다. 어제 밤 11시쯤 고양이 두부가 토해서 "
+               "동물병원에 갔다. 의사 선생님이 체중이 4.2kg이라고 하셨다.\n\n이번 달 적금은 월 30만 원으로 올렸다.")
+
+
+def test_korean_and_english_sentences_are_cut_where_they_end():
+    assert split_sentences(KOREAN_PAGE) == [
+        "오늘은 아침 7시 출근.", "병동이 정신없었다", "환자가 세 명이나 새로 들어왔다.",
+        "퇴근하고 엄마랑 통화했는데 다음 주 금요일에 올라오신다고 하셨다.",
+        "어제 밤 11시쯤 고양이 두부가 토해서 동물병원에 갔다.",
+        "의사 선생님이 체중이 4.2kg이라고 하셨다.", "이번 달 적금은 월 30만 원으로 올렸다."]
+    english = "Dr. Kim said the result was 3.5 mg/dL. J. R. R. Tolkien wrote it! Was it fine? Yes… mostly."
+    assert split_sentences(english) == ["Dr. Kim said the result was 3.5 mg/dL.", "J. R. R. Tolkien wrote it!",
+                                        "Was it fine?", "Yes… mostly."]
+
+
+@pytest.mark.parametrize("text", ["하다 보니 벌써 11시가 넘었다.", "바다 보러 가자고 하셨다.", "작년보다 많이 먹었다."])
+def test_a_korean_word_ending_in_da_mid_sentence_is_no_end(text):
+    assert split_sentences(text) == [text]
+
+
+def test_passages_keep_subjects_apart_and_join_only_tiny_sentences():
+    passages = make_passages(KOREAN_PAGE + " Long day.", "2026-04-07T22:00")
+    texts = [p.text for p in passages]
+    assert "어제 밤 11시쯤 고양이 두부가 토해서 동물병원에 갔다." in texts  # its own passage
+    assert texts[-1] == "이번 달 적금은 월 30만 원으로 올렸다. Long day."  # a tiny sentence joins its neighbour
+    for passage in passages:  # offsets point into the entry
+        assert (KOREAN_PAGE + " Long day.")[passage.start:passage.start + len(passage.text)] == passage.text
+    cat = next(p for p in passages if "두부" in p.text)
+    assert [(d.phrase, d.start, d.plan) for d in cat.dates] == [("어제", "2026-04-06", False)]
+    call = next(p for p in passages if "엄마" in p.text)
+    assert [(d.phrase, d.start, d.plan) for d in call.dates] == [("다음 주 금요일", "2026-04-17", True)]
+
+
+def test_a_short_note_is_its_own_passage():
+    assert make_passages("Knee hurts since Saturday's run.", "2026-03-29") == []
+    one_sentence = "한 문장으로 된 조금 긴 메모지만 마침표가 하나뿐이라 나눌 곳이 없으면 통째로 한 구절이 되고 "
+    assert make_passages(one_sentence * 2 + "끝.", "2026-03-29") == []
+
+
+@pytest.mark.parametrize("phrase, at, start, end, plan", [
+    ("어제 밤", "2026-04-07T23:00", "2026-04-06", "2026-04-06", False),
+    ("그저께", "2026-04-07", "2026-04-05", "2026-04-05", False),
+    ("지난주 금요일", "2026-04-07", "2026-04-03", "2026-04-03", False),  # 2026-04-07 is a Tuesday
+    ("다음 주 금요일", "2026-04-07", "2026-04-17", "2026-04-17", True),
+    ("이번 주말", "2026-04-07", "2026-04-11", "2026-04-12", True),
+    ("사흘 전", "2026-04-07", "2026-04-04", "2026-04-04", False),
+    ("3주 뒤", "2026-04-07", "2026-04-28", "2026-04-28", True),
+    ("지난달", "2026-04-07", "2026-03-01", "2026-03-31", False),
+    ("4월 2일", "2026-04-07", "2026-04-02", "2026-04-02", False),
+    ("last Saturday", "2026-04-07", "2026-04-04", "2026-04-04", False),
+    ("two days ago", "2026-04-07", "2026-04-05", "2026-04-05", False),
+    ("in two weeks", "2026-04-07", "2026-04-21", "2026-04-21", True),
+    ("next Monday", "2026-04-07", "2026-04-13", "2026-04-13", True),
+    ("the day before yesterday", "2026-04-07", "2026-04-05", "2026-04-05", False),
+    ("last week", "2026-04-07", "2026-03-30", "2026-04-05", False),
+    ("on the 3rd of May", "2026-04-07", "2026-05-03", "2026-05-03", True),
+    ("March 30", "2026-04-07", "2026-03-30", "2026-03-30", False),
+])
+def test_date_phrases_resolve_from_the_entry_time(phrase, at, start, end, plan):
+    [mention] = date_mentions(f"{phrase} 일이 있었다 / it happened {phrase}"[: len(phrase) + 8], at)
+    assert (mention.start, mention.end, mention.plan) == (start, end, plan)
+
+
+def test_vague_or_bare_words_resolve_to_nothing():
+    assert date_mentions("예전에 한 번 갔었다. A while ago I went to the market 5 times.", "2026-04-07") == []
+    assert date_mentions("어제", "not a date") == []

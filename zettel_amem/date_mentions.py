@@ -1,0 +1,187 @@
+"""Dates written inside a passage, resolved at write time to absolute days from the entry's own time.
+
+"어제 밤 11시쯤" in an entry of 7 April is 6 April; "다음 주 금요일 시험" in that entry is a plan for
+17 April; "last Saturday" written on a Tuesday is the Saturday three days before. Each mention becomes a
+`DateMention`: the phrase as written, the first and last day it covers (ISO; a week or a month is a
+range) and whether it lies after the entry's day (a plan, not something that happened). Stored with the
+passage (passages.py), so "when" answers read a date the writer gave, never the entry's timestamp alone.
+
+Vague phrases ("a while ago", "예전에") resolve to nothing: a wrong date is worse than none. Rules only:
+this is arithmetic, which a small model does badly.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date, timedelta
+
+from .models import DateMention
+
+_WEEKDAYS_EN = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+_WEEKDAYS_KO = "월화수목금토일"
+_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+            "eight": 8, "nine": 9, "ten": 10, "couple of": 2, "a couple of": 2, "few": 3, "a few": 3,
+            "한": 1, "두": 2, "세": 3, "네": 4, "다섯": 5, "여섯": 6, "일곱": 7, "여덟": 8, "아홉": 9, "열": 10}
+# Korean native day counts: 이틀 = two days, 사흘 = three ...
+_KO_DAYS = {"하루": 1, "이틀": 2, "사흘": 3, "나흘": 4, "닷새": 5, "엿새": 6, "이레": 7, "열흘": 10, "보름": 15}
+_N_EN = r"(\d{1,2}|a couple of|couple of|a few|an?|one|two|three|four|five|six|seven|eight|nine|ten)"
+_N_KO = r"(\d{1,2}|한|두|세|네|다섯|여섯|일곱|여덟|아홉|열)"
+_WD_EN = "|".join(_WEEKDAYS_EN)
+_SHIFT_EN = {"last": -1, "this": 0, "next": 1}
+_MONTHS_EN = ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+              "november", "december"]
+_MONTH_EN = (r"(" + "|".join(_MONTHS_EN) + r"|jan|feb|mar|apr|jun|jul|aug|sept|sep|oct|nov|dec)\.?(?![a-z])")
+
+
+def _monday(day: date) -> date:
+    return day - timedelta(days=day.weekday())
+
+
+def _month(day: date, shift: int) -> tuple[date, date]:
+    index = day.year * 12 + day.month - 1 + shift
+    first = date(index // 12, index % 12 + 1, 1)
+    following = date((index + 1) // 12, (index + 1) % 12 + 1, 1)
+    return first, following - timedelta(days=1)
+
+
+def _week(day: date, shift: int) -> tuple[date, date]:
+    monday = _monday(day) + timedelta(weeks=shift)
+    return monday, monday + timedelta(days=6)
+
+
+def _weekend(day: date, shift: int) -> tuple[date, date]:
+    saturday = _monday(day) + timedelta(weeks=shift, days=5)
+    return saturday, saturday + timedelta(days=1)
+
+
+def _count(word: str) -> int:
+    word = word.lower().strip()
+    return int(word) if word.isdigit() else _NUMBERS.get(word, _KO_DAYS.get(word, 1))
+
+
+def _shifted(day: date, count: int, unit: str) -> tuple[date, date]:
+    """`count` units after `day` (before when negative): a day, about a week's day, or a whole month."""
+    unit = unit.lower()
+    if unit.startswith(("day", "일", "하루")) or unit in _KO_DAYS:
+        one = day + timedelta(days=count)
+        return one, one
+    if unit.startswith(("week", "주")):
+        one = day + timedelta(weeks=count)
+        return one, one
+    if unit.startswith(("month", "달", "개월")):
+        return _month(day, count)
+    return date(day.year + count, 1, 1), date(day.year + count, 12, 31)
+
+
+def _last_weekday(day: date, weekday: int) -> date:
+    """The latest `weekday` strictly before `day` ("last Saturday" written on a Tuesday)."""
+    return day - timedelta(days=(day.weekday() - weekday) % 7 or 7)
+
+
+def _next_weekday(day: date, weekday: int) -> date:
+    return day + timedelta(days=(weekday - day.weekday()) % 7 or 7)
+
+
+def _one(day: date) -> tuple[date, date]:
+    return day, day
+
+
+def _calendar(day: date, month: int, dom: int, year: int | None = None) -> tuple[date, date]:
+    """A day written without its year ("4월 6일", "April 6") is in the entry's year."""
+    try:
+        one = date(year or day.year, month, dom)
+    except ValueError:
+        return _one(day)
+    return one, one
+
+
+def _month_number(word: str) -> int:
+    return next(i for i, m in enumerate(_MONTHS_EN, 1) if m.startswith(word.lower()[:3]))
+
+
+def _english_rules(day: date) -> list[tuple[str, object]]:
+    return [
+        (r"\b(\d{4})-(\d{2})-(\d{2})\b", lambda m: _calendar(day, int(m.group(2)), int(m.group(3)), int(m.group(1)))),
+        (rf"\b{_MONTH_EN} (\d{{1,2}})(?:st|nd|rd|th)?\b(?!:)",
+         lambda m: _calendar(day, _month_number(m.group(1)), int(m.group(2)))),
+        (rf"\b(\d{{1,2}})(?:st|nd|rd|th)? (?:of )?{_MONTH_EN}\b",
+         lambda m: _calendar(day, _month_number(m.group(2)), int(m.group(1)))),
+        (r"\bthe day before yesterday\b", lambda m: _one(day - timedelta(days=2))),
+        (r"\bthe day after tomorrow\b", lambda m: _one(day + timedelta(days=2))),
+        (r"\b(?:yesterday|last night)\b", lambda m: _one(day - timedelta(days=1))),
+        (r"\b(?:today|tonight|this (?:morning|afternoon|evening))\b", lambda m: _one(day)),
+        (r"\btomorrow\b", lambda m: _one(day + timedelta(days=1))),
+        (rf"\blast ({_WD_EN})\b", lambda m: _one(_last_weekday(day, _WEEKDAYS_EN.index(m.group(1).lower())))),
+        (rf"\bnext ({_WD_EN})\b",
+         lambda m: _one(_monday(day) + timedelta(weeks=1, days=_WEEKDAYS_EN.index(m.group(1).lower())))),
+        (rf"\bthis ({_WD_EN})\b",
+         lambda m: _one(_monday(day) + timedelta(days=_WEEKDAYS_EN.index(m.group(1).lower())))),
+        (r"\b(last|this|next) weekend\b", lambda m: _weekend(day, _SHIFT_EN[m.group(1).lower()])),
+        (r"\b(last|this|next) week\b", lambda m: _week(day, _SHIFT_EN[m.group(1).lower()])),
+        (r"\b(last|this|next) month\b", lambda m: _month(day, _SHIFT_EN[m.group(1).lower()])),
+        (r"\b(last|this|next) year\b", lambda m: _shifted(day, _SHIFT_EN[m.group(1).lower()],
+                                                          "year")),
+        (rf"(?<![-+\u2212])\b{_N_EN} (days?|weeks?|months?|years?) ago\b",
+         lambda m: _shifted(day, -_count(m.group(1)), m.group(2))),
+        (rf"\bin {_N_EN} (days?|weeks?|months?)\b", lambda m: _shifted(day, _count(m.group(1)), m.group(2))),
+        (rf"\b{_N_EN} (days?|weeks?) (?:later|from now)\b", lambda m: _shifted(day, _count(m.group(1)), m.group(2))),
+    ]
+
+
+def _korean_rules(day: date) -> list[tuple[str, object]]:
+    def weekday(shift: int):
+        return lambda m: _one(_monday(day) + timedelta(weeks=shift, days=_WEEKDAYS_KO.index(m.group(1))))
+
+    shifts = {"지난": -1, "저번": -1, "이번": 0, "다음": 1, "담": 1}
+    return [
+        (r"(?<!\d)(\d{1,2})\s?월\s?(\d{1,2})\s?일", lambda m: _calendar(day, int(m.group(1)), int(m.group(2)))),
+        (r"(지난|저번|이번|다음|담)\s?주\s?([월화수목금토일])요일",
+         lambda m: _one(_monday(day) + timedelta(weeks=shifts[m.group(1)], days=_WEEKDAYS_KO.index(m.group(2))))),
+        (r"(그저께|그제|엊그제)", lambda m: _one(day - timedelta(days=2))),
+        (r"(어제|어젯밤|간밤)", lambda m: _one(day - timedelta(days=1))),
+        (r"(글피)", lambda m: _one(day + timedelta(days=3))),
+        (r"(모레)", lambda m: _one(day + timedelta(days=2))),
+        (r"(내일)", lambda m: _one(day + timedelta(days=1))),
+        (r"(오늘|오늘\s?아침|오늘\s?밤)", lambda m: _one(day)),
+        (r"(지난|저번|이번|다음|담)\s?주말", lambda m: _weekend(day, shifts[m.group(1)])),
+        (r"(지난|저번|이번|다음|담)\s?주(?![말년])", lambda m: _week(day, shifts[m.group(1)])),
+        (r"(지난|저번|이번|다음|담)\s?달", lambda m: _month(day, shifts[m.group(1)])),
+        (r"(작년|지난해)", lambda m: _shifted(day, -1, "year")),
+        (r"(올해)", lambda m: _shifted(day, 0, "year")),
+        (r"(내년)", lambda m: _shifted(day, 1, "year")),
+        (r"(?<![-+\u2212\d])(하루|이틀|사흘|나흘|닷새|엿새|이레|열흘|보름)\s?(전|뒤|후)",
+         lambda m: _shifted(day, _KO_DAYS[m.group(1)] * (-1 if m.group(2) == "전" else 1), "day")),
+        (rf"(?<![-+\u2212\d]){_N_KO}\s?(일|주|달|개월|년)\s?(전|뒤|후)",
+         lambda m: _shifted(day, _count(m.group(1)) * (-1 if m.group(3) == "전" else 1), m.group(2))),
+        (r"(?<![가-힣])([월화수목금토일])요일", weekday(0)),
+    ]
+
+
+def _apply(rules, text: str, flags: int) -> list[tuple[int, str, tuple[date, date]]]:
+    """Each rule's matches, first rule first, never two resolutions of overlapping text."""
+    taken: list[tuple[int, int]] = []
+    found = []
+    for pattern, resolve in rules:
+        for match in re.finditer(pattern, text, flags):
+            span = match.span()
+            if any(span[0] < end and start < span[1] for start, end in taken):
+                continue
+            taken.append(span)
+            found.append((span[0], match.group(0), resolve(match)))
+    return found
+
+
+def date_mentions(text: str, at: str) -> list[DateMention]:
+    """Every relative date phrase of `text` (English and Korean), resolved from `at` (the entry's ISO
+    time), in the order written. An unreadable `at` resolves nothing."""
+    try:
+        day = date.fromisoformat(at[:10])
+    except ValueError:
+        return []
+    found = _apply(_english_rules(day), text, re.IGNORECASE)
+    if re.search("[\uac00-\ud7a3]", text):
+        found += _apply(_korean_rules(day), text, 0)
+    out = []
+    for _, phrase, (first, last) in sorted(found, key=lambda item: item[0]):
+        out.append(DateMention(phrase, first.isoformat(), last.isoformat(), plan=first > day))
+    return list(dict.fromkeys(out))
