@@ -21,6 +21,10 @@ MAX_KEYWORD_CHARS = 24
 MAX_TAG_CHARS = 20
 MODEL_CONTEXT_CHARS = 100  # what the model may write; the stored cap (max_context_chars) is larger
 PROMPT_CONTENT_CHARS = 600  # a long note is annotated from its beginning; the note itself is kept whole
+# Room for the longest object the grammar allows: 4 keywords, 3 tags and a 100-character context are ~260
+# characters, and Hangul costs Qwen about a token a character, so 120 tokens cut long Korean entries'
+# objects mid-string ("model output was not complete JSON"). Only tokens generated are paid for.
+ANNOTATE_MAX_TOKENS = 320
 
 
 @dataclass
@@ -97,7 +101,7 @@ def annotate(llm: LLM, prompts: Prompts, note: Note, settings: Settings) -> tupl
     user = prompts.render("annotate", at=note.at.replace("T", " ")[:16], language=language,
                           content=clip(note.content, PROMPT_CONTENT_CHARS))
     data, usage = llm.complete_json(prompts.raw("notes_system").strip(), user,
-                                    annotate_schema(settings, language), max_tokens=120)
+                                    annotate_schema(settings, language), max_tokens=ANNOTATE_MAX_TOKENS)
     return with_dates(clean_annotation(data, settings), note, settings), usage
 
 
