@@ -400,7 +400,8 @@ def _show_note(memory, note, as_json: bool) -> None:
     backlinks = memory.backlinks(note.id)
     if as_json:
         render.print_json(note.to_json(backlinks, history=[v.to_dict() for v in note.history],
-                                       created=note.created, error=note.error or None))
+                                       created=note.created, error=note.error or None,
+                                       passages=[p.to_json() for p in note.passages or []]))
         return
     found = memory.store.get_many([*note.links, *backlinks])
     render.show_note(note, [found[i] for i in backlinks if i in found], [found[i] for i in note.links if i in found])

@@ -97,6 +97,10 @@ def show_note(note: Note, backlinks: list[Note], links: list[Note]) -> None:
         speaker = f" ({escape(note.speaker)})" if note.speaker else ""
         body.add_row("session", f"{note.session_id} #{note.seq}{speaker}")
     body.add_row("content", escape(note.content))
+    if note.passages:
+        body.add_row("passages", f"{len(note.passages)}" + "".join(
+            f"\n  {escape(d.phrase)} = {d.start if d.start == d.end else f'{d.start}..{d.end}'}"
+            f"{' (plan)' if d.plan else ''}" for p in note.passages for d in p.dates))
     body.add_row("context", escape(note.context) or "[dim]-[/]")
     body.add_row("keywords", escape(", ".join(note.keywords)) or "[dim]-[/]")
     body.add_row("your tags", escape(" ".join("#" + t for t in note.user_tags)) or "[dim]-[/]")
