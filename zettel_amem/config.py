@@ -114,6 +114,9 @@ class Settings:
     # A long entry also ranks by its best passage (passage_rank.py): two more lists at this weight each
     # (0: entries rank as wholes, as before passages). Tuned on the long-entry benchmark's tune half.
     search_passage_weight: float = 1.0
+    # Hits in a notebook with long entries: a passage costs a fraction of a page, so more of them fit the
+    # same budget (long-entry benchmark, tune half, raw store: evidence recall 47.2 % at 8, 58.3 % at 16).
+    search_passage_k: int = 16
     context_budget_tokens: int = 700  # for `zk ask`
     # Let the model reply "No information available." (templates/answer_decline.txt). Off by default: the
     # bundled model then declines too many answerable questions (docs/benchmarks.md, defaults).

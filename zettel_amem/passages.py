@@ -166,8 +166,11 @@ def as_notes(notes: list[Note]) -> list[Note]:
         if not note.passages:
             out.append(note)
             continue
-        for passage in note.passages:
-            out.append(replace(note, id=passage_id(note.id, passage.index), content=passage.text, keywords=[],
+        for passage, following in zip(note.passages, [*note.passages[1:], None]):
+            text = passage.text
+            if following is not None and "\n" not in note.content[passage.start:following.start]:
+                text = note.content[passage.start:following.start + len(following.text)]
+            out.append(replace(note, id=passage_id(note.id, passage.index), content=text, keywords=[],
                                tags=[], context="", links=[], history=[], vector=None, raw_vector=passage.vector,
                                passages=[]))
     return out

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 from .errors import InvalidInput
 from .models import Note, Scope
 from .passage_rank import best_passages, passage_signals
-from .passages import Passage
 from .retrieve import Hit, Signal, bm25_ranked, expand, fold_repeats, fuse_signals, smooth_by_session
 from .text import is_trivial, keyword_terms, name_candidates, tag_key
 
@@ -166,6 +165,20 @@ class Searcher:
         """Each chat turn's session neighbours within `radius` turns, nearest first (one read)."""
         return self.parts.store.session_windows(notes, radius, self.parts.notebook) if radius else {}
 
+    def by_passages(self, query: str, signals: list[Signal], pool: int) -> list[Hit]:
+        """The fused hits, ranked again with their best passages (passage_rank.py), each holding the
+        passages that matched."""
+        hits = fuse_signals(signals, pool)
+        if not any(h.note.kind != "turn" for h in hits):
+            return hits
+        extra, matched = passage_signals(query, self.parts.query_vector(query), hits,
+                                         self.parts.store.passage_rows([h.note.id for h in hits]),
+                                         self.parts.settings.search_passage_weight)
+        hits = fuse_signals(signals + extra, pool)
+        for hit in hits:
+            hit.passages = matched.get(hit.note.id, [])
+        return hits
+
     def search(self, query: str, k: int | None = None, *, follow_links: bool = True,
                budget_tokens: int | None = None, use_vector: bool = True, use_keywords: bool = True,
                use_enrichment: bool = True, session_smoothing: bool = True, session_turns: int | None = None,
@@ -176,24 +189,16 @@ class Searcher:
         someone from the chats ranks inside their chats and the notes naming them (`signals`)."""
         if not query.strip():
             raise InvalidInput("the query is empty")
-        k = k or self.parts.settings.search_k
+        passages = self.parts.settings.search_passage_weight > 0 and use_vector and \
+            self.parts.store.has_passages(self.parts.notebook)
+        k = k or (self.parts.settings.search_passage_k if passages else self.parts.settings.search_k)
         pool = max(self.parts.settings.search_pool, 2 * k)  # the same pool whatever k: k=10 is a prefix of k=25
         signals = self.signals(query, pool if tag is None else 20 * pool, use_vector, use_keywords, use_enrichment,
                                tag is not None, scoped)
         if tag is not None:
             for signal in signals:
                 signal.ranked = [(n, score) for n, score in signal.ranked if has_tag(n, tag)][:pool]
-        hits = fuse_signals(signals, pool)
-        matched: dict[str, list[Passage]] = {}
-        if self.parts.settings.search_passage_weight > 0 and use_vector and any(h.note.kind != "turn" for h in hits) \
-                and self.parts.store.has_passages(self.parts.notebook):
-            extra, matched = passage_signals(query, self.parts.query_vector(query), hits,
-                                             self.parts.store.passage_rows([h.note.id for h in hits]),
-                                             self.parts.settings.search_passage_weight)
-            hits = fuse_signals(signals + extra, pool)
-        for hit in hits:
-            hit.passages = matched.get(hit.note.id, [])
-        hits = fold_repeats(hits)
+        hits = fold_repeats(self.by_passages(query, signals, pool) if passages else fuse_signals(signals, pool))
         weights = (self.parts.settings.search_session_near, self.parts.settings.search_session_far)
         if session_smoothing and any(weights) and tag is None:
             hits = smooth_by_session(hits, self.session_windows([h.note for h in hits], len(weights)), weights)
