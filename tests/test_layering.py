@@ -21,7 +21,7 @@ ALLOWED = {
     "models": set(),
     "text": set(),
     "relative_dates": set(),
-    "date_mentions": {"models"},  # dates written in a passage, made absolute at write time
+    "date_mentions": {"models", "relative_dates"},  # dates written in a passage, made absolute at write time
     "passages": {"date_mentions", "models"},  # an entry cut into passages (pure: the embedder is passed in)
     "config": {"errors", "location"},
     "location": {"errors"},  # where the tables live: a folder or an object-store URI

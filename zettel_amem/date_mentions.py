@@ -16,6 +16,7 @@ import re
 from datetime import date, timedelta
 
 from .models import DateMention
+from .relative_dates import apply_rules
 
 _WEEKDAYS_EN = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
 _WEEKDAYS_KO = "월화수목금토일"
@@ -161,20 +162,6 @@ def _korean_rules(day: date) -> list[tuple[str, object]]:
     ]
 
 
-def _apply(rules, text: str, flags: int) -> list[tuple[int, str, tuple[date, date]]]:
-    """Each rule's matches, first rule first, never two resolutions of overlapping text."""
-    taken: list[tuple[int, int]] = []
-    found = []
-    for pattern, resolve in rules:
-        for match in re.finditer(pattern, text, flags):
-            span = match.span()
-            if any(span[0] < end and start < span[1] for start, end in taken):
-                continue
-            taken.append(span)
-            found.append((span[0], match.group(0), resolve(match)))
-    return found
-
-
 def date_mentions(text: str, at: str) -> list[DateMention]:
     """Every relative date phrase of `text` (English and Korean), resolved from `at` (the entry's ISO
     time), in the order written. An unreadable `at` resolves nothing."""
@@ -182,9 +169,9 @@ def date_mentions(text: str, at: str) -> list[DateMention]:
         day = date.fromisoformat(at[:10])
     except ValueError:
         return []
-    found = _apply(_english_rules(day), text, re.IGNORECASE)
+    found = apply_rules(_english_rules(day), text, re.IGNORECASE)
     if re.search("[\uac00-\ud7a3]", text):
-        found += _apply(_korean_rules(day), text, 0)
+        found += apply_rules(_korean_rules(day), text, 0)
     out = []
     for _, phrase, (first, last) in sorted(found, key=lambda item: item[0]):
         out.append(DateMention(phrase, first.isoformat(), last.isoformat(), plan=first > day))

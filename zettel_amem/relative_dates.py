@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from datetime import date, timedelta
+from typing import Any
 
 _MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September",
            "October", "November", "December"]
@@ -103,10 +104,11 @@ def _count(word: str) -> int:
     return int(word) if word.isdigit() else _NUMBERS[word]
 
 
-def _apply(rules, text: str, flags: int) -> list[tuple[str, str]]:
-    """Each rule's matches, longest rule first, never two resolutions for overlapping text."""
+def apply_rules(rules, text: str, flags: int) -> list[tuple[int, str, Any]]:
+    """(offset, phrase, what the rule made of it) for each rule's matches, first rule first, never two
+    resolutions for overlapping text (also date_mentions.py's)."""
     taken: list[tuple[int, int]] = []
-    found: list[tuple[int, str, str]] = []
+    found: list[tuple[int, str, Any]] = []
     for pattern, resolve in rules:
         for match in re.finditer(pattern, text, flags):
             span = match.span()
@@ -114,7 +116,11 @@ def _apply(rules, text: str, flags: int) -> list[tuple[str, str]]:
                 continue
             taken.append(span)
             found.append((span[0], match.group(0), resolve(match)))
-    return [(phrase, value) for _, phrase, value in sorted(found)]
+    return found
+
+
+def _apply(rules, text: str, flags: int) -> list[tuple[str, str]]:
+    return [(phrase, value) for _, phrase, value in sorted(apply_rules(rules, text, flags))]
 
 
 def resolve_relative_dates(text: str, at: str) -> list[tuple[str, str]]:
