@@ -36,12 +36,12 @@ import json
 import os
 import re
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-from bench.journal_qa import CATEGORIES, ask_all, percentile, summarise, table
+from bench.journal_qa import CATEGORIES, ask_all, percentile, summarise, table, write_out
+from bench.journal_qa import build as journal_qa_build
 
 DATA = Path(__file__).resolve().parent / "data"
 DIARY = DATA / "diary-long.json"
@@ -86,22 +86,8 @@ def stats() -> dict:
 
 
 def build(store: Path, entries: list[tuple[str, str]], today: str) -> dict:
-    """Add every entry with its time, then one `zk process` as a subprocess. Returns timings."""
-    from zettel_amem.memory import Memory
-
-    store.mkdir(parents=True, exist_ok=True)
-    start = time.perf_counter()
-    memory = Memory(store)
-    for at, text in entries:
-        memory.add(text, at)
-    added = time.perf_counter() - start
-    env = {**os.environ, "ZK_HOME": str(store), "ZK_TODAY": today, "ZK_NO_WORKER": "1"}
-    start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "zettel_amem", "process", "--quiet"], env=env, check=True)
-    info = {"entries": len(entries), "today": today, "add_seconds": round(added, 1),
-            "process_seconds": round(time.perf_counter() - start, 1)}
-    (store / BUILT).write_text(json.dumps(info), encoding="utf-8")
-    return info
+    """Add every entry with its time, then one `zk process` (`bench.journal_qa.build`). Returns timings."""
+    return journal_qa_build(store, entries, today, BUILT)
 
 
 def entry_ids(memory, entries: list[tuple[str, str]]) -> dict[str, str]:
@@ -211,10 +197,7 @@ def main(argv: list[str] | None = None) -> int:
         summary["splits"] = {h: _accuracy([r for r in rows if r["split"] == h]) for h in QUESTIONS}
         summary.update(half=half, evidence_recall=recall_summary(rows),
                        wall_seconds=round(time.perf_counter() - start, 1))
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps({"summary": summary, "answers": rows}, ensure_ascii=False, indent=1),
-                            encoding="utf-8")
+    write_out(args.out, summary, rows)
     print(json.dumps(summary, ensure_ascii=False, indent=1) if args.json else _table(summary))
     return 0
 

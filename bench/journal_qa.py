@@ -101,8 +101,11 @@ def ungrounded_dates(answer: str, question: str, entries: list[tuple[str, str]])
     return dates_in(answer) - known
 
 
-def build(store: Path, entries: list[tuple[str, str]]) -> dict:
-    """Add every entry with its date, then one `zk process` as a subprocess. Returns timings."""
+def build(store: Path, entries: list[tuple[str, str]], today: str = TODAY, marker: str = "journal-qa-built.json"
+          ) -> dict:
+    """Add every entry with its date, then one `zk process` as a subprocess; write `marker` with the timings.
+    A `zk process` that exits non-zero (an episode whose extraction the model left unfinished) is recorded
+    (`process_exit`), not fatal: the notes are built, and what stayed unfinished is part of the result."""
     from zettel_amem.memory import Memory
 
     store.mkdir(parents=True, exist_ok=True)
@@ -111,12 +114,12 @@ def build(store: Path, entries: list[tuple[str, str]]) -> dict:
     for at, text in entries:
         memory.add(text, at)
     added = time.perf_counter() - start
-    env = {**os.environ, "ZK_HOME": str(store), "ZK_TODAY": TODAY, "ZK_NO_WORKER": "1"}
+    env = {**os.environ, "ZK_HOME": str(store), "ZK_TODAY": today, "ZK_NO_WORKER": "1"}
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "zettel_amem", "process", "--quiet"], env=env, check=True)
-    info = {"entries": len(entries), "add_seconds": round(added, 1),
-            "process_seconds": round(time.perf_counter() - start, 1)}
-    (store / "journal-qa-built.json").write_text(json.dumps(info), encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "zettel_amem", "process", "--quiet"], env=env, check=False)
+    info = {"entries": len(entries), "today": today, "add_seconds": round(added, 1),
+            "process_seconds": round(time.perf_counter() - start, 1), "process_exit": done.returncode}
+    (store / marker).write_text(json.dumps(info), encoding="utf-8")
     return info
 
 
@@ -148,6 +151,14 @@ def ask_all(store: Path, questions: list[dict], entries: list[tuple[str, str]], 
         print(f"{index}/{len(questions)} {'ok ' if right else 'BAD'} [{qa['category']}] {qa['question']} -> "
               f"{text[:100]!r} ({answer.mode}, {seconds:.1f}s)", file=sys.stderr)
     return rows
+
+
+def write_out(path: Path | None, summary: dict, rows: list[dict]) -> None:
+    """Every answer and the summary as JSON at `path` (nothing when None)."""
+    if path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"summary": summary, "answers": rows}, ensure_ascii=False, indent=1),
+                        encoding="utf-8")
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -222,10 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     rows = ask_all(args.store, questions, entries, args.model_path)
     summary = {**summarise(rows), "wall_seconds": round(time.perf_counter() - start, 1)}
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps({"summary": summary, "answers": rows}, ensure_ascii=False, indent=1),
-                            encoding="utf-8")
+    write_out(args.out, summary, rows)
     print(json.dumps(summary, ensure_ascii=False, indent=1) if args.json else table(summary))
     return 0
 
