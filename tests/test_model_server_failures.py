@@ -314,3 +314,64 @@ def test_15_doctor_against_the_real_llama_cpp_server(llm_server, tmp_path):
     model = _doctor_model(env)
     assert model["ok"] and "reachable, model listed" in model["message"], model
 
+
+
+# -- #38 item 3: status lines that say what happened -------------------------------------------------------
+DEAD = "openai:m@http://127.0.0.1:9/v1"  # nothing listens on the discard port
+DEAD_LINE = ("the model server at 127.0.0.1:9 cannot be reached (connection refused); is it running? "
+             "`zk doctor` checks it")
+
+
+def test_38_ask_over_journal_notes_with_a_dead_server_says_extractive_and_names_the_server(zk, zk_home):
+    zk_home.mkdir(parents=True, exist_ok=True)
+    (zk_home / "config.toml").write_text("answer_journal = true\n", encoding="utf-8")
+    zk("add", "--at", "2026-05-14T19:20", "My knee hurt after the run at the Han river.", check=True)
+    code, out, err = zk("--model", DEAD, "ask", "When did my knee hurt?")
+    assert code == 0 and "My knee hurt" in out, err
+    assert err.splitlines() == ["(extractive: a journal question is answered from your notes' own words; no model "
+                                "was called)", DEAD_LINE]
+    assert "failed" not in err
+    code, out, err = zk("--model", DEAD, "ask", "When did my knee hurt?", "--json")
+    answer = json.loads(out)
+    assert answer["mode"] == "extractive" and answer["model"] is None and "no model was called" in answer["reason"]
+    assert answer["model_server"] == {"address": "127.0.0.1:9", "reachable": False, "problem": "connection refused"}
+    code, out, err = zk("--model", DEAD, "ask", "Which gym do I go to?")  # declined: the server is still named
+    assert code == 0 and err.splitlines() == ["(declined: no note mentions gym)", DEAD_LINE], err
+
+
+def test_38_a_model_answer_names_its_model_and_a_failed_one_names_the_server_once(zk, zk_home, monkeypatch):
+    zk_home.mkdir(parents=True, exist_ok=True)
+    (zk_home / "config.toml").write_text("[llm]\nretries = 0\n", encoding="utf-8")
+    zk("add", "My knee hurt after the run.", check=True)
+    code, out, err = zk("--model", harness.FAKE_MODEL, "ask", "what about my knee?")
+    assert code == 0 and err.splitlines() == ["(answered by the model fake)"], err
+    answer = json.loads(zk("--model", harness.FAKE_MODEL, "ask", "knee?", "--json").stdout)
+    assert answer["mode"] == "model" and answer["model"] == "fake" and answer["model_server"] is None  # not probed
+    code, out, err = zk("--model", "openai:m@http://alice:URLSECRET789@127.0.0.1:9/v1", "ask", "what about my knee?")
+    assert code == 0 and "My knee hurt after the run." in out
+    assert err.splitlines() == ["(extractive: the best sentence of the best note; the model "
+                                "openai:m@http://127.0.0.1:9/v1 failed: cannot reach the LLM server at "
+                                "http://127.0.0.1:9/v1 (connection refused); is it running?)"]  # named once
+    assert "URLSECRET789" not in out + err
+
+
+def test_38_doctor_names_a_dead_model_server(zk, zk_home):
+    zk("add", "x y z", check=True)
+    code, out, _ = zk("--model", DEAD, "doctor", "--json")
+    model = next(c for c in json.loads(out)["checks"] if c["check"] == "model")
+    assert code == 1 and not model["ok"]
+    assert model["message"] == ("cannot reach the LLM server at http://127.0.0.1:9/v1 (connection refused); "
+                                "is it running?")
+
+
+def test_38_reach_probes_without_a_request_and_never_shows_credentials(hostile):
+    from zettel_amem.llm.openai_compat import reach
+
+    server = hostile("ok")
+    port = server.url.split(":")[2].split("/")[0]
+    up = reach(f"openai:fake@http://bob:pw-SECRET@127.0.0.1:{port}/v1")
+    assert up is not None and up.reachable and up.address == f"127.0.0.1:{port}" and server.seen == []
+    down = reach("openai:m@http://bob:pw-SECRET@127.0.0.1:9/v1")
+    assert down is not None and (down.address, down.problem) == ("127.0.0.1:9", "connection refused")
+    assert reach("openai:m@https://[::1]/v1").address == "[::1]:443"
+    assert reach("openai:m@127.0.0.1:9") is None  # a spec that does not parse: its use says why

@@ -24,8 +24,8 @@ from . import dates
 from .config import Settings
 from .errors import InvalidInput
 from .journal_answer import answer_journal
-from .llm import LLMError
-from .models import Note, Usage
+from .llm import LLMError, mask_spec
+from .models import Note, ServerReach, Usage
 from .passages import as_notes, entry_id_of, passage_id, passages_from_json
 from .prompts import language_of
 from .retrieve import CoverageIndex, Hit, render_hit
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from .parts import Parts
 
 DECLINED = "No information available."
+NO_MODEL_CALLED = "a journal question is answered from your notes' own words; no model was called"
 JOURNAL_POOL = 30  # journal answers read this many hits (no links): the newest note may rank lower
 # ... and up to this many of the next 30 in the question's other language: search ranks notes in the
 # question's language first (a Korean question's 30 held no English note in 14 of 44 bench questions)
@@ -168,8 +169,9 @@ def extractive(question: str, hits: list[Hit]) -> tuple[str, list[str]]:
 class Answer:
     """`ask()` result: iterate `pieces` for the answer text (the CLI renders it as it comes); then
     `text`, `cited` (full ids of the notes it came from, all among `notes`), `mode` ("model",
-    "extractive" when the model failed, "declined" when the evidence does not support an answer) and
-    `reason` are set. `notes` is the context the model was given."""
+    "extractive" when the model failed or none is used, "declined" when the evidence does not support an
+    answer), `reason` and `model` (the model called, masked; "" when none was) are set. `notes` is the
+    context the model was given; `server` whether a configured model server can be reached (`Memory.ask`)."""
 
     pieces: Iterator[str]
     notes: list[Hit]
@@ -178,6 +180,8 @@ class Answer:
     cited_ids: list[str] = field(default_factory=list)
     mode: str = "model"
     reason: str = ""
+    model: str = ""
+    server: ServerReach | None = None
     # journal answers: per quoted passage, its entry id, passage id, time and the text used
     quotes: list[dict[str, str]] = field(default_factory=list)
 
@@ -243,7 +247,7 @@ class Answerer:
         cited = list(dict.fromkeys(entry_id_of(i) for i in reply.cited))
         given = hits + [pool[i] for i in cited if i not in {h.note.id for h in hits} and i in pool]
         return Answer(pieces=iter([reply.text]), notes=given, text=reply.text, cited_ids=cited,
-                      mode=reply.mode, reason=reply.reason, quotes=quotes)
+                      mode=reply.mode, reason=reply.reason or NO_MODEL_CALLED, quotes=quotes)
 
     def with_passage_vectors(self, notes: list[Note]) -> list[Note]:
         """The notes as answers read them (`passages.as_notes`), each passage's vector remembered for
@@ -310,9 +314,11 @@ class Answerer:
             system += " " + self.parts.prompts.raw("answer_decline").strip()
         schema = answer_schema([h.note.short_id for h in hits], question)
         frame = [f"Today is {today}", f"Question: {question.strip()}"]
+        llm = self.parts.llm
+        answer.model = mask_spec(str(getattr(llm, "name", "") or type(llm).__name__))
         try:
             limit = self.parts.settings.answer_max_tokens
-            data, answer.usage = self.parts.llm.complete_json(system, user, schema, limit)
+            data, answer.usage = llm.complete_json(system, user, schema, limit)
             answer.text, answer.cited_ids = read_answer(data, hits)
             answer.cited_ids = supporting(answer.text, answer.cited_ids, hits)
             if not answer.text or echoes_prompt(answer.text, frame):

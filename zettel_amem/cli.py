@@ -268,12 +268,14 @@ def ask(question: str = typer.Argument(..., help="Your question."),
             pass
         cited = set(answer.cited())
         render.print_json({"answer": answer.text.strip(), "cited": answer.cited(), "mode": answer.mode,
-                           "reason": answer.reason or None, "quotes": answer.quotes,
+                           "reason": answer.reason or None, "model": answer.model or None,
+                           "model_server": answer.server.to_json() if answer.server else None,
+                           "quotes": answer.quotes,
                            "notes": _notes_json(memory, answer.notes, cited=lambda h: h.note.id in cited),
                            "episodes": [h.to_json() for h in hints], "facts": facts, "facts_used": len(facts)})
         return
     render.stream_markdown(answer.pieces)
-    render.answer_note(answer.mode, answer.reason)
+    render.answer_note(answer.mode, answer.reason, answer.model, answer.server)
     cited = set(answer.cited())
     used = [h for h in answer.notes if h.note.id in cited] or answer.notes
     if used:

@@ -26,7 +26,7 @@ from .dates import parse_when
 from .errors import InvalidInput, NoteTooLong, StoreUnreachable, ZkError, ZkNotice
 from .evolve import record
 from .llm import LLM, mask_spec
-from .llm.configured import load_configured
+from .llm.configured import load_configured, server_reach
 from .location import resolve as resolve_location
 from .models import OUTBOX, PENDING, Note, ProcessResult, journal_period, now_iso, session_id_for
 from .parts import Parts
@@ -351,5 +351,9 @@ class Memory:
         return self.searcher.search(validate_query(query), k, **options)
 
     def ask(self, question: str, k: int | None = None, budget_tokens: int | None = None, **options) -> Answer:
-        """See `Answerer.ask`."""
-        return self.answerer.ask(validate_query(question, "the question"), k, budget_tokens, **options)
+        """See `Answerer.ask`. A configured model server (`openai:`) is probed meanwhile, whether or not this
+        answer calls it (`Answer.server`: a user whose server is down learns it on the next question)."""
+        probe = background().submit(server_reach, self.settings)
+        answer = self.answerer.ask(validate_query(question, "the question"), k, budget_tokens, **options)
+        answer.server = probe.result()
+        return answer

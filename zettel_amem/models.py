@@ -229,6 +229,22 @@ class Usage:
         self.seconds += other.seconds
 
 
+@dataclass
+class ServerReach:
+    """Whether a configured model server (`openai:`) accepts a connection: `address` is host:port (never
+    credentials), `problem` why not ("" when it does). No request is sent: a reachability probe only."""
+
+    address: str
+    problem: str = ""
+
+    @property
+    def reachable(self) -> bool:
+        return not self.problem
+
+    def to_json(self) -> dict[str, Any]:
+        return {"address": self.address, "reachable": self.reachable, "problem": self.problem or None}
+
+
 @dataclass(kw_only=True)
 class Spent:
     """What a unit of LLM work cost (a note processed, an episode promoted): one set of counters for

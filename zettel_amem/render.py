@@ -13,7 +13,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.tree import Tree
 
-from .models import Note, ProcessResult, Scope
+from .models import Note, ProcessResult, Scope, ServerReach
 from .retrieve import Hit
 from .text import one_line, visible
 
@@ -203,13 +203,21 @@ def stream_markdown(pieces: Iterator[str]) -> str:
     return text
 
 
-def answer_note(mode: str, reason: str) -> None:
-    """Say how an answer was made when it was not the model's own (declined, or extracted from a note)."""
-    if mode == "extractive":
-        err_console.print(f"[yellow](extractive: the best sentence of the best note; the model failed: "
-                          f"{escape(reason)})")
-    elif mode == "declined" and reason:
-        err_console.print(f"[dim]({escape(reason)})")
+def answer_note(mode: str, reason: str, model: str = "", server: ServerReach | None = None) -> None:
+    """Say how an answer was made: by which model, extracted from a note (and why), or declined (and why);
+    then, in one line, a configured model server that cannot be reached (unless the reason named it)."""
+    if mode == "model":
+        err_console.print(f"[dim](answered by the model {escape(model or '?')})", soft_wrap=True)
+    elif mode == "extractive" and model:
+        err_console.print(f"[yellow](extractive: the best sentence of the best note; the model {escape(model)} "
+                          f"failed: {escape(reason or 'no reason given')})", soft_wrap=True)
+    elif mode == "extractive":
+        err_console.print(f"[dim](extractive: {escape(reason or 'no model was called')})", soft_wrap=True)
+    elif mode == "declined":
+        err_console.print(f"[dim](declined: {escape(reason or 'the notes do not answer it')})", soft_wrap=True)
+    if server is not None and not server.reachable and server.address not in reason:
+        err_console.print(f"[yellow]the model server at {escape(server.address)} cannot be reached "
+                          f"({escape(server.problem)}); is it running? `zk doctor` checks it", soft_wrap=True)
 
 
 def progress(transient: bool = False, disable: bool = False):

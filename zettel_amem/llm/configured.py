@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..errors import ZkError
+from ..models import ServerReach
 from . import LLM, LLMError, load_python_backend
 
 if TYPE_CHECKING:
@@ -27,3 +28,13 @@ def load_configured(settings: Settings) -> LLM:
         return load_llm(s.llm_model, s.llm_ctx, s.llm_threads)
     except LLMError as exc:
         raise ZkError(str(exc)) from None
+
+
+def server_reach(settings: Settings) -> ServerReach | None:
+    """For a configured model server (`openai:`): whether it accepts a connection (a short probe, no request);
+    None for a local or plug-in model, which is never probed."""
+    if not settings.llm_model.startswith("openai:"):
+        return None
+    from .openai_compat import reach
+
+    return reach(settings.llm_model, settings.llm_base_url or None)

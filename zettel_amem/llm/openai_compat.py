@@ -40,10 +40,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ..models import Usage
+from ..models import ServerReach, Usage
 from . import LLMError, register_secret
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8080/v1"
+REACH_TIMEOUT_S = 1.0  # `reach`: a server on the LAN or this machine connects in milliseconds
 _RETRY_STATUS = {408, 429, 500, 502, 503, 504}
 
 
@@ -526,3 +527,29 @@ def check_server(spec: str, base_url: str | None, api_key_env: str, timeout: flo
         return False, str(exc)
     finally:
         llm.close()
+
+
+def reach(spec: str, base_url: str | None = None, timeout: float = REACH_TIMEOUT_S) -> ServerReach | None:
+    """Whether the server of an `openai:` spec accepts a TCP connection within `timeout` seconds; no request
+    is sent (cheap enough for every `zk ask`). None for a spec that does not parse (its use says why)."""
+    from urllib.parse import urlsplit
+
+    try:
+        _, url = parse_spec(spec, base_url)
+    except LLMError:
+        return None
+    parts = urlsplit(split_credentials(url)[0])
+    host = parts.hostname or ""
+    port = parts.port or (443 if parts.scheme.lower() == "https" else 80)
+    address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except TimeoutError:
+        return ServerReach(address, f"no answer to a connection within {timeout:g} s")
+    except ConnectionRefusedError:
+        return ServerReach(address, "connection refused")
+    except socket.gaierror:
+        return ServerReach(address, f"unknown host '{host}'")
+    except OSError as exc:
+        return ServerReach(address, _short(exc.strerror or type(exc).__name__))
+    return ServerReach(address)
