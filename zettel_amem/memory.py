@@ -75,6 +75,17 @@ def validate_content(content: str) -> str:
     return stripped
 
 
+def count_tags(notes: list[Note]) -> list[dict]:
+    """The user's #tags among `notes`: tag (its first spelling), number of notes, last used; most used first."""
+    counts: dict[str, dict] = {}
+    for note in sorted(notes, key=lambda n: n.at):
+        for tag in note.user_tags:
+            row = counts.setdefault(tag_key(tag), {"tag": tag, "count": 0, "last": ""})
+            row["count"] += 1
+            row["last"] = max(row["last"], note.at)
+    return sorted(counts.values(), key=lambda r: (-r["count"], tag_key(r["tag"])))
+
+
 class Memory:
     def __init__(self, home: str | Path | None = None, *, settings: Settings | None = None,
                  llm: LLM | None = None, embedder=None, notebook: str = "main"):
@@ -335,15 +346,8 @@ class Memory:
                                  keep=None if key is None else lambda tags: any(tag_key(t) == key for t in tags))
 
     def tag_counts(self) -> list[dict]:
-        """The user's #tags in this notebook: tag (its first spelling), number of notes, last used; most
-        used first."""
-        counts: dict[str, dict] = {}
-        for note in sorted(self.store.notes(self.notebook, tagged=True), key=lambda n: n.at):
-            for tag in note.user_tags:
-                row = counts.setdefault(tag_key(tag), {"tag": tag, "count": 0, "last": ""})
-                row["count"] += 1
-                row["last"] = max(row["last"], note.at)
-        return sorted(counts.values(), key=lambda r: (-r["count"], tag_key(r["tag"])))
+        """The user's #tags in this notebook (`count_tags`)."""
+        return count_tags(self.store.notes(self.notebook, tagged=True))
 
     # -- search and answers (search.py, answer.py) -----------------------------------------------------
     def search(self, query: str, k: int | None = None, **options) -> list[Hit]:
