@@ -203,12 +203,17 @@ def superseded(note: Note, question: Question, evidence: list[Evidence]) -> Note
     return note
 
 
+def rarest_term(note: Note, evidence: list[Evidence]) -> str:
+    """The note's question term that the fewest retrieved notes hold ("" if it holds none)."""
+    found = next((e.found for e in evidence if e.note.id == note.id), set())
+    return min(sorted(found), key=lambda t: sum(t in e.found for e in evidence)) if found else ""
+
+
 def rarest_sentence(note: Note, question: Question, evidence: list[Evidence]) -> str:
     """The note's sentence holding the question term that the fewest notes hold ("" if none does)."""
-    found = next((e.found for e in evidence if e.note.id == note.id), set())
-    if not found:
+    rarest = rarest_term(note, evidence)
+    if not rarest:
         return ""
-    rarest = min(found, key=lambda t: sum(t in e.found for e in evidence))
     pieces = [s for s in sentences(note.content) if s.strip()]
     return next((s for s in pieces if mentions(question, rarest, forms(s))), "")
 
@@ -363,7 +368,9 @@ def decline_reason(question: Question, evidence: list[Evidence]) -> str:
         if not any(_NAME.search(n.content) for n in holders):
             return f"no note gives the name of {', '.join(key)}"
     top = evidence[0]
-    if question.kind in ("plain", "when") and _UNDECIDED.search(top.note.content) and top.words >= 0.5:
+    # said of the thing asked: "quoted 340 dollars. I still have not decided whether to pay it" decided the quote
+    if question.kind in ("plain", "when") and _UNDECIDED.search(best_sentence(top.note, spelled(question))) \
+            and top.words >= 0.5:
         return f"only considered, never decided: {quote(top.note, spelled(question))}"
     return ""
 
