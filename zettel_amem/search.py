@@ -189,12 +189,15 @@ class Searcher:
         someone from the chats ranks inside their chats and the notes naming them (`signals`)."""
         if not query.strip():
             raise InvalidInput("the query is empty")
-        passages = self.parts.settings.search_passage_weight > 0 and use_vector and \
-            self.parts.store.has_passages(self.parts.notebook)
-        k = k or (self.parts.settings.search_passage_k if passages else self.parts.settings.search_k)
-        pool = max(self.parts.settings.search_pool, 2 * k)  # the same pool whatever k: k=10 is a prefix of k=25
+        settings = self.parts.settings
+        # the same pool whatever k: k=10 is a prefix of k=25
+        pool = max(settings.search_pool, 2 * (k or max(settings.search_k, settings.search_passage_k)))
         signals = self.signals(query, pool if tag is None else 20 * pool, use_vector, use_keywords, use_enrichment,
                                tag is not None, scoped)
+        # asked after `signals`: on a shared store its first read has answered it
+        passages = settings.search_passage_weight > 0 and use_vector and self.parts.store.has_passages(
+            self.parts.notebook)
+        k = k or (settings.search_passage_k if passages else settings.search_k)
         if tag is not None:
             for signal in signals:
                 signal.ranked = [(n, score) for n, score in signal.ranked if has_tag(n, tag)][:pool]

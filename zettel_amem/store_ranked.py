@@ -86,7 +86,8 @@ class Ranked(NoteRows):
 
     def prepare_search(self, notebook: str, candidates: list[str]) -> None:
         """On a shared store, what a search asks before ranking, in one scan: whether `notebook` is the
-        table's only one (`_notebook_filter`), whether it has enriched notes (`has_enriched`) and which of
+        table's only one (`_notebook_filter`), whether it has enriched notes (`has_enriched`) or long entries
+        cut into passages (`has_passages`) and which of
         `candidates` speak in its chats (`speakers`), each remembered for this table version. Asked one by
         one they are three reads, and every read opens every data file the indexes do not cover: Lance
         fetches a file smaller than a block whole on each open, so each note added since the worker's
@@ -99,11 +100,12 @@ class Ranked(NoteRows):
         key = (self.table.version, notebook)
         other = f"notebook != {sql_str(notebook)}"
         said = f"{in_list('speaker', candidates)} AND session_id IS NOT NULL" if candidates else "false"
-        columns = {"other": other, "enriched": "context != ''", "said": said, "speaker": "speaker",
+        cut = "passages IS NOT NULL AND passages != '[]'"
+        columns = {"other": other, "enriched": "context != ''", "said": said, "cut": cut, "speaker": "speaker",
                    "session_id": "session_id"}
 
         def run():
-            query = self.table.search().where(f"({other}) OR (context != '') OR ({said})").select(columns)
+            query = self.table.search().where(f"({other}) OR (context != '') OR ({said}) OR ({cut})").select(columns)
             return query.limit(max(self.table.count_rows(), 1)).to_arrow()
 
         rows = self.guarded_read(run)  # one row per enriched note: counted here, not made into dicts
@@ -111,6 +113,7 @@ class Ranked(NoteRows):
         mine = rows if sole else rows.filter(pc.equal(rows["other"], False))  # as `_where(notebook)` filters
         self._sole_notebook = {key: sole}
         self._has_enriched = (key, bool(pc.any(pc.fill_null(mine["enriched"], False)).as_py()))
+        self._has_passages = (key, bool(pc.any(pc.fill_null(mine["cut"], False)).as_py()))
         found: dict[str, set[str]] = {}
         for row in mine.filter(pc.fill_null(mine["said"], False)).select(["speaker", "session_id"]).to_pylist():
             found.setdefault(row["speaker"], set()).add(row["session_id"])
