@@ -1,7 +1,7 @@
 """Dates written inside a passage, resolved at write time to absolute days from the entry's own time.
 
 "어제 밤 11시쯤" in an entry of 7 April is 6 April; "다음 주 금요일 시험" in that entry is a plan for
-17 April; "last Saturday" written on a Tuesday is the Saturday three days before. Each mention becomes a
+17 April; "last Friday" written on a Tuesday is the Friday four days before. Each mention becomes a
 `DateMention`: the phrase as written, the first and last day it covers (ISO; a week or a month is a
 range) and whether it lies after the entry's day (a plan, not something that happened). Stored with the
 passage (passages.py), so "when" answers read a date the writer gave, never the entry's timestamp alone.
@@ -75,7 +75,7 @@ def _shifted(day: date, count: int, unit: str) -> tuple[date, date]:
 
 
 def _last_weekday(day: date, weekday: int) -> date:
-    """The latest `weekday` strictly before `day` ("last Saturday" written on a Tuesday)."""
+    """The latest `weekday` strictly before `day` ("last Friday" written on a Tuesday)."""
     return day - timedelta(days=(day.weekday() - weekday) % 7 or 7)
 
 
