@@ -3,6 +3,7 @@ the real CLI in this process (tests/harness.py has the subprocess side)."""
 
 from __future__ import annotations
 
+import os
 import sys
 
 import pytest
@@ -24,6 +25,15 @@ def _no_user_config(tmp_path_factory, monkeypatch):
     (config / "config.toml").write_text("[memory]\nevolve_on_topic = false\nanswer_journal = false\n",
                                         encoding="utf-8")
     monkeypatch.setenv("ZK_CONFIG_DIR", str(config))
+
+
+@pytest.fixture(autouse=True)
+def _no_model_setting_leaks():
+    """A test leaves `ZK_LLM_MODEL` as it found it (`zk --model X` in-process sets it): a leaked dead
+    server once made four later real-model tests fall back to extractive answers."""
+    before = os.environ.get("ZK_LLM_MODEL")
+    yield
+    assert os.environ.get("ZK_LLM_MODEL") == before, "this test leaked ZK_LLM_MODEL into later tests"
 
 
 @pytest.fixture

@@ -46,6 +46,11 @@ def run_in_process(args: list[str], capsys, monkeypatch, stdin: bytes | str | No
     from zettel_amem import cli
 
     monkeypatch.setattr(sys, "argv", ["zk", *args])
+    # `zk --model X` puts X in os.environ (for the worker it starts); undo that after the test, or a later
+    # test's real-model run would inherit a dead server.
+    monkeypatch.setenv("ZK_LLM_MODEL", os.environ.get("ZK_LLM_MODEL", ""))
+    if not os.environ["ZK_LLM_MODEL"]:
+        monkeypatch.delenv("ZK_LLM_MODEL")
     if stdin is not None:
         data = stdin.encode("utf-8") if isinstance(stdin, str) else stdin
         monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"))
