@@ -17,12 +17,17 @@
   would have been a moment earlier, before a table existed there: what a machine sees when its request
   left just before another machine's commit and the answer came after. A race, made certain.
 
+- **Refusals as real S3 words them** (`check_keys`, `check_region`): a request signed with an access key
+  other than `KEY_ID` gets 403 InvalidAccessKeyId, one signed for another region than `REGION` gets 400
+  AuthorizationHeaderMalformed naming the bucket's region (moto accepts any key and any region).
+
 `stop()` and `start()` again keep the buckets (moto's state lives in this process) and the port, so a
 test can take the store offline and bring it back.
 """
 
 from __future__ import annotations
 
+import re
 import socket
 import threading
 import time
@@ -51,6 +56,14 @@ def request_kind(method: str, path: str, query: str = "") -> str:
     return "other"
 
 
+_CREDENTIAL = re.compile(r"Credential=([^/,\s]+)/\d{8}/([^/,\s]+)/")
+
+
+def _error(code: str, message: str, **extra: str) -> bytes:
+    fields = "".join(f"<{k}>{v}</{k}>" for k, v in {"Code": code, "Message": message, **extra}.items())
+    return f'<?xml version="1.0" encoding="UTF-8"?>\n<Error>{fields}<RequestId>zk-test</RequestId></Error>'.encode()
+
+
 class _Counting:
     """WSGI middleware: count requests, serialise writes."""
 
@@ -65,6 +78,11 @@ class _Counting:
                            environ.get("HTTP_RANGE", ""))
         if method == "GET" and "list-type=2" in environ.get("QUERY_STRING", ""):
             environ["QUERY_STRING"] = self.server.listing(environ["QUERY_STRING"])
+        refused = self.server.refusal(environ.get("HTTP_AUTHORIZATION", ""))
+        if refused is not None:
+            status, body = refused
+            start_response(status, [("Content-Type", "application/xml"), ("Content-Length", str(len(body)))])
+            return [body]
         if not self.server.conditional:
             environ.pop("HTTP_IF_NONE_MATCH", None)
         if method in ("PUT", "POST", "DELETE"):
@@ -101,6 +119,23 @@ class LoopbackS3:
         self._thread: threading.Thread | None = None
         self._hidden: list = []  # [prefix, listings left]
         self.log: list[tuple[str, str, str, str]] | None = None  # a list: every request (method, path, query, range)
+        self.check_keys = False  # True: refuse an access key other than KEY_ID (403 InvalidAccessKeyId)
+        self.check_region = False  # True: refuse a request signed for another region than REGION (400)
+
+    def refusal(self, authorization: str) -> tuple[str, bytes] | None:
+        """What real S3 answers a request signed with an unknown key or for the wrong region, when checked."""
+        signed = _CREDENTIAL.search(authorization)
+        if signed is None:
+            return None
+        key, region = signed.groups()
+        if self.check_keys and key != KEY_ID:
+            return "403 Forbidden", _error("InvalidAccessKeyId", "The AWS Access Key Id you provided does not "
+                                           "exist in our records.", AWSAccessKeyId=key)
+        if self.check_region and region != REGION:
+            return "400 Bad Request", _error("AuthorizationHeaderMalformed", "The authorization header is "
+                                             f"malformed; the region '{region}' is wrong; expecting '{REGION}'",
+                                             Region=REGION)
+        return None
 
     def hide_listings(self, prefix: str, count: int) -> None:
         """Answer the next `count` listings of keys under `prefix` (in the bucket) as empty."""

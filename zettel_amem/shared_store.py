@@ -21,7 +21,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .database import SCHEMA_VERSION, lance_message
-from .errors import StoreDamaged, StoreUnreachable, ZkError
+from .errors import StoreDamaged, StoreRefused, StoreUnreachable, ZkError
+from .store_errors import not_a_notebook, plain
 
 if TYPE_CHECKING:
     from .database import Database
@@ -43,6 +44,10 @@ def open_shared(store: Upkeep, meta: dict[str, Any], name: str) -> None:
         try:
             store.table = store.remote_call(lambda: store.db.open_table(name))
         except ValueError:  # "Table 'notes' was not found": a new shared notebook
+            tables = store.remote_call(lambda: store.db.list_tables().tables)
+            foreign = not_a_notebook(store.location, tables)
+            if foreign is not None:
+                raise foreign from None
             _create(store, name)
         _check_identity(store)
         if not meta:  # this machine's record of the embedder: `zk list` then never loads the model
@@ -52,7 +57,7 @@ def open_shared(store: Upkeep, meta: dict[str, Any], name: str) -> None:
     except ZkError:
         raise
     except Exception as exc:  # noqa: BLE001 - any LanceDB failure means the store is unusable
-        raise StoreDamaged(f"cannot open the store at {store.where}: {lance_message(exc)}") from None
+        raise StoreDamaged(f"cannot open the store at {store.where}: {plain(lance_message(exc))}") from None
 
 
 def create_once(store: Database, name: str, schema, rows: list[dict] | None = None) -> Any:
@@ -78,7 +83,7 @@ def create_once(store: Database, name: str, schema, rows: list[dict] | None = No
 
     try:
         store.remote_call(commit)
-    except StoreUnreachable:
+    except (StoreUnreachable, StoreRefused):
         raise
     except Exception as exc:  # noqa: BLE001 - "already exists" or a lost race: then the table is there
         try:
@@ -98,6 +103,9 @@ def _create(store: Upkeep, name: str) -> None:
 
 
 def _check_identity(store: Upkeep) -> None:
+    foreign = not_a_notebook(store.location, [], store.table.schema.names)
+    if foreign is not None:
+        raise foreign
     recorded = store.table.schema.metadata or {}
     name, dim = recorded.get(EMBEDDER_KEY, b"").decode(), recorded.get(DIM_KEY, b"").decode()
     if name and (name != store.embedder_name or dim != str(store.dim)):
