@@ -28,6 +28,7 @@ NOTE_COLUMNS = {"id", "content", "at"}  # what every zk notes table has had, in 
 # starting and ending with a letter or digit.
 _BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 _CODE = re.compile(r"<Code>\s*([A-Za-z]+)\s*</Code>")
+_OTHER_BODY = re.compile(r'body: Some\("\s*(?:[^<\s"\\]|<(?!\?xml|Error))')
 _STATUS = re.compile(r"\bstatus(?:[ _]code)?:\s*(\d{3})\b", re.IGNORECASE)
 _REGION = re.compile(r"<Region>\s*([a-z0-9-]+)\s*</Region>|expecting '([a-z0-9-]+)'")
 CREDENTIALS = {"InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "InvalidToken", "TokenRefreshRequired",
@@ -35,10 +36,10 @@ CREDENTIALS = {"InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "I
 FORBIDDEN = {"AccessDenied", "AllAccessDisabled", "AccountProblem"}
 REGION = {"AuthorizationHeaderMalformed", "PermanentRedirect", "IllegalLocationConstraintException"}
 # How object_store says an answer was not what an S3 server sends (an HTML page, a JSON API, a 404 for a
-# listing): parsing its body failed, a write's answer had no ETag, or an error came without S3's XML.
-_NOT_S3 = re.compile(r"error decoding response body|invalid list response|failed to parse|deserializ|"
-                     r"unexpected (?:end of|eof)|missing field|InvalidListResponse|ETag Header missing|"
-                     r"unable to extract metadata from headers", re.IGNORECASE)
+# listing): parsing its body failed, a write's answer had no ETag, or an error's body is not S3's XML. (An
+# error without a body is S3's own answer to a HEAD: a table being created by another machine at once.)
+_NOT_S3 = re.compile(r"error decoding response body|invalid list response|InvalidListResponse|"
+                     r"ETag Header missing|unable to extract metadata from headers", re.IGNORECASE)
 
 
 def bucket_of(location: StoreLocation) -> tuple[str, str]:
@@ -63,8 +64,7 @@ def cause_of(text: str) -> tuple[str, str]:
     code = next(iter(_CODE.findall(text)), "")
     status = next(iter(_STATUS.findall(text)), "")
     region = next((a or b for a, b in _REGION.findall(text)), "")
-    return kind_of(code, status, region, bool(_NOT_S3.search(text)) or (
-        bool(status) and not code and "<Error>" not in text and status[0] in "24"))
+    return kind_of(code, status, region, bool(_NOT_S3.search(text) or (not code and _OTHER_BODY.search(text))))
 
 
 def kind_of(code: str, status: str, region: str = "", garbled: bool = False) -> tuple[str, str]:
