@@ -161,3 +161,12 @@ def test_causes_are_read_from_the_error_text_and_never_shown():
     refused = explain(Exception(rust), location)
     assert refused is not None and "RetryError" not in str(refused) and "pw" not in str(refused)
     assert "http://127.0.0.1:1" in str(refused)
+
+
+def test_a_missing_table_root_is_a_lagging_listing_not_damage():
+    from zettel_amem.store_errors import lagging
+
+    assert lagging("lance error: Not found: p/notes.lance/_versions, /root/lance-table/src/commit.rs:65:2") == "notes"
+    assert lagging("Not found: p/episodes.lance") == "episodes"
+    assert lagging("Not found: p/notes.lance/data/0101ab.lance") == ""  # a data file: damage, as before
+    assert lagging("Not found: p/notes.lance/_versions/18446744073709551614.manifest") == ""

@@ -254,14 +254,14 @@ class Database:
         """Run a LanceDB call; on an object store, a failure to reach it is StoreUnreachable and a refusal
         with a known cause (a missing bucket, refused credentials, ...) StoreRefused, each one line."""
         from .location import unreachable
-        from .store_errors import explain
+        from .store_errors import explain, lag_reason, lagging
 
         try:
             return action()
         except Exception as exc:  # noqa: BLE001 - classified: unreachable, refused, or raised as it was
             if not self.remote:
                 raise
-            why = unreachable(exc)
+            why = unreachable(exc) or (lag_reason(lagging(str(exc))) if lagging(str(exc)) else "")
             if why:
                 raise StoreUnreachable(f"cannot reach the store at {self.where} ({why})") from None
             refused = explain(exc, self.location)

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .database import SCHEMA_VERSION, lance_message
+from .database import REMOTE_STALENESS_S, SCHEMA_VERSION, lance_message
 from .errors import StoreDamaged, StoreRefused, StoreUnreachable, ZkError
-from .store_errors import not_a_notebook, plain
+from .store_errors import lag_reason, not_a_notebook, plain
 
 if TYPE_CHECKING:
     from .database import Database
@@ -66,8 +66,9 @@ def create_once(store: Database, name: str, schema, rows: list[dict] | None = No
 
     The creation is Lance's first commit alone: version 1's manifest, written only if absent, with no
     retry (`max_retries=0`). Losing that race is an error here, and the table the winner made is opened;
-    nothing is ever committed over it (the loser's data file, if any, is named by no version). Any other
-    failure of the commit is raised when the table cannot be opened after it either."""
+    nothing is ever committed over it (the loser's data file, if any, is named by no version). When the
+    table cannot be opened after the commit either (whether it failed or not), that is `open_created`'s
+    error: the store not reached for the moment."""
     import lance
     import pyarrow as pa
 
@@ -85,12 +86,26 @@ def create_once(store: Database, name: str, schema, rows: list[dict] | None = No
         store.remote_call(commit)
     except (StoreUnreachable, StoreRefused):
         raise
-    except Exception as exc:  # noqa: BLE001 - "already exists" or a lost race: then the table is there
+    except Exception:  # noqa: BLE001 - "already exists" or a lost race: then the table is there
+        pass
+    return open_created(store, name)
+
+
+def open_created(store: Database, name: str, tries: int = 3) -> Any:
+    """Open the table `name` just created, by this machine or another. A listing that lags the write (a
+    caching proxy; the seeded faults of tests/test_store_faults.py) can hide it for a moment: look again
+    after the read staleness, then give up as on a store that cannot be reached (`zk add` keeps its note
+    in the outbox), never with LanceDB's "was not found"."""
+    import time
+
+    for attempt in range(tries):
         try:
             return store.remote_call(lambda: store.db.open_table(name))
         except ValueError:
-            raise exc from None
-    return store.remote_call(lambda: store.db.open_table(name))
+            if attempt == tries - 1:
+                raise StoreUnreachable(f"cannot reach the store at {store.where} ({lag_reason(name)})") from None
+            time.sleep(REMOTE_STALENESS_S * (attempt + 1))
+    return None
 
 
 def _create(store: Upkeep, name: str) -> None:

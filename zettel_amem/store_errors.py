@@ -138,6 +138,20 @@ def not_a_notebook(location: StoreLocation, tables: list[str], note_columns: lis
     return StoreRefused(refusal(location, "not-zk", f"LanceDB table(s) {named}"))
 
 
+def lagging(text: str) -> str:
+    """The table a failure says is not there ("Not found: PREFIX/notes.lance/_versions": its root or its
+    versions, not one of its data files), or "": on a shared store that is a listing that lags a write
+    (another machine's, or this one's), transient like a store that cannot be reached, not a damaged table."""
+    found = re.search(r"Not found: \S*?\b(" + "|".join(sorted(OWN_TABLES)) + r")\.lance(?:/_versions)?(?![/\w])",
+                      text)
+    return found.group(1) if found else ""
+
+
+def lag_reason(table: str) -> str:
+    """Why a store counts as not reached when its listing lags (`lagging`): the words in parentheses."""
+    return f"its listing does not show the {table} table yet"
+
+
 def plain(text: str) -> str:
     """A failure with no known cause, for one line: its text up to the first Rust debug structure (which
     holds request URLs and headers), with the S3 error code and HTTP status found in the rest."""
