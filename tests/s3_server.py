@@ -17,12 +17,23 @@
   would have been a moment earlier, before a table existed there: what a machine sees when its request
   left just before another machine's commit and the answer came after. A race, made certain.
 
+- **Refusals as real S3 words them** (`check_keys`, `check_region`): a request signed with an access key
+  other than `KEY_ID` gets 403 InvalidAccessKeyId, one signed for another region than `REGION` gets 400
+  AuthorizationHeaderMalformed naming the bucket's region (moto accepts any key and any region).
+
+- **Seeded faults** (`inject`, #38): any request may get, at random from a seed, a 503 SlowDown (not
+  applied), its connection reset (before a write is applied, or after it: the write done, its answer
+  lost), a hang past the client's deadline (then reset), or, for a listing, an answer from before the
+  prefix held anything (a stale listing). `faults` counts what was injected.
+
 `stop()` and `start()` again keep the buckets (moto's state lives in this process) and the port, so a
 test can take the store offline and bring it back.
 """
 
 from __future__ import annotations
 
+import random
+import re
 import socket
 import threading
 import time
@@ -51,6 +62,49 @@ def request_kind(method: str, path: str, query: str = "") -> str:
     return "other"
 
 
+_CREDENTIAL = re.compile(r"Credential=([^/,\s]+)/\d{8}/([^/,\s]+)/")
+
+
+def _error(code: str, message: str, **extra: str) -> bytes:
+    fields = "".join(f"<{k}>{v}</{k}>" for k, v in {"Code": code, "Message": message, **extra}.items())
+    return f'<?xml version="1.0" encoding="UTF-8"?>\n<Error>{fields}<RequestId>zk-test</RequestId></Error>'.encode()
+
+
+FAULTS = ("slowdown", "reset", "hang", "stale")
+
+
+class Faults:
+    """Which fault, if any, the next request gets: each with probability `rate`, one of `kinds` (a listing
+    only can be stale), drawn from `seed`; at most `limit` in all (None: no limit)."""
+
+    def __init__(self, seed: int, rate: float, kinds: tuple[str, ...] = FAULTS, hang_s: float = 0.0,
+                 limit: int | None = None):
+        self.random, self.rate, self.kinds, self.hang_s, self.limit = random.Random(seed), rate, kinds, hang_s, limit
+        self.lock = threading.Lock()
+
+    def draw(self, listing: bool, injected: Counter) -> str:
+        with self.lock:
+            if self.limit is not None and sum(injected.values()) >= self.limit:
+                return ""
+            if self.random.random() >= self.rate:
+                return ""
+            kind = self.random.choice([k for k in self.kinds if k != "stale" or listing] or [""])
+            if kind == "reset" and self.random.random() < 0.5:
+                kind = "reset-after"  # the request is served, and its answer lost
+            if kind:
+                injected[kind] += 1
+            return kind
+
+
+def _cut(environ: dict[str, Any]) -> None:
+    """Reset the request's connection (werkzeug hands the socket to the app)."""
+    sock = environ.get("werkzeug.socket")
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except (OSError, AttributeError):
+        pass
+
+
 class _Counting:
     """WSGI middleware: count requests, serialise writes."""
 
@@ -65,8 +119,29 @@ class _Counting:
                            environ.get("HTTP_RANGE", ""))
         if method == "GET" and "list-type=2" in environ.get("QUERY_STRING", ""):
             environ["QUERY_STRING"] = self.server.listing(environ["QUERY_STRING"])
+        refused = self.server.refusal(environ.get("HTTP_AUTHORIZATION", ""))
+        if refused is not None:
+            status, body = refused
+            start_response(status, [("Content-Type", "application/xml"), ("Content-Length", str(len(body)))])
+            return [body]
+        fault = self.server.fault("list-type=2" in environ.get("QUERY_STRING", ""))
+        if fault == "slowdown":
+            body = _error("SlowDown", "Please reduce your request rate.")
+            start_response("503 Slow Down", [("Content-Type", "application/xml"), ("Content-Length", str(len(body)))])
+            return [body]
+        if fault in ("reset", "hang"):
+            time.sleep(self.server.faults.hang_s if fault == "hang" else 0)
+            _cut(environ)
+            return []
+        if fault == "stale":
+            environ["QUERY_STRING"] = environ["QUERY_STRING"].replace("prefix=", "prefix=zk-hidden%2F", 1)
         if not self.server.conditional:
             environ.pop("HTTP_IF_NONE_MATCH", None)
+        if fault == "reset-after":
+            with self.server.write_lock:
+                list(self.app(environ, lambda *args: (lambda data: None)))
+            _cut(environ)
+            return []
         if method in ("PUT", "POST", "DELETE"):
             with self.server.write_lock:  # check-and-write as one step, as on real S3
                 return list(self.app(environ, start_response))
@@ -101,6 +176,36 @@ class LoopbackS3:
         self._thread: threading.Thread | None = None
         self._hidden: list = []  # [prefix, listings left]
         self.log: list[tuple[str, str, str, str]] | None = None  # a list: every request (method, path, query, range)
+        self.faults: Faults | None = None  # `inject`
+        self.injected: Counter[str] = Counter()  # faults injected, by kind
+        self.check_keys = False  # True: refuse an access key other than KEY_ID (403 InvalidAccessKeyId)
+        self.check_region = False  # True: refuse a request signed for another region than REGION (400)
+
+    def inject(self, faults: Faults | None) -> None:
+        """Inject `faults` from now on (None: none). A cut connection is expected then: werkzeug's log of
+        each ("write() before start_response") is silenced meanwhile."""
+        import logging
+
+        self.faults = faults
+        logging.getLogger("werkzeug").setLevel(logging.CRITICAL if faults else logging.ERROR)
+
+    def fault(self, listing: bool) -> str:
+        return self.faults.draw(listing, self.injected) if self.faults is not None else ""
+
+    def refusal(self, authorization: str) -> tuple[str, bytes] | None:
+        """What real S3 answers a request signed with an unknown key or for the wrong region, when checked."""
+        signed = _CREDENTIAL.search(authorization)
+        if signed is None:
+            return None
+        key, region = signed.groups()
+        if self.check_keys and key != KEY_ID:
+            return "403 Forbidden", _error("InvalidAccessKeyId", "The AWS Access Key Id you provided does not "
+                                           "exist in our records.", AWSAccessKeyId=key)
+        if self.check_region and region != REGION:
+            return "400 Bad Request", _error("AuthorizationHeaderMalformed", "The authorization header is "
+                                             f"malformed; the region '{region}' is wrong; expecting '{REGION}'",
+                                             Region=REGION)
+        return None
 
     def hide_listings(self, prefix: str, count: int) -> None:
         """Answer the next `count` listings of keys under `prefix` (in the bucket) as empty."""

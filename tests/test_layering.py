@@ -29,20 +29,21 @@ ALLOWED = {
     "editor": {"errors"},
     "prompts": {"errors", "text"},
     # storage (the only modules that build a filter), embeddings, model backends
-    "database": {"errors", "location"},
+    "database": {"errors", "location", "store_errors"},
     "store": {"database", "errors", "shared_store", "store_links", "store_ranked", "store_rows", "store_upkeep",
               "versions"},  # the notes table: one class per job (below), composed
     "store_rows": {"database", "errors", "models", "passages", "text"},
     "store_links": {"database", "models", "store_rows"},
     "store_ranked": {"database", "models", "store_rows", "store_upkeep"},
     "store_upkeep": {"database", "errors", "store_rows", "text"},
-    "shared_store": {"database", "errors"},  # opening the notes table of an object-store home
+    "shared_store": {"database", "errors", "store_errors"},  # opening the notes table of an object-store home
+    "store_errors": {"errors", "location"},  # why a shared store cannot be used, in one line
     "lease": {"database", "shared_store"},  # the shared store's worker lease (a row in a table)
     "tier_store": {"database", "models", "shared_store"},  # shared_store: creating a table on an object store
     "versions": {"database"},  # which table versions read after a crash; the rows of lost commits
     "health": {"database", "errors", "store", "versions"},  # storage health: diagnose and read what is left
     "repair": {"database", "errors", "health", "store", "tier_store"},  # rebuild only what is damaged
-    "remote": {"database", "health", "location"},  # doctor's probe of an object store
+    "remote": {"database", "health", "location", "store_errors"},  # doctor's probe of a store
     "outbox": {"errors", "models", "store"},  # notes kept offline for a shared store
     "embed": {"config", "errors"},
     "llm": {"config", "errors", "llm", "models"},

@@ -322,7 +322,13 @@ DEAD_LINE = ("the model server at 127.0.0.1:9 cannot be reached (connection refu
              "`zk doctor` checks it")
 
 
-def test_38_ask_over_journal_notes_with_a_dead_server_says_extractive_and_names_the_server(zk, zk_home):
+@pytest.fixture
+def model_env(monkeypatch):
+    """`--model` sets ZK_LLM_MODEL in this process (for the worker it starts): restored after the test."""
+    monkeypatch.setenv("ZK_LLM_MODEL", harness.FAKE_MODEL)
+
+
+def test_38_ask_over_journal_notes_with_a_dead_server_says_extractive_and_names_the_server(zk, zk_home, model_env):
     zk_home.mkdir(parents=True, exist_ok=True)
     (zk_home / "config.toml").write_text("answer_journal = true\n", encoding="utf-8")
     zk("add", "--at", "2026-05-14T19:20", "My knee hurt after the run at the Han river.", check=True)
@@ -339,7 +345,7 @@ def test_38_ask_over_journal_notes_with_a_dead_server_says_extractive_and_names_
     assert code == 0 and err.splitlines() == ["(declined: no note mentions gym)", DEAD_LINE], err
 
 
-def test_38_a_model_answer_names_its_model_and_a_failed_one_names_the_server_once(zk, zk_home, monkeypatch):
+def test_38_a_model_answer_names_its_model_and_a_failed_one_names_the_server_once(zk, zk_home, model_env):
     zk_home.mkdir(parents=True, exist_ok=True)
     (zk_home / "config.toml").write_text("[llm]\nretries = 0\n", encoding="utf-8")
     zk("add", "My knee hurt after the run.", check=True)
@@ -355,7 +361,7 @@ def test_38_a_model_answer_names_its_model_and_a_failed_one_names_the_server_onc
     assert "URLSECRET789" not in out + err
 
 
-def test_38_doctor_names_a_dead_model_server(zk, zk_home):
+def test_38_doctor_names_a_dead_model_server(zk, zk_home, model_env):
     zk("add", "x y z", check=True)
     code, out, _ = zk("--model", DEAD, "doctor", "--json")
     model = next(c for c in json.loads(out)["checks"] if c["check"] == "model")

@@ -147,7 +147,7 @@ def test_doctor_checks_the_remote_store_in_one_line(zk, shared, s3, monkeypatch,
     for key, value in s3.env().items():
         monkeypatch.setenv(key, value)
     line = next(c for c in zk("doctor", "--json").json()["checks"] if c["check"] == "remote store")
-    assert not line["ok"] and "bucket does not exist" in line["message"]
+    assert not line["ok"] and "does not exist at" in line["message"]
 
 
 def test_the_lease_lets_one_machine_work_and_a_restarted_one_take_over(shared, tmp_path, embedder, monkeypatch):

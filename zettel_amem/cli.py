@@ -1307,7 +1307,8 @@ def advice_for(exc: Exception) -> str:
     from .errors import NoteTooLong, StoreDamaged, StoreUnreachable
 
     if isinstance(exc, StoreUnreachable):
-        return "; reads need the store (`zk add` keeps notes in the local outbox meanwhile)"
+        return ("; is the network up and the endpoint right (AWS_ENDPOINT_URL or store_endpoint)? Reads need "
+                "the store (`zk add` keeps notes in the local outbox meanwhile)")
     if isinstance(exc, StoreDamaged):
         return "; run `zk doctor`, then `zk repair`" if exc.refused_write else "; `zk doctor` checks the store"
     if isinstance(exc, NoteTooLong):

@@ -252,15 +252,22 @@ class Database:
                 self.remote_call(table.checkout_latest)
 
     def remote_call(self, action):
-        """Run a LanceDB call; on an object store, a failure to reach it is StoreUnreachable (one line)."""
+        """Run a LanceDB call; on an object store, a failure to reach it is StoreUnreachable and a refusal
+        with a known cause (a missing bucket, refused credentials, ...) StoreRefused, each one line."""
         from .location import unreachable
+        from .store_errors import explain, lag_reason, lagging
 
         try:
             return action()
-        except Exception as exc:  # noqa: BLE001 - classified: unreachable, or raised as it was
-            why = unreachable(exc) if self.remote else ""
+        except Exception as exc:  # noqa: BLE001 - classified: unreachable, refused, or raised as it was
+            if not self.remote:
+                raise
+            why = unreachable(exc) or (lag_reason(lagging(str(exc))) if lagging(str(exc)) else "")
             if why:
                 raise StoreUnreachable(f"cannot reach the store at {self.where} ({why})") from None
+            refused = explain(exc, self.location)
+            if refused is not None:
+                raise refused from None
             raise
 
     def table_dir(self, name: str) -> Path:

@@ -36,6 +36,12 @@ class StoreUnreachable(ZkError):
     TLS failure. `zk add` keeps the note in the local outbox instead (outbox.py)."""
 
 
+class StoreRefused(ZkError):
+    """An object-store home answered but cannot be used as it is configured: the bucket is missing or its
+    name invalid, the credentials or the region are wrong, the endpoint is not an S3 server, or the prefix
+    holds something that is not a zk notebook. The message says which, and what to do (store_errors.py)."""
+
+
 class StoreBusy(ZkError):
     """Another zk holds the write lock longer than the wait."""
 

@@ -109,9 +109,13 @@ def storage_options(uri: str, endpoint: str = "", region: str = "",
     endpoint, such as a MinIO box on the LAN, needs `allow_http`), short retries, and the read block size.
     Credentials are left to LanceDB, which reads the AWS environment variables, profiles and instance
     roles itself."""
+    from .errors import register_secret
+
     options = {**FAST_FAIL, "block_size": str(block_size)}
     scheme = _URI.match(uri).group("scheme").lower()
     if scheme.startswith("s3"):
+        for secret in ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):  # masked in every message (#38)
+            register_secret(os.environ.get(secret))
         endpoint = endpoint or os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or ""
         region = region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or ""
         if endpoint:

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .database import SCHEMA_VERSION, lance_message
-from .errors import StoreDamaged, StoreUnreachable, ZkError
+from .database import REMOTE_STALENESS_S, SCHEMA_VERSION, lance_message
+from .errors import StoreDamaged, StoreRefused, StoreUnreachable, ZkError
+from .store_errors import lag_reason, not_a_notebook, plain
 
 if TYPE_CHECKING:
     from .database import Database
@@ -43,6 +44,10 @@ def open_shared(store: Upkeep, meta: dict[str, Any], name: str) -> None:
         try:
             store.table = store.remote_call(lambda: store.db.open_table(name))
         except ValueError:  # "Table 'notes' was not found": a new shared notebook
+            tables = store.remote_call(lambda: store.db.list_tables().tables)
+            foreign = not_a_notebook(store.location, tables)
+            if foreign is not None:
+                raise foreign from None
             _create(store, name)
         _check_identity(store)
         if not meta:  # this machine's record of the embedder: `zk list` then never loads the model
@@ -52,7 +57,7 @@ def open_shared(store: Upkeep, meta: dict[str, Any], name: str) -> None:
     except ZkError:
         raise
     except Exception as exc:  # noqa: BLE001 - any LanceDB failure means the store is unusable
-        raise StoreDamaged(f"cannot open the store at {store.where}: {lance_message(exc)}") from None
+        raise StoreDamaged(f"cannot open the store at {store.where}: {plain(lance_message(exc))}") from None
 
 
 def create_once(store: Database, name: str, schema, rows: list[dict] | None = None) -> Any:
@@ -61,8 +66,9 @@ def create_once(store: Database, name: str, schema, rows: list[dict] | None = No
 
     The creation is Lance's first commit alone: version 1's manifest, written only if absent, with no
     retry (`max_retries=0`). Losing that race is an error here, and the table the winner made is opened;
-    nothing is ever committed over it (the loser's data file, if any, is named by no version). Any other
-    failure of the commit is raised when the table cannot be opened after it either."""
+    nothing is ever committed over it (the loser's data file, if any, is named by no version). When the
+    table cannot be opened after the commit either (whether it failed or not), that is `open_created`'s
+    error: the store not reached for the moment."""
     import lance
     import pyarrow as pa
 
@@ -78,14 +84,28 @@ def create_once(store: Database, name: str, schema, rows: list[dict] | None = No
 
     try:
         store.remote_call(commit)
-    except StoreUnreachable:
+    except (StoreUnreachable, StoreRefused):
         raise
-    except Exception as exc:  # noqa: BLE001 - "already exists" or a lost race: then the table is there
+    except Exception:  # noqa: BLE001 - "already exists" or a lost race: then the table is there
+        pass
+    return open_created(store, name)
+
+
+def open_created(store: Database, name: str, tries: int = 3) -> Any:
+    """Open the table `name` just created, by this machine or another. A listing that lags the write (a
+    caching proxy; the seeded faults of tests/test_store_faults.py) can hide it for a moment: look again
+    after the read staleness, then give up as on a store that cannot be reached (`zk add` keeps its note
+    in the outbox), never with LanceDB's "was not found"."""
+    import time
+
+    for attempt in range(tries):
         try:
             return store.remote_call(lambda: store.db.open_table(name))
         except ValueError:
-            raise exc from None
-    return store.remote_call(lambda: store.db.open_table(name))
+            if attempt == tries - 1:
+                raise StoreUnreachable(f"cannot reach the store at {store.where} ({lag_reason(name)})") from None
+            time.sleep(REMOTE_STALENESS_S * (attempt + 1))
+    return None
 
 
 def _create(store: Upkeep, name: str) -> None:
@@ -98,6 +118,9 @@ def _create(store: Upkeep, name: str) -> None:
 
 
 def _check_identity(store: Upkeep) -> None:
+    foreign = not_a_notebook(store.location, [], store.table.schema.names)
+    if foreign is not None:
+        raise foreign
     recorded = store.table.schema.metadata or {}
     name, dim = recorded.get(EMBEDDER_KEY, b"").decode(), recorded.get(DIM_KEY, b"").decode()
     if name and (name != store.embedder_name or dim != str(store.dim)):
