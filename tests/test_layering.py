@@ -59,10 +59,12 @@ ALLOWED = {
     # services over a notebook's parts (parts.py: store, embedder, model, settings, loaded on first use)
     "parts": set(),
     "changes": {"errors", "evolve", "models", "passages"},
-    "pipeline": {"construct", "embed", "errors", "evolve", "link", "llm", "models", "passages", "retrieve", "text"},
+    "supersede": {"evolve", "models", "passages", "questions", "text"},  # typed updates links, checked and recorded
+    "pipeline": {"construct", "embed", "errors", "evolve", "link", "llm", "models", "passages", "retrieve",
+                 "supersede", "text"},
     "search": {"errors", "models", "passage_rank", "passages", "retrieve", "text"},
     "answer": {"config", "dates", "errors", "journal_answer", "llm", "models", "passages", "prompts", "retrieve",
-               "term_bridge", "text"},
+               "supersede", "term_bridge", "text"},
     "term_bridge": {"evidence", "models", "questions"},
     # journal answers (#26): pure functions of the question and the retrieved notes, no model, no store
     "questions": {"prompts", "text"},

@@ -71,15 +71,22 @@ def test_yesterday_inside_an_entry_answers_the_day_before(journal):
     assert answer.text.startswith("2026-04-06")
 
 
-# The Korean move is not found yet: the new gym's note shares only "헬스장" with the question, the English
-# climbing-gym notes join through the term bridge, and the answer-time rules keep the old value. Typed
-# "updates" links decided at write time (#36 item 3) are what this needs; strict, so a fix is noticed.
-KOREAN_MOVE = pytest.param("지금 다니는 헬스장은 어디야?", "애니타임", "스포애니", marks=pytest.mark.xfail(
-    reason="#36 item 3: typed updates links", strict=True))
-
-
-@pytest.mark.parametrize(("question", "now", "before"), [KOREAN_MOVE, ("Which climbing gym do I go to now?",
-                                                                       "Vertical Loft", "Boulder Barn")])
+# The Korean move's new note shares only "헬스장" with the question; it is found because the write recorded
+# a typed *updates* link to the old gym's note (supersede.py), which "now" answers follow.
+@pytest.mark.parametrize(("question", "now", "before"), [("지금 다니는 헬스장은 어디야?", "애니타임", "스포애니"),
+                                                         ("Which climbing gym do I go to now?", "Vertical Loft",
+                                                          "Boulder Barn")])
 def test_now_answers_the_value_after_the_move(journal, question, now, before):
     answer = ask_through(journal, question)
     assert now in answer.text and before not in answer.text
+    notes = {n.content.split(".")[0]: n for n in journal.store.notes()}
+    old = next(n for text, n in notes.items() if before in text)
+    new = next(n for text, n in notes.items() if now in text)
+    assert [u["by"] for u in old.updated_by] == [new.id]  # recorded at write time, by the real pipeline
+
+
+def test_only_the_two_moves_are_typed_updates(journal):
+    """The real link call (its grammar-bound `replaces` enum) and the change-word check together mark the
+    two gym moves and nothing else: no long entry's sentence updates a gym note, or the reverse."""
+    updated = {n.content[:12]: [u["by"] for u in n.updated_by] for n in journal.store.notes() if n.updated_by}
+    assert sorted(updated) == sorted([GYM[0][1][:12], GYM[2][1][:12]]), updated

@@ -29,6 +29,7 @@ from .models import Note, ServerReach, Usage
 from .passages import as_notes, entry_id_of, passage_id, passages_from_json
 from .prompts import language_of
 from .retrieve import CoverageIndex, Hit, render_hit
+from .supersede import updating_entries
 from .term_bridge import bridge_terms
 from .text import keyword_terms, name_pattern, nfc, statements
 
@@ -238,7 +239,10 @@ class Answerer:
         other = [h for h in wider[JOURNAL_POOL:] if bool(re.search("[\uac00-\ud7a3]", h.note.content)) != korean]
         for hit in wider[:JOURNAL_POOL] + other[:JOURNAL_OTHER_LANGUAGE]:
             pool.setdefault(hit.note.id, hit)
-        units = self.with_passage_vectors([h.note for h in pool.values()])
+        notes = [h.note for h in pool.values()]
+        newer = [i for i in updating_entries(notes) if i not in pool]  # "now" reads what updated a hit
+        notes += list(self.parts.store.get_many(newer).values()) if newer else []
+        units = self.with_passage_vectors(notes)
         translate = self.translate if self.parts.settings.answer_journal_translate else None
         reply = answer_journal(question, units, self.note_cosines, translate)
         by_id = {u.id: u for u in units}

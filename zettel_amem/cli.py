@@ -130,7 +130,8 @@ def _result_json(note, result) -> dict:
     data = {"id": note.id, "status": result.status if result else note.status, "session_id": note.session_id,
             "user_tags": note.user_tags}
     if result:
-        data.update(links=result.links, evolved=result.evolved, refused=result.refused, error=result.error or None,
+        data.update(links=result.links, evolved=result.evolved, refused=result.refused, updates=result.updates,
+                    error=result.error or None,
                     usage={"llm_calls": result.llm_calls, "evaluated_tokens": result.evaluated_tokens,
                            "completion_tokens": result.completion_tokens, "seconds": round(result.seconds, 2)})
     return data
@@ -426,7 +427,7 @@ def links(note_id: str = _id_arg(),
 
     if as_json:
         def node(note, level, seen):
-            data = {"id": note.id, "content": note.content, "at": note.at}
+            data = {"id": note.id, "content": note.content, "at": note.at, "updated_by": note.updated_by}
             if level <= depth:  # leaves are not expanded: no backlink scan for them
                 outgoing, incoming = both_ways(note)
                 data["links"] = [node(o, level + 1, seen | {o.id}) if o.id not in seen else {"id": o.id}

@@ -26,9 +26,10 @@ from typing import Any
 from .errors import DamageWarning, StoreBusy, StoreDamaged, StoreUnreachable, ZkError
 from .location import StoreLocation
 
-SCHEMA_VERSION = 4  # 2: raw_vector (the raw words' embedding beside the enriched one), user_tags (#tags);
+SCHEMA_VERSION = 5  # 2: raw_vector (the raw words' embedding beside the enriched one), user_tags (#tags);
 #                   3: terms, enrichment_terms (the full-text index's words) and the indexes;
 #                   4: passages, passage_vectors (a long entry's passages, passages.py)
+#                   5: updated_by (typed updates links, Note.updated_by)
 _U64 = (1 << 64) - 1  # LanceDB's v2 manifest names count down: `_versions/{2**64 - 1 - version}.manifest`
 REMOTE_STALENESS_S = 1.0  # an object-store read may use a table version this old (see connect)
 REMOTE_COMMIT_TRIES = 5  # a shared store's commit preempted by another machine's is run again (guarded_write)

@@ -39,7 +39,7 @@ from .date_mentions import date_mentions
 from .evidence import Cosines, Evidence, best_sentence, forms, has_term, mentions, rank
 from .models import Note
 from .questions import Question, analyse, korean_stem, subject_terms
-from .text import clip, sentences
+from .text import CHANGE_CUE, clip, sentences
 
 NOW_SHARE = 0.9  # notes scoring within this share of the best are "on the subject" for now/count/list
 # ... and for "now", also every note with all the best note's subject words down to this share (the
@@ -61,8 +61,7 @@ _THIRD_PERSON = re.compile(r"\b(she|he)\b|그녀[가는]|(?<![가-힣])그[가�
 _ENDING = re.compile(r"\b(back|return|returned|came home|come home)\b|돌아|귀국", re.I)  # an event that ends a story
 _STARTERS = {"The", "This", "That", "Then", "And", "But", "New", "First", "Started", "Finished"}
 RARE_IN = 3  # a word in at most this many retrieved notes is a value, not the subject
-_CHANGE = re.compile(r"바뀌|바꿨|옮겼|옮기|이사|대신|그만|끊|다시|이제|\b(moved|migrated|replaced|switched|"
-                     r"instead|stopped|quit|again|no longer|from \S+ to)\b", re.I)
+_CHANGE = CHANGE_CUE
 _CHANGE_ASKED = re.compile(r"그만|옮|바꾸|바뀌|끊|떠나|\b(stop|stopped|quit|leave|left|move|moved|switch|replace)",
                            re.I)
 _MONTHS = ("january february march april may june july august september october november december").split()
@@ -151,8 +150,20 @@ def answer_now(question: Question, evidence: list[Evidence]) -> tuple[str, list[
     top = max(e.words for e in evidence)
     subject += [e for e in evidence if top and e.words >= top and e.score >= NOW_WIDE * evidence[0].score]
     newest = max(subject, key=lambda e: e.note.at).note
-    newest = superseded(newest, question, evidence)
+    newest = superseded(follow_updates(newest, evidence), question, evidence)
     return whole(newest), [newest.id]
+
+
+def follow_updates(note: Note, evidence: list[Evidence]) -> Note:
+    """The passage that updates `note` (typed *updates* links, recorded at write time: supersede.py), then
+    the one that updates that, while there is one among the notes read."""
+    by_id = {e.note.id: e.note for e in evidence}
+    for _ in range(len(by_id)):
+        newer = [by_id[u["by"]] for u in note.updated_by if u.get("by") in by_id and by_id[u["by"]].at > note.at]
+        if not newer:
+            return note
+        note = max(newer, key=lambda n: n.at)
+    return note
 
 
 def about_me(question: Question, evidence: list[Evidence]) -> list[Evidence]:

@@ -35,6 +35,9 @@ class Update:
 class LinkDecision:
     links: list[str] = field(default_factory=list)
     updates: list[Update] = field(default_factory=list)
+    # linked candidates whose stated value the new note states anew (typed *updates* links, #36; the
+    # pipeline checks each before recording it: older, and a passage pair that shares a subject word)
+    replaces: list[str] = field(default_factory=list)
 
 
 def prompt_ids(notes: list[Note]) -> dict[str, str]:
@@ -53,6 +56,7 @@ def link_schema(candidate_ids: list[str], settings: Settings, language: str = "E
         "properties": {
             "links": {"type": "array", "items": id_enum,
                       "maxItems": min(settings.max_new_links, settings.max_links, len(candidate_ids))},
+            "replaces": {"type": "array", "items": id_enum, "maxItems": 1},
             "updates": {
                 "type": "array",
                 "maxItems": settings.evolve_max_neighbours,
@@ -68,7 +72,7 @@ def link_schema(candidate_ids: list[str], settings: Settings, language: str = "E
                 },
             },
         },
-        "required": ["links", "updates"],
+        "required": ["links", "replaces", "updates"],
     }
 
 
@@ -89,6 +93,8 @@ def parse_decision(data: dict[str, Any], ids: dict[str, str], settings: Settings
         if full and full not in decision.links:
             decision.links.append(full)
     decision.links = decision.links[: min(settings.max_new_links, settings.max_links)]
+    replaced = [ids.get(short) for short in data.get("replaces") or [] if isinstance(short, str)]
+    decision.replaces = [full for full in dict.fromkeys(replaced) if full][:1]
     seen: set[str] = set()
     for item in data.get("updates") or []:
         if len(decision.updates) >= settings.evolve_max_neighbours:

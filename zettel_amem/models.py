@@ -21,8 +21,8 @@ SHORT_ID = 8
 # (`user_tags`) are not among them: only an edit of the note's text changes those.
 EVOLVABLE = ("context", "keywords", "tags")
 # Fields a version may change and `zk revert` restores: evolution's, plus an edit's (`zk edit`: the text,
-# its #tags) and the links a re-linked edited note gained.
-REVERTIBLE = ("content", "user_tags", "links", *EVOLVABLE)
+# its #tags), the links a re-linked edited note gained, and the typed *updates* a newer note recorded.
+REVERTIBLE = ("content", "user_tags", "links", "updated_by", *EVOLVABLE)
 
 
 @dataclass
@@ -114,6 +114,10 @@ class Note:
     # embedding; [] for a short note or a chat turn (it is its own passage); None: not computed yet (a
     # store from before passages, filled by `zk process` and the worker)
     passages: list[Passage] | None = None
+    # Typed *updates* links (#36): {"passage": a passage of this note (or its id), "by": the newer passage
+    # that states a new value for what it stated}; recorded by the newer note's arrival as a version of
+    # this one, so `zk revert` and `zk rm` of the newer note undo it. "Now" answers skip updated passages.
+    updated_by: list[dict[str, str]] = field(default_factory=list)
 
     @property
     def short_id(self) -> str:
@@ -143,7 +147,7 @@ class Note:
             "id": self.id, "content": self.content, "at": self.at, "keywords": self.keywords,
             "tags": self.tags, "user_tags": self.user_tags, "context": self.context, "links": self.links,
             "backlinks": backlinks if backlinks is not None else [], "status": self.status,
-            "version": self.version, "notebook": self.notebook, "kind": self.kind,
+            "version": self.version, "notebook": self.notebook, "kind": self.kind, "updated_by": self.updated_by,
         }
         if self.session_id:
             data.update(session_id=self.session_id, speaker=self.speaker, seq=self.seq)
@@ -271,6 +275,7 @@ class ProcessResult(Spent):
     links: list[str] = field(default_factory=list)
     evolved: list[str] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)  # neighbours whose rewrite drifted off their topic
+    updates: list[str] = field(default_factory=list)  # older notes a passage of this one updates (supersede.py)
     skipped: str = ""  # why an LLM step was skipped ("trivial", "no similar neighbour", ...)
     error: str = ""
 

@@ -170,7 +170,8 @@ def as_notes(notes: list[Note]) -> list[Note]:
             text = passage.text
             if following is not None and "\n" not in note.content[passage.start:following.start]:
                 text = note.content[passage.start:following.start + len(following.text)]
-            out.append(replace(note, id=passage_id(note.id, passage.index), content=text, keywords=[],
-                               tags=[], context="", links=[], history=[], vector=None, raw_vector=passage.vector,
-                               passages=[]))
+            unit = passage_id(note.id, passage.index)
+            out.append(replace(note, id=unit, content=text, keywords=[], tags=[], context="", links=[], history=[],
+                               vector=None, raw_vector=passage.vector, passages=[],
+                               updated_by=[e for e in note.updated_by if e.get("passage") == unit]))
     return out

@@ -20,10 +20,13 @@ from .llm import LLMError
 from .models import CONSTRUCTED, EVOLVABLE, PENDING, READY, Note, ProcessResult, Usage
 from .passages import attach_passages
 from .retrieve import CoverageIndex
+from .supersede import supersede
 from .text import is_trivial
 
 if TYPE_CHECKING:
     from .parts import Parts
+
+MAX_TYPED_UPDATES = 2  # older notes one note may mark as updated (supersede.py)
 
 
 def edited(note: Note) -> bool:
@@ -132,7 +135,9 @@ class Pipeline:
                 if (note := self._fresh(note, CONSTRUCTED)) is None:
                     return self.parts.store.get(result.id, with_vector=True)
                 note.status, note.error, result.skipped = READY, "", skip
-                self.parts.store.update([note])
+                updated = self._typed_updates(note, [], [c.id for c, _ in candidates], {})
+                result.updates = [n.id for n in updated]
+                self.parts.store.update([note, *updated])
                 return note
         parts = self.parts
         decision, spent = decide_links(parts.llm, parts.prompts, note, [c for c, _ in candidates], parts.settings)
@@ -142,9 +147,9 @@ class Pipeline:
                 return self.parts.store.get(result.id, with_vector=True)
             # Read links' and neighbours' current state now: another thread or process may have
             # evolved or deleted them during the model call.
-            present = self.parts.store.get_many([*decision.links, *(u.note_id for u in decision.updates)],
-                                          with_vector=True)
-            chosen = [i for i in decision.links if i in present]
+            present = self.parts.store.get_many([*decision.links, *decision.replaces,
+                                                 *(u.note_id for u in decision.updates)], with_vector=True)
+            chosen = [i for i in dict.fromkeys([*decision.replaces, *decision.links]) if i in present]
             old_links = list(note.links)  # an edited note keeps its links; new ones are added after them
             note.links = [i for i in dict.fromkeys([*note.links, *chosen]) if i != note.id]
             note.links = note.links[: self.parts.settings.max_links]
@@ -157,11 +162,31 @@ class Pipeline:
                 vectors = self.parts.embedder.embed_passages([n.embedding_text() for n in evolved])
                 for neighbour, vector in zip(evolved, vectors):
                     neighbour.vector = vector.tolist()
+            updated = self._typed_updates(note, [i for i in decision.replaces if i in note.links],
+                                          [c.id for c, _ in candidates], present)
             note.status, note.error = READY, ""
-            self.parts.store.update([note, *evolved])  # one atomic commit: links + every evolution + versions
+            changed = {n.id: n for n in [*evolved, *updated]}
+            self.parts.store.update([note, *changed.values()])  # one atomic commit: links, evolutions, versions
         result.links = list(note.links)
         result.evolved = [n.id for n in evolved]
+        result.updates = [n.id for n in updated]
         return note
+
+    def _typed_updates(self, note: Note, replaced: list[str], candidates: list[str], present: dict[str, Note]
+                       ) -> list[Note]:
+        """The older notes `note` updates (supersede.py): those the model said it replaces, then nearest
+        candidates whose passage says something changed; each recorded as a version of the older note.
+        `present` holds notes already read for this commit (they may carry this commit's evolutions)."""
+        missing = [i for i in dict.fromkeys([*replaced, *candidates]) if i not in present]
+        present.update(self.parts.store.get_many(missing, with_vector=True) if missing else {})
+        updated = [present[i] for i in replaced if i in present and supersede(note, present[i])]
+        for other_id in candidates:
+            if len(updated) >= MAX_TYPED_UPDATES:
+                break
+            other = present.get(other_id)
+            if other is not None and other not in updated and supersede(note, other, cue=True):
+                updated.append(other)
+        return updated
 
     def _on_topic(self, updates: list, neighbours: dict[str, Note], cause: Note) -> tuple[list, list[str]]:
         """Updates whose new context stays about its own note, and the ids of those refused.

@@ -105,11 +105,26 @@ def show_note(note: Note, backlinks: list[Note], links: list[Note]) -> None:
     body.add_row("keywords", escape(", ".join(note.keywords)) or "[dim]-[/]")
     body.add_row("your tags", escape(" ".join("#" + t for t in note.user_tags)) or "[dim]-[/]")
     body.add_row("model tags", escape(", ".join(note.tags)) or "[dim]-[/]")
-    body.add_row("links →", "\n".join(note_line(n, 70) for n in links) or "[dim]-[/]")
-    body.add_row("← linked by", "\n".join(note_line(n, 70) for n in backlinks) or "[dim]-[/]")
+    body.add_row("links →", "\n".join(typed_link(note, n, "→") + note_line(n, 70) for n in links) or "[dim]-[/]")
+    body.add_row("← linked by", "\n".join(typed_link(note, n, "←") + note_line(n, 70) for n in backlinks)
+                 or "[dim]-[/]")
+    if note.updated_by:
+        body.add_row("updated by", "\n".join(_value(e) for e in note.updated_by))
     console.print(Panel(body, title=f"note {note.short_id}", title_align="left"))
     if note.history:
         history_table(note)
+
+
+def _value(item) -> str:
+    """One item of a listed field: a term, or a typed update as "PASSAGE ← NEWER PASSAGE" (short ids)."""
+    if isinstance(item, dict):
+        return f"{_short(item.get('passage', ''))} ← {_short(item.get('by', ''))}"
+    return str(item)
+
+
+def _short(unit_id: str) -> str:
+    entry, _, number = unit_id.partition("-p")
+    return entry[:8] + (f"-p{number}" if number else "")
 
 
 def history_table(note: Note) -> None:
@@ -121,11 +136,18 @@ def history_table(note: Note) -> None:
     table.add_column("old → new")
     for version in note.history:
         for name, change in version.changes.items():
-            old, new = (", ".join(v) if isinstance(v, list) else str(v) for v in (change["old"], change["new"]))
+            old, new = (", ".join(map(_value, v)) if isinstance(v, list) else str(v)
+                        for v in (change["old"], change["new"]))
             table.add_row(str(version.version), version.at.replace("T", " "),
                           f"{version.reason} by {version.cause[:8]}" if version.cause else version.reason,
                           name, f"[red]{escape(one_line(old, 60))}[/]\n[green]{escape(one_line(new, 60))}[/]")
     console.print(table)
+
+
+def typed_link(note: Note, other: Note, arrow: str) -> str:
+    """"updates " where the link is typed (supersede.py): `note` updates `other` (→) or the reverse (←)."""
+    older, newer = (other, note) if arrow == "→" else (note, other)
+    return "[magenta]updates[/] " if any(e["by"].split("-p")[0] == newer.id for e in older.updated_by) else ""
 
 
 def links_tree(root: Note, expand_fn, depth: int) -> Tree:
@@ -137,7 +159,7 @@ def links_tree(root: Note, expand_fn, depth: int) -> Tree:
         outgoing, incoming = expand_fn(note)
         for arrow, group in (("→", outgoing), ("←", incoming)):
             for other in group:
-                child = branch.add(f"[bold]{arrow}[/] " + note_line(other, 70))
+                child = branch.add(f"[bold]{arrow}[/] " + typed_link(note, other, arrow) + note_line(other, 70))
                 if other.id not in seen:
                     grow(child, other, level + 1, seen | {other.id})
 
@@ -176,6 +198,9 @@ def add_result(note: Note, result: ProcessResult | None, linked: list[Note], evo
     for other in evolved:
         console.print(f"  [yellow]evolved[/] {note_line(other, 60)} [dim]v{other.version}: "
                       f"{escape(one_line(other.context, 60))}[/]")
+    for other in linked:
+        if other.id in result.updates:
+            console.print(f"  [magenta]updates[/] {note_line(other, 60)} [dim](its value is now history)[/]")
     if result.refused:
         console.print(f"  [dim]{len(result.refused)} rewrite(s) refused: off the neighbour's own topic[/]")
 

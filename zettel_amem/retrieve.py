@@ -257,6 +257,9 @@ def render_for_context(note: Note, passages: list[Passage] | None = None) -> str
     dated = dated_phrases(text, note.at)
     if dated and dated not in note.context:  # construction already put it in the context
         line += f" [{dated}]"
+    newer = sorted({u["by"].split("-p")[0][:8] for u in note.updated_by})  # supersede.py: a newer value exists
+    if newer:
+        line += f" [updated later by {', '.join(newer)}]"
     return line
 
 

@@ -4,6 +4,7 @@ built here (and in the other store_* modules) and nowhere else; see store.py.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -28,7 +29,7 @@ _HEX = re.compile(r"^[0-9a-f]{1,32}$")
 TEXT_COLUMNS = [
     "id", "content", "at", "created", "keywords", "tags", "context", "links", "status", "version",
     "history", "notebook", "kind", "session_id", "speaker", "seq", "source", "content_hash", "error", "user_tags",
-    "passages",
+    "passages", "updated_by",
 ]
 
 
@@ -65,6 +66,7 @@ def arrow_schema(dim: int):
         # embeddings, one after another (passage count x dim floats).
         pa.field("passages", pa.string()),
         pa.field("passage_vectors", pa.list_(pa.float32())),
+        pa.field("updated_by", pa.string()),  # JSON: the typed updates links to this note (Note.updated_by)
     ])
 
 
@@ -83,6 +85,7 @@ def note_to_row(note: Note) -> dict[str, Any]:
         "raw_vector": _floats(note.raw_vector if note.raw_vector is not None else note.vector),
         "passages": None if note.passages is None else passages_to_json(note.passages),
         "passage_vectors": _passage_floats(note.passages),
+        "updated_by": json.dumps(note.updated_by, ensure_ascii=False) if note.updated_by else None,
     }
 
 
@@ -111,6 +114,7 @@ def row_to_note(row: dict[str, Any]) -> Note:
         vector=list(vector) if vector is not None else None,
         raw_vector=list(raw_vector) if raw_vector is not None else None,
         passages=_passages_of(row),
+        updated_by=json.loads(row["updated_by"]) if row.get("updated_by") else [],
     )
 
 

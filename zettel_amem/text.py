@@ -23,6 +23,10 @@ _TRIVIAL = {
 _PUNCT_OR_SPACE = re.compile(r"[\s\W_]+", re.UNICODE)
 _REPEATED = re.compile(r"(\D)\1+|(\D{2})\2{2,}")  # "ㅋㅋ", "zzz"; "hahaha", "하하하" (not "mama", "coco")
 _WS = re.compile(r"\s+")
+# Words that say a value changed ("moved", "switched", "이제", "바꿨다"): a later note with one of them may
+# update an older one (supersede.py, at write time) and "now" answers follow it (journal_answer.py).
+CHANGE_CUE = re.compile(r"바뀌|바꿨|옮겼|옮기|이사|대신|그만|끊|다시|이제|\b(moved|migrated|replaced|switched|"
+                        r"instead|stopped|quit|again|no longer|from \S+ to)\b", re.I)
 
 
 def clip(text: str, max_chars: int, ellipsis: str = ELLIPSIS) -> str:

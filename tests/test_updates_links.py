@@ -1,0 +1,139 @@
+"""Typed *updates* links (#36 item 3, supersede.py) with the scripted model: the link call names the
+candidate a new note replaces; the pipeline checks it (older, a shared subject word) and records it on the
+older note as a version. Shown by `zk show` and `zk links`, undone by `zk revert` and by `zk rm` of the
+newer note, and "now" answers read the newer passage. The real model's choices: test_long_entries_real.py."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.sample import ask_through
+from zettel_amem.memory import Memory
+
+OLD = ("2026-03-02T21:00", "요즘 다니는 수영장은 동네 구민체육센터다. 한 달 4만 원.")
+NEW = ("2026-06-10T21:00", "수영장을 회사 옆 올림픽수영장으로 바꿨다. 점심시간에 간다.")
+OTHER = ("2026-04-01T21:00", "퇴근하고 동생이랑 떡볶이를 먹었다. 이제 배부르다.")
+
+
+@pytest.fixture
+def memory(zk_home, fake_llm, embedder) -> Memory:
+    memory = Memory(zk_home, llm=fake_llm, embedder=embedder)
+    memory.settings.link_min_similarity = 0.0
+    memory.settings.answer_journal = True  # the tests' config turns the journal path off (conftest.py)
+    return memory
+
+
+def replaces_first(fake_llm):
+    fake_llm.link = lambda user, ids: {"links": ids[:1], "replaces": ids[:1], "updates": []}
+
+
+def add_both(memory, first=OLD, second=NEW):
+    old = memory.add(first[1], at=first[0])
+    memory.process_pending()
+    new = memory.add(second[1], at=second[0])
+    result = memory.process(new.id)
+    return memory.store.get(old.id), memory.store.get(new.id), result
+
+
+def test_a_replaced_older_note_records_who_updates_it_as_a_version(memory, fake_llm):
+    replaces_first(fake_llm)
+    old, new, result = add_both(memory)
+    assert result.updates == [old.id] and old.id in new.links
+    assert old.updated_by == [{"passage": old.id, "by": new.id}]
+    last = old.history[-1]
+    assert (last.cause, last.reason) == (new.id, "updated") and last.changes["updated_by"]["old"] == []
+    assert "replaces" in fake_llm.calls[-1]["schema"]["properties"]  # grammar-bound: an enum over the ids
+    assert fake_llm.calls[-1]["schema"]["properties"]["replaces"]["items"]["enum"]
+
+
+def test_the_model_saying_none_and_no_change_word_records_nothing(memory, fake_llm):
+    same_subject = ("2026-06-10T21:00", "수영장 물이 오늘따라 차가워서 20분만 했다.")
+    old, new, result = add_both(memory, second=same_subject)  # the default rule links, replaces nothing
+    assert result.updates == [] and old.updated_by == [] and old.id in new.links
+
+
+def test_a_change_word_records_it_without_the_model_even_below_the_link_threshold(memory, fake_llm):
+    memory.settings.link_min_similarity = 1.1  # no neighbour is similar enough: no link call at all
+    old, new, result = add_both(memory)  # "바꿨다": the new value is stated as a change
+    assert result.skipped == "no similar neighbour" and "link" not in fake_llm.tasks()
+    assert result.updates == [old.id] and old.updated_by == [{"passage": old.id, "by": new.id}]
+
+
+def test_a_newer_note_is_never_updated_by_an_older_one(memory, fake_llm):
+    replaces_first(fake_llm)
+    newer_first = (NEW[0], OLD[1])  # the candidate is dated after the note being linked
+    old, new, result = add_both(memory, first=newer_first, second=(OLD[0], NEW[1]))
+    assert result.updates == [] and old.updated_by == []
+
+
+def test_no_shared_subject_word_records_nothing(memory, fake_llm):
+    replaces_first(fake_llm)
+    old, new, result = add_both(memory, first=OTHER)
+    assert result.updates == [] and old.updated_by == []
+
+
+def test_a_long_entry_records_the_passage_that_updates(memory, fake_llm):
+    replaces_first(fake_llm)
+    long = ("아침에 비가 와서 버스를 탔다. 회사에서는 분기 보고서를 마무리하느라 오전 내내 정신이 없었다. "
+            "점심은 팀 사람들이랑 김치찌개를 먹었다. 수영장을 회사 옆 올림픽수영장으로 바꿨다, 점심시간에 갈 수 "
+            "있어서. 저녁에는 소파에 누워서 빌려 온 책을 조금 읽다가 일찍 잤다.")
+    old, new, result = add_both(memory, second=(NEW[0], long))
+    assert len(new.passages) >= 3
+    (entry,) = old.updated_by
+    assert entry["passage"] == old.id and entry["by"].startswith(new.id + "-p")
+    updating = next(p for p in new.passages if f"{new.id}-p{p.index}" == entry["by"])
+    assert "올림픽수영장" in updating.text
+
+
+def test_show_and_links_show_the_typed_link_both_ways(memory, fake_llm, zk):
+    replaces_first(fake_llm)
+    old, new, _ = add_both(memory)
+    shown = zk("show", old.id[:8], "--json", check=True).json()
+    assert shown["updated_by"] == [{"passage": old.id, "by": new.id}]
+    code, out, _ = zk("show", old.id[:8])
+    assert code == 0 and "updated by" in out and "updates" in out
+    tree = zk("links", new.id[:8], "--json", check=True).json()
+    assert [n["updated_by"] for n in tree["links"]] == [[{"passage": old.id, "by": new.id}]]
+    code, out, _ = zk("links", new.id[:8])
+    assert code == 0 and "updates" in out
+
+
+def test_revert_and_removing_the_newer_note_undo_it(memory, fake_llm):
+    replaces_first(fake_llm)
+    old, new, _ = add_both(memory)
+    reverted = memory.revert(old.id)
+    assert reverted.updated_by == []
+    memory.revert(old.id)  # a revert is a version too: the update comes back
+    assert memory.store.get(old.id).updated_by == [{"passage": old.id, "by": new.id}]
+    memory.remove(new.id)
+    assert memory.store.get(old.id).updated_by == []
+
+
+def test_now_answers_from_the_passage_that_updates_even_when_it_ranks_low(memory, fake_llm):
+    replaces_first(fake_llm)
+    old, new, _ = add_both(memory)
+    answer = ask_through(memory, "지금 다니는 수영장 어디야?")
+    assert "올림픽수영장" in answer.text and "구민체육센터" not in answer.text
+    assert answer.cited_ids == [new.id]
+
+
+def test_a_store_from_before_opens_with_no_updates(zk_home, embedder, fake_llm):
+    memory = Memory(zk_home, llm=fake_llm, embedder=embedder)
+    note = memory.add(OLD[1], at=OLD[0])
+    memory.store.table.drop_columns(["updated_by"])
+    meta = json.loads((zk_home / "meta.json").read_text())
+    (zk_home / "meta.json").write_text(json.dumps({**meta, "schema_version": 4}))
+    again = Memory(zk_home, llm=fake_llm, embedder=embedder)
+    assert again.store.get(note.id).updated_by == [] and again.store.get(note.id).content == OLD[1]
+
+
+def test_a_backup_keeps_the_typed_links(memory, fake_llm, zk, tmp_path, monkeypatch):
+    replaces_first(fake_llm)
+    old, new, _ = add_both(memory)
+    backup = tmp_path / "backup.jsonl"
+    zk("export", "--all", "-o", str(backup), check=True)
+    monkeypatch.setenv("ZK_HOME", str(tmp_path / "restored"))
+    zk("import", str(backup), check=True)
+    assert zk("show", old.id[:8], "--json", check=True).json()["updated_by"] == [{"passage": old.id, "by": new.id}]

@@ -1,0 +1,77 @@
+"""Typed *updates* links (#36, A-MEM's evolution typed): a newer passage that states a new value for what
+an older passage stated (another gym, address, shift, weight) updates it.
+
+Two sources, both checked here: the link call's model names at most one candidate the new note replaces
+(a grammar-bound enum over the candidates' ids, link.py); and, without a model call, a nearest candidate
+whose best-matching passage pair shares a subject word while the new passage says something changed
+(text.CHANGE_CUE). The bundled 0.5B model rarely names one (bench/updates.py: 2 of 10 true pairs, 0 false
+alarms); the cue recorded 7 of 10 with 0 false alarms there. Checks, whatever the source: the replaced
+note is older, and the two passages that match best (passage embeddings) share a subject word
+(questions.subject_terms: particles and question words stripped). The record lives on the *older* note,
+`Note.updated_by`, as a version caused by the newer one: `zk revert` undoes it, `zk rm` of the newer note
+forgets it (evolve.forget_changes_by), `zk show` and `zk links` show it. "Now" answers skip a passage
+that a newer passage updates and read the newer one instead.
+"""
+
+from __future__ import annotations
+
+from .evolve import record
+from .models import Note, Version
+from .passages import entry_id_of, passage_id
+from .questions import subject_terms
+from .text import CHANGE_CUE
+
+
+def units(note: Note) -> list[tuple[str, str, list[float] | None]]:
+    """(passage id, text, vector) of each passage; a short note is its own single passage."""
+    if note.passages:
+        return [(passage_id(note.id, p.index), p.text, p.vector) for p in note.passages]
+    return [(note.id, note.content, note.raw_vector or note.vector)]
+
+
+def best_pair(new: Note, old: Note) -> tuple[str, str] | None:
+    """The new note's passage and the old note's passage that are closest in meaning and share a
+    subject word, or None when no pair shares one."""
+    pairs = []
+    for new_id, new_text, new_vector in units(new):
+        new_terms = set(subject_terms(new_text))
+        for old_id, old_text, old_vector in units(old):
+            if not new_terms & set(subject_terms(old_text)):
+                continue
+            cosine = sum(a * b for a, b in zip(new_vector, old_vector)) if new_vector and old_vector else 0.0
+            pairs.append((cosine, new_id, old_id))
+    if not pairs:
+        return None
+    _, new_id, old_id = max(pairs)
+    return new_id, old_id
+
+
+def supersede(new: Note, old: Note, cue: bool = False) -> Version | None:
+    """Record on `old` that a passage of `new` updates one of its passages, when the checks hold;
+    the version recorded, or None. `cue`: without the model's word, the new passage must say that
+    something changed (text.CHANGE_CUE)."""
+    if old.id == new.id or old.at >= new.at:
+        return None  # an older note never updates a newer one, whatever the model said
+    pair = best_pair(new, old)
+    if pair is None:
+        return None
+    by, passage = pair
+    if cue and not CHANGE_CUE.search(dict((i, t) for i, t, _ in units(new))[by]):
+        return None
+    entry = {"passage": passage, "by": by}
+    if entry in old.updated_by:
+        return None
+    before = [dict(e) for e in old.updated_by]
+    old.updated_by = [*before, entry]
+    return record(old, {"updated_by": {"old": before, "new": [dict(e) for e in old.updated_by]}}, new.id,
+                  "updated")
+
+
+def updated_ids(notes: list[Note]) -> set[str]:
+    """The passage ids (or short notes' ids) that a newer passage updates, among `notes`' records."""
+    return {e["passage"] for n in notes for e in n.updated_by}
+
+
+def updating_entries(notes: list[Note]) -> list[str]:
+    """The ids of the entries whose passages update something in `notes`."""
+    return list(dict.fromkeys(entry_id_of(e["by"]) for n in notes for e in n.updated_by))
