@@ -165,6 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stats", action="store_true", help="print the data's statistics and stop (no models)")
     parser.add_argument("--out", type=Path, help="write every answer and the summary here (JSON)")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    parser.add_argument("--cli", type=int, metavar="N",
+                        help="time the first N questions as a user waits for them: `zk ask --json` subprocesses")
     args = parser.parse_args(argv)
     if args.stats:
         print(json.dumps(stats(), ensure_ascii=False, indent=1))
@@ -182,6 +184,9 @@ def main(argv: list[str] | None = None) -> int:
     half = "sealed" if args.sealed else "tune"
     questions = [q for q in load_questions(half) if args.only is None or q["category"] == args.only]
     questions = questions[:args.limit] if args.limit else questions
+    if args.cli:
+        print(json.dumps(cli_seconds(args.store, questions[:args.cli]), indent=1))
+        return 0
     start = time.perf_counter()
     recall = recall_all(args.store, questions, entries)
     if args.recall_only:
@@ -200,6 +205,23 @@ def main(argv: list[str] | None = None) -> int:
     write_out(args.out, summary, rows)
     print(json.dumps(summary, ensure_ascii=False, indent=1) if args.json else _table(summary))
     return 0
+
+
+def cli_seconds(store: Path, questions: list[dict]) -> dict:
+    """Wall seconds of `zk ask QUESTION --json` as a new process each (start, imports, embedder load,
+    search and answer): what the issue's "zk ask p50" bound is about."""
+    import subprocess
+
+    env = {**os.environ, "ZK_HOME": str(store), "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    seconds = []
+    for question in questions:
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "zettel_amem", "ask", question["question"], "--json"], env=env,
+                       check=True, capture_output=True)
+        seconds.append(time.perf_counter() - start)
+    ordered = sorted(seconds)
+    return {"questions": len(seconds), "p50_s": round(statistics.median(seconds), 2),
+            "p95_s": round(ordered[max(0, round(0.95 * len(ordered)) - 1)], 2), "max_s": round(ordered[-1], 2)}
 
 
 def _accuracy(rows: list[dict]) -> float | None:
