@@ -156,8 +156,9 @@ def answer_now(question: Question, evidence: list[Evidence]) -> tuple[str, list[
 
 def follow_updates(note: Note, evidence: list[Evidence]) -> Note:
     """The passage that updates `note` (typed *updates* links, recorded at write time: supersede.py), then
-    the one that updates that, while there is one among the notes read."""
-    by_id = {e.note.id: e.note for e in evidence}
+    the one that updates that, while there is one among the notes read that names a word of the question
+    (a link made for another subject of the same note is not followed)."""
+    by_id = {e.note.id: e.note for e in evidence if e.found}
     for _ in range(len(by_id)):
         newer = [by_id[u["by"]] for u in note.updated_by if u.get("by") in by_id and by_id[u["by"]].at > note.at]
         if not newer:

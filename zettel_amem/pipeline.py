@@ -20,8 +20,8 @@ from .llm import LLMError
 from .models import CONSTRUCTED, EVOLVABLE, PENDING, READY, Note, ProcessResult, Usage
 from .passages import attach_passages
 from .retrieve import CoverageIndex
-from .supersede import supersede
-from .text import is_trivial
+from .supersede import RARE_IN, supersede
+from .text import is_trivial, keyword_terms
 
 if TYPE_CHECKING:
     from .parts import Parts
@@ -180,13 +180,25 @@ class Pipeline:
         missing = [i for i in dict.fromkeys([*replaced, *candidates]) if i not in present]
         present.update(self.parts.store.get_many(missing, with_vector=True) if missing else {})
         updated = [present[i] for i in replaced if i in present and supersede(note, present[i])]
+        rare = self.rare_in_notebook(note.notebook)
         for other_id in candidates:
             if len(updated) >= MAX_TYPED_UPDATES:
                 break
             other = present.get(other_id)
-            if other is not None and other not in updated and supersede(note, other, cue=True):
+            if other is not None and other not in updated and supersede(note, other, cue=True, rare=rare):
                 updated.append(other)
         return updated
+
+    def rare_in_notebook(self, notebook: str) -> Callable[[str], bool]:
+        """Whether a word is in at most RARE_IN of the notebook's notes (keyword index; each word looked
+        up once)."""
+        from functools import cache
+
+        @cache
+        def rare(word: str) -> bool:
+            return len(self.parts.store.mentioning(keyword_terms(word), RARE_IN + 1, notebook)) <= RARE_IN
+
+        return rare
 
     def _on_topic(self, updates: list, neighbours: dict[str, Note], cause: Note) -> tuple[list, list[str]]:
         """Updates whose new context stays about its own note, and the ids of those refused.

@@ -15,11 +15,13 @@ that a newer passage updates and read the newer one instead.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from .evolve import record
 from .models import Note, Version
 from .passages import entry_id_of, passage_id
 from .questions import subject_terms
-from .text import CHANGE_CUE
+from .text import CHANGE_CUE, sentences
 
 
 def units(note: Note) -> list[tuple[str, str, list[float] | None]]:
@@ -29,14 +31,32 @@ def units(note: Note) -> list[tuple[str, str, list[float] | None]]:
     return [(note.id, note.content, note.raw_vector or note.vector)]
 
 
-def best_pair(new: Note, old: Note) -> tuple[str, str] | None:
+MAX_RARE_CHECKS = 3  # shared words looked up in the notebook's keyword index per pair (each one query)
+RARE_IN = 4  # a subject word in at most this many notes (the two compared included) can be what changed
+
+
+def subject_words(text: str) -> set[str]:
+    """The words a passage is about that can name a thing: no particles or question words
+    (questions.subject_terms), no change words ("바뀌었다" is not a subject), no predicates (a Korean word
+    ending in 다: "했다"), no numbers or units."""
+    return {t for t in subject_terms(text) if not CHANGE_CUE.search(t) and not any(c.isdigit() for c in t)
+            and (len(t) >= 3 if not "\uac00" <= t[0] <= "\ud7a3" else len(t) >= 2 and not t.endswith("다"))}
+
+
+def best_pair(new: Note, old: Note, cue: bool = False, rare: Callable[[str], bool] | None = None
+              ) -> tuple[str, str] | None:
     """The new note's passage and the old note's passage that are closest in meaning and share a
-    subject word, or None when no pair shares one."""
+    subject word, or None. With `cue`: the word is named in a sentence of the new passage that says
+    something changed, and it is `rare` in the notebook (a project every note names is not what changed)."""
     pairs = []
     for new_id, new_text, new_vector in units(new):
-        new_terms = set(subject_terms(new_text))
+        new_terms = subject_words(new_text)
         for old_id, old_text, old_vector in units(old):
-            if not new_terms & set(subject_terms(old_text)):
+            shared = new_terms & subject_words(old_text)
+            if cue:
+                shared = {w for s in sentences(new_text) if CHANGE_CUE.search(s) for w in subject_words(s) & shared}
+                shared = {w for w in sorted(shared)[:MAX_RARE_CHECKS] if rare is None or rare(w)}
+            if not shared:
                 continue
             cosine = sum(a * b for a, b in zip(new_vector, old_vector)) if new_vector and old_vector else 0.0
             pairs.append((cosine, new_id, old_id))
@@ -46,18 +66,17 @@ def best_pair(new: Note, old: Note) -> tuple[str, str] | None:
     return new_id, old_id
 
 
-def supersede(new: Note, old: Note, cue: bool = False) -> Version | None:
+def supersede(new: Note, old: Note, cue: bool = False, rare: Callable[[str], bool] | None = None
+              ) -> Version | None:
     """Record on `old` that a passage of `new` updates one of its passages, when the checks hold;
     the version recorded, or None. `cue`: without the model's word, the new passage must say that
     something changed (text.CHANGE_CUE)."""
     if old.id == new.id or old.at >= new.at:
         return None  # an older note never updates a newer one, whatever the model said
-    pair = best_pair(new, old)
+    pair = best_pair(new, old, cue, rare)
     if pair is None:
         return None
     by, passage = pair
-    if cue and not CHANGE_CUE.search(dict((i, t) for i, t, _ in units(new))[by]):
-        return None
     entry = {"passage": passage, "by": by}
     if entry in old.updated_by:
         return None
