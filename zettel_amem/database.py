@@ -31,6 +31,9 @@ SCHEMA_VERSION = 4  # 2: raw_vector (the raw words' embedding beside the enriche
 #                   4: passages, passage_vectors (a long entry's passages, passages.py)
 _U64 = (1 << 64) - 1  # LanceDB's v2 manifest names count down: `_versions/{2**64 - 1 - version}.manifest`
 REMOTE_STALENESS_S = 1.0  # an object-store read may use a table version this old (see connect)
+# A read that meets a listing lagging a write (store_errors.lagging) is run again after 1 s, then 2 s (past the
+# read staleness, so Lance lists again): at most 3 s more, then the store counts as not reached for the moment.
+LAG_TRIES = 3
 REMOTE_COMMIT_TRIES = 5  # a shared store's commit preempted by another machine's is run again (guarded_write)
 COMMIT_CONFLICTS = ("Retryable commit conflict", "Commit conflict for version", "Incompatible transaction")
 REMOTE_KEEP_VERSIONS = timedelta(minutes=10)  # a shared store's old versions live this long (see _cleanup_age)
@@ -249,26 +252,41 @@ class Database:
         """See other machines' newest commits now (object store only; a local store always does)."""
         if self.remote:
             for table in tables:
-                self.remote_call(table.checkout_latest)
+                self.remote_call(table.checkout_latest, LAG_TRIES)
 
-    def remote_call(self, action):
+    def remote_call(self, action, lag_tries: int = 1):
         """Run a LanceDB call; on an object store, a failure to reach it is StoreUnreachable and a refusal
-        with a known cause (a missing bucket, refused credentials, ...) StoreRefused, each one line."""
+        with a known cause (a missing bucket, refused credentials, ...) StoreRefused, each one line.
+        `lag_tries` (reads only: a write is never run twice here): a listing that lags a write is looked at
+        again that many times in all, with backoff, before it counts as a store not reached."""
+        import time
+
         from .location import unreachable
         from .store_errors import explain, lag_reason, lagging
 
-        try:
-            return action()
-        except Exception as exc:  # noqa: BLE001 - classified: unreachable, refused, or raised as it was
-            if not self.remote:
+        for attempt in range(lag_tries):
+            try:
+                return action()
+            except Exception as exc:  # noqa: BLE001 - classified: unreachable, refused, or raised as it was
+                if not self.remote:
+                    raise
+                lag = lagging(str(exc))
+                if lag and attempt < lag_tries - 1:
+                    time.sleep(REMOTE_STALENESS_S * (attempt + 1))
+                    continue
+                why = unreachable(exc) or (lag_reason(lag) if lag else "")
+                if why:
+                    raise StoreUnreachable(f"cannot reach the store at {self.where} ({why})") from None
+                refused = explain(exc, self.location)
+                if refused is not None:
+                    raise refused from None
                 raise
-            why = unreachable(exc) or (lag_reason(lagging(str(exc))) if lagging(str(exc)) else "")
-            if why:
-                raise StoreUnreachable(f"cannot reach the store at {self.where} ({why})") from None
-            refused = explain(exc, self.location)
-            if refused is not None:
-                raise refused from None
-            raise
+        return None
+
+    def version_of(self, table) -> int:
+        """The table's version: on an object store reading it may list the table's versions (once per
+        REMOTE_STALENESS_S), so it is a guarded read like any other."""
+        return int(self.guarded_read(lambda: table.version))
 
     def table_dir(self, name: str) -> Path:
         return self.db_path / f"{name}.lance"
@@ -419,7 +437,7 @@ class Database:
             warnings.warn(DamageWarning(f"{self.damage}; showing what is left, writes are refused until `zk repair`"),
                           stacklevel=2)
         try:
-            return self.remote_call(action)
+            return self.remote_call(action, LAG_TRIES)
         except ZkError:
             raise
         except Exception as exc:  # noqa: BLE001 - a damaged file surfaces here as any Lance error
