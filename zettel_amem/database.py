@@ -198,6 +198,34 @@ def meta_problem(meta: Any) -> str | None:
     return None
 
 
+def check_meta(meta: dict[str, Any], embedder_name: str, dim: int) -> None:
+    """Refuse a store written by a newer zk or with another embedder (an empty meta: a new store)."""
+    if not meta:
+        return
+    if meta.get("schema_version", 0) > SCHEMA_VERSION:
+        raise ZkError(
+            f"this store uses schema version {meta['schema_version']}, newer than this zk "
+            f"understands ({SCHEMA_VERSION}); upgrade zettel-amem")
+    if meta.get("embedder") != embedder_name or meta.get("dim") != dim:
+        raise ZkError(
+            f"this store was embedded with '{meta.get('embedder')}' ({meta.get('dim')} dims), "
+            f"not '{embedder_name}'; set ZK_EMBEDDER={meta.get('embedder')} or use another --home")
+
+
+def store_failure(exc: BaseException, where: str, location: StoreLocation) -> ZkError | None:
+    """An object store's failure as one line: StoreUnreachable when the store could not be reached (or its
+    listing lags a write), StoreRefused for a refusal with a known cause (a missing bucket, refused
+    credentials, ...); None for any other failure."""
+    from .location import unreachable
+    from .store_errors import explain, lag_reason, lagging
+
+    lag = lagging(str(exc))
+    why = unreachable(exc) or (lag_reason(lag) if lag else "")
+    if why:
+        return StoreUnreachable(f"cannot reach the store at {where} ({why})")
+    return explain(exc, location)
+
+
 class Database:
     """The LanceDB folder of one home and its meta file. Tables live in it (`Store` is the notes table,
     `TierStore` the upper tiers); a subclass opens its own tables."""
@@ -237,16 +265,7 @@ class Database:
 
     def check_meta(self, meta: dict[str, Any]) -> None:
         """Refuse a store written by a newer zk or with another embedder (an empty meta: a new store)."""
-        if not meta:
-            return
-        if meta.get("schema_version", 0) > SCHEMA_VERSION:
-            raise ZkError(
-                f"this store uses schema version {meta['schema_version']}, newer than this zk "
-                f"understands ({SCHEMA_VERSION}); upgrade zettel-amem")
-        if meta.get("embedder") != self.embedder_name or meta.get("dim") != self.dim:
-            raise ZkError(
-                f"this store was embedded with '{meta.get('embedder')}' ({meta.get('dim')} dims), "
-                f"not '{self.embedder_name}'; set ZK_EMBEDDER={meta.get('embedder')} or use another --home")
+        check_meta(meta, self.embedder_name, self.dim)
 
     def refresh(self, *tables) -> None:
         """See other machines' newest commits now (object store only; a local store always does)."""
@@ -255,14 +274,13 @@ class Database:
                 self.remote_call(table.checkout_latest, LAG_TRIES)
 
     def remote_call(self, action, lag_tries: int = 1):
-        """Run a LanceDB call; on an object store, a failure to reach it is StoreUnreachable and a refusal
-        with a known cause (a missing bucket, refused credentials, ...) StoreRefused, each one line.
-        `lag_tries` (reads only: a write is never run twice here): a listing that lags a write is looked at
-        again that many times in all, with backoff, before it counts as a store not reached."""
+        """Run a LanceDB call; on an object store a failure to reach it is StoreUnreachable and a refusal
+        with a known cause StoreRefused, each one line (`store_failure`). `lag_tries` (reads only: a write
+        is never run twice here): a listing that lags a write is looked at again, with backoff, that many
+        times in all before the store counts as not reached."""
         import time
 
-        from .location import unreachable
-        from .store_errors import explain, lag_reason, lagging
+        from .store_errors import lagging
 
         for attempt in range(lag_tries):
             try:
@@ -270,22 +288,17 @@ class Database:
             except Exception as exc:  # noqa: BLE001 - classified: unreachable, refused, or raised as it was
                 if not self.remote:
                     raise
-                lag = lagging(str(exc))
-                if lag and attempt < lag_tries - 1:
-                    time.sleep(REMOTE_STALENESS_S * (attempt + 1))
+                if attempt < lag_tries - 1 and lagging(str(exc)):
+                    time.sleep(REMOTE_STALENESS_S * (attempt + 1))  # past the read staleness: Lance lists again
                     continue
-                why = unreachable(exc) or (lag_reason(lag) if lag else "")
-                if why:
-                    raise StoreUnreachable(f"cannot reach the store at {self.where} ({why})") from None
-                refused = explain(exc, self.location)
-                if refused is not None:
-                    raise refused from None
+                failure = store_failure(exc, self.where, self.location)
+                if failure is not None:
+                    raise failure from None
                 raise
         return None
 
     def version_of(self, table) -> int:
-        """The table's version: on an object store reading it may list the table's versions (once per
-        REMOTE_STALENESS_S), so it is a guarded read like any other."""
+        """The table's version: a read like any other (on an object store it may list the versions)."""
         return int(self.guarded_read(lambda: table.version))
 
     def table_dir(self, name: str) -> Path:

@@ -149,6 +149,23 @@ def _unique_id(cleaned: str, found: list[str]) -> str:
     return ids[0]
 
 
+def _ids_like(store: NoteRows, cleaned: str, notebook: str | None, columns: list[str]) -> list[dict[str, Any]]:
+    """Up to 6 rows whose id starts with `cleaned`. On a shared store none may mean only that this read used a
+    version from before the note's commit (a read may be REMOTE_STALENESS_S old, a listing may lag the write):
+    the newest version is read again, LAG_TRIES times in all with backoff (at most 3 s more), before the id
+    counts as not there."""
+    import time
+
+    for attempt in range(LAG_TRIES if store.remote else 1):
+        if attempt:
+            time.sleep(REMOTE_STALENESS_S * attempt)
+            store.refresh(store.table)
+        rows = store._query(store._where(notebook, f"id LIKE {sql_str(cleaned + '%')}"), columns, limit=6)
+        if rows:
+            return rows
+    return []
+
+
 class NoteRows(Database):
     """Reads and writes of whole notes; the private query helpers every store job shares."""
 
@@ -356,32 +373,16 @@ class NoteRows(Database):
         """Full id for a unique id prefix (among one notebook's notes: another notebook's ids neither
         make a prefix ambiguous nor show up in the error), or a clear error."""
         cleaned = _id_prefix(prefix)
-        rows = self._ids_like(cleaned, notebook, ["id"])
+        rows = _ids_like(self, cleaned, notebook, ["id"])
         return _unique_id(cleaned, [r["id"] for r in rows])
 
     def find(self, prefix: str, notebook: str | None = None) -> Note:
         """The note of a unique id prefix, as `get(resolve(prefix))` in one read: on a shared store each
         read is a scalar-index lookup and a few ranged GETs per column, so two reads cost twice that."""
         cleaned = _id_prefix(prefix)
-        rows = self._ids_like(cleaned, notebook, TEXT_COLUMNS)
+        rows = _ids_like(self, cleaned, notebook, TEXT_COLUMNS)
         chosen = _unique_id(cleaned, [r["id"] for r in rows])
         return row_to_note(next(r for r in rows if r["id"] == chosen))
-
-    def _ids_like(self, cleaned: str, notebook: str | None, columns: list[str]) -> list[dict[str, Any]]:
-        """Up to 6 rows whose id starts with `cleaned`. On a shared store none may mean only that this read
-        used a version from before the note's commit (a read may be REMOTE_STALENESS_S old, a listing may lag
-        the write): the newest version is read again, LAG_TRIES times in all with backoff (at most 3 s more),
-        before the id counts as not there."""
-        import time
-
-        for attempt in range(LAG_TRIES if self.remote else 1):
-            if attempt:
-                time.sleep(REMOTE_STALENESS_S * attempt)
-                self.refresh(self.table)
-            rows = self._query(self._where(notebook, f"id LIKE {sql_str(cleaned + '%')}"), columns, limit=6)
-            if rows:
-                return rows
-        return []
 
     def ids_starting(self, prefix: str, notebook: str, limit: int = 500) -> list[dict[str, Any]]:
         """(id, content, at) rows whose id starts with `prefix` (shell completion)."""
