@@ -23,8 +23,9 @@
 
 - **Seeded faults** (`inject`, #38): any request may get, at random from a seed, a 503 SlowDown (not
   applied), its connection reset (before a write is applied, or after it: the write done, its answer
-  lost), a hang past the client's deadline (then reset), or, for a listing, an answer from before the
-  prefix held anything (a stale listing). `faults` counts what was injected.
+  lost), a hang (then reset; past the client's deadline when the test lowers it), or, for a listing, an
+  answer from `lag_s` ago, without the keys written since (a stale listing: a table's newest versions left
+  out, or the whole of a table made since). `injected` counts what was injected.
 
 `stop()` and `start()` again keep the buckets (moto's state lives in this process) and the port, so a
 test can take the store offline and bring it back.
@@ -78,8 +79,11 @@ class Faults:
     only can be stale), drawn from `seed`; at most `limit` in all (None: no limit)."""
 
     def __init__(self, seed: int, rate: float, kinds: tuple[str, ...] = FAULTS, hang_s: float = 0.0,
-                 limit: int | None = None):
+                 limit: int | None = None, lag_s: float = 2.0, past_deadline: tuple[float, float] = (0.0, 0.0)):
         self.random, self.rate, self.kinds, self.hang_s, self.limit = random.Random(seed), rate, kinds, hang_s, limit
+        self.lag_s = lag_s  # a stale listing leaves out the keys written this recently
+        # (share, seconds): that share of the hangs lasts that long (past the client's deadline), the rest hang_s
+        self.past_share, self.past_s = past_deadline
         self.lock = threading.Lock()
 
     def draw(self, listing: bool, injected: Counter) -> str:
@@ -91,6 +95,8 @@ class Faults:
             kind = self.random.choice([k for k in self.kinds if k != "stale" or listing] or [""])
             if kind == "reset" and self.random.random() < 0.5:
                 kind = "reset-after"  # the request is served, and its answer lost
+            if kind == "hang" and self.random.random() < self.past_share:
+                kind = "hang-past-deadline"
             if kind:
                 injected[kind] += 1
             return kind
@@ -129,22 +135,23 @@ class _Counting:
             body = _error("SlowDown", "Please reduce your request rate.")
             start_response("503 Slow Down", [("Content-Type", "application/xml"), ("Content-Length", str(len(body)))])
             return [body]
-        if fault in ("reset", "hang"):
-            time.sleep(self.server.faults.hang_s if fault == "hang" else 0)
+        if fault in ("reset", "hang", "hang-past-deadline"):
+            faults = self.server.faults
+            time.sleep({"hang": faults.hang_s, "hang-past-deadline": faults.past_s}.get(fault, 0.0))
             _cut(environ)
             return []
         if fault == "stale":
-            environ["QUERY_STRING"] = environ["QUERY_STRING"].replace("prefix=", "prefix=zk-hidden%2F", 1)
+            return self.server.stale_listing(self.app, environ, start_response)
         if not self.server.conditional:
             environ.pop("HTTP_IF_NONE_MATCH", None)
         if fault == "reset-after":
             with self.server.write_lock:
-                list(self.app(environ, lambda *args: (lambda data: None)))
+                list(self.app(environ, self.server.noting_writes(environ, lambda *args: (lambda data: None))))
             _cut(environ)
             return []
         if method in ("PUT", "POST", "DELETE"):
             with self.server.write_lock:  # check-and-write as one step, as on real S3
-                return list(self.app(environ, start_response))
+                return list(self.app(environ, self.server.noting_writes(environ, start_response)))
         if method != "GET":
             return self.app(environ, start_response)
 
@@ -178,6 +185,7 @@ class LoopbackS3:
         self.log: list[tuple[str, str, str, str]] | None = None  # a list: every request (method, path, query, range)
         self.faults: Faults | None = None  # `inject`
         self.injected: Counter[str] = Counter()  # faults injected, by kind
+        self.written: dict[str, float] = {}  # key -> when a PUT of it last succeeded (stale listings)
         self.check_keys = False  # True: refuse an access key other than KEY_ID (403 InvalidAccessKeyId)
         self.check_region = False  # True: refuse a request signed for another region than REGION (400)
 
@@ -220,6 +228,36 @@ class LoopbackS3:
                 self._hidden[1] -= 1
                 return query.replace("prefix=", "prefix=zk-hidden%2F", 1)
         return query
+
+    def noting_writes(self, environ: dict[str, Any], start_response):
+        """`start_response`, noting when a write of a key succeeded (for `stale_listing`)."""
+        key = environ.get("PATH_INFO", "").lstrip("/").partition("/")[2]
+
+        def noted(status, headers, *rest):
+            if environ.get("REQUEST_METHOD") == "PUT" and status.startswith("200"):
+                with self._count_lock:
+                    self.written[key] = time.monotonic()
+            return start_response(status, headers, *rest)
+
+        return noted
+
+    def stale_listing(self, app, environ: dict[str, Any], start_response) -> list[bytes]:
+        """A listing answered as it would have been `faults.lag_s` ago: without the keys written since (a
+        table's newest versions; all of a table made since, which then looks absent)."""
+        answer: list = []
+        body = b"".join(app(environ, lambda status, headers, *rest: answer.extend([status, headers])))
+        lag_s = self.faults.lag_s if self.faults is not None else 0.0
+        with self._count_lock:
+            recent = {k for k, at in self.written.items() if time.monotonic() - at < lag_s}
+
+        def keep(match: re.Match) -> bytes:
+            key = re.search(rb"<Key>([^<]*)</Key>", match.group(0))
+            return b"" if key and key.group(1).decode() in recent else match.group(0)
+
+        body = re.sub(rb"<Contents>.*?</Contents>", keep, body, flags=re.DOTALL)
+        headers = [(k, v) for k, v in answer[1] if k.lower() != "content-length"]
+        start_response(answer[0], headers + [("Content-Length", str(len(body)))])
+        return [body]
 
     @property
     def endpoint(self) -> str:

@@ -32,6 +32,9 @@ SCHEMA_VERSION = 5  # 2: raw_vector (the raw words' embedding beside the enriche
 #                   5: updated_by (typed updates links, Note.updated_by)
 _U64 = (1 << 64) - 1  # LanceDB's v2 manifest names count down: `_versions/{2**64 - 1 - version}.manifest`
 REMOTE_STALENESS_S = 1.0  # an object-store read may use a table version this old (see connect)
+# A read that meets a listing lagging a write (store_errors.lagging) is run again after 1 s, then 2 s (past the
+# read staleness, so Lance lists again): at most 3 s more, then the store counts as not reached for the moment.
+LAG_TRIES = 3
 REMOTE_COMMIT_TRIES = 5  # a shared store's commit preempted by another machine's is run again (guarded_write)
 COMMIT_CONFLICTS = ("Retryable commit conflict", "Commit conflict for version", "Incompatible transaction")
 REMOTE_KEEP_VERSIONS = timedelta(minutes=10)  # a shared store's old versions live this long (see _cleanup_age)
@@ -196,6 +199,34 @@ def meta_problem(meta: Any) -> str | None:
     return None
 
 
+def check_meta(meta: dict[str, Any], embedder_name: str, dim: int) -> None:
+    """Refuse a store written by a newer zk or with another embedder (an empty meta: a new store)."""
+    if not meta:
+        return
+    if meta.get("schema_version", 0) > SCHEMA_VERSION:
+        raise ZkError(
+            f"this store uses schema version {meta['schema_version']}, newer than this zk "
+            f"understands ({SCHEMA_VERSION}); upgrade zettel-amem")
+    if meta.get("embedder") != embedder_name or meta.get("dim") != dim:
+        raise ZkError(
+            f"this store was embedded with '{meta.get('embedder')}' ({meta.get('dim')} dims), "
+            f"not '{embedder_name}'; set ZK_EMBEDDER={meta.get('embedder')} or use another --home")
+
+
+def store_failure(exc: BaseException, where: str, location: StoreLocation) -> ZkError | None:
+    """An object store's failure as one line: StoreUnreachable when the store could not be reached (or its
+    listing lags a write), StoreRefused for a refusal with a known cause (a missing bucket, refused
+    credentials, ...); None for any other failure."""
+    from .location import unreachable
+    from .store_errors import explain, lag_reason, lagging
+
+    lag = lagging(str(exc))
+    why = unreachable(exc) or (lag_reason(lag) if lag else "")
+    if why:
+        return StoreUnreachable(f"cannot reach the store at {where} ({why})")
+    return explain(exc, location)
+
+
 class Database:
     """The LanceDB folder of one home and its meta file. Tables live in it (`Store` is the notes table,
     `TierStore` the upper tiers); a subclass opens its own tables."""
@@ -235,41 +266,41 @@ class Database:
 
     def check_meta(self, meta: dict[str, Any]) -> None:
         """Refuse a store written by a newer zk or with another embedder (an empty meta: a new store)."""
-        if not meta:
-            return
-        if meta.get("schema_version", 0) > SCHEMA_VERSION:
-            raise ZkError(
-                f"this store uses schema version {meta['schema_version']}, newer than this zk "
-                f"understands ({SCHEMA_VERSION}); upgrade zettel-amem")
-        if meta.get("embedder") != self.embedder_name or meta.get("dim") != self.dim:
-            raise ZkError(
-                f"this store was embedded with '{meta.get('embedder')}' ({meta.get('dim')} dims), "
-                f"not '{self.embedder_name}'; set ZK_EMBEDDER={meta.get('embedder')} or use another --home")
+        check_meta(meta, self.embedder_name, self.dim)
 
     def refresh(self, *tables) -> None:
         """See other machines' newest commits now (object store only; a local store always does)."""
         if self.remote:
             for table in tables:
-                self.remote_call(table.checkout_latest)
+                self.remote_call(table.checkout_latest, LAG_TRIES)
 
-    def remote_call(self, action):
-        """Run a LanceDB call; on an object store, a failure to reach it is StoreUnreachable and a refusal
-        with a known cause (a missing bucket, refused credentials, ...) StoreRefused, each one line."""
-        from .location import unreachable
-        from .store_errors import explain, lag_reason, lagging
+    def remote_call(self, action, lag_tries: int = 1):
+        """Run a LanceDB call; on an object store a failure to reach it is StoreUnreachable and a refusal
+        with a known cause StoreRefused, each one line (`store_failure`). `lag_tries` (reads only: a write
+        is never run twice here): a listing that lags a write is looked at again, with backoff, that many
+        times in all before the store counts as not reached."""
+        import time
 
-        try:
-            return action()
-        except Exception as exc:  # noqa: BLE001 - classified: unreachable, refused, or raised as it was
-            if not self.remote:
+        from .store_errors import lagging
+
+        for attempt in range(lag_tries):
+            try:
+                return action()
+            except Exception as exc:  # noqa: BLE001 - classified: unreachable, refused, or raised as it was
+                if not self.remote:
+                    raise
+                if attempt < lag_tries - 1 and lagging(str(exc)):
+                    time.sleep(REMOTE_STALENESS_S * (attempt + 1))  # past the read staleness: Lance lists again
+                    continue
+                failure = store_failure(exc, self.where, self.location)
+                if failure is not None:
+                    raise failure from None
                 raise
-            why = unreachable(exc) or (lag_reason(lagging(str(exc))) if lagging(str(exc)) else "")
-            if why:
-                raise StoreUnreachable(f"cannot reach the store at {self.where} ({why})") from None
-            refused = explain(exc, self.location)
-            if refused is not None:
-                raise refused from None
-            raise
+        return None
+
+    def version_of(self, table) -> int:
+        """The table's version: a read like any other (on an object store it may list the versions)."""
+        return int(self.guarded_read(lambda: table.version))
 
     def table_dir(self, name: str) -> Path:
         return self.db_path / f"{name}.lance"
@@ -420,7 +451,7 @@ class Database:
             warnings.warn(DamageWarning(f"{self.damage}; showing what is left, writes are refused until `zk repair`"),
                           stacklevel=2)
         try:
-            return self.remote_call(action)
+            return self.remote_call(action, LAG_TRIES)
         except ZkError:
             raise
         except Exception as exc:  # noqa: BLE001 - a damaged file surfaces here as any Lance error

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .database import REMOTE_STALENESS_S, SCHEMA_VERSION, lance_message
+from .database import LAG_TRIES, REMOTE_STALENESS_S, SCHEMA_VERSION, lance_message
 from .errors import StoreDamaged, StoreRefused, StoreUnreachable, ZkError
 from .store_errors import lag_reason, not_a_notebook, plain
 
@@ -42,7 +42,7 @@ def open_shared(store: Upkeep, meta: dict[str, Any], name: str) -> None:
         store.connect(meta)
         store.home.mkdir(parents=True, exist_ok=True)
         try:
-            store.table = store.remote_call(lambda: store.db.open_table(name))
+            store.table = store.remote_call(lambda: store.db.open_table(name), LAG_TRIES)
         except ValueError:  # "Table 'notes' was not found": a new shared notebook
             tables = store.remote_call(lambda: store.db.list_tables().tables)
             foreign = not_a_notebook(store.location, tables)

@@ -69,7 +69,7 @@ class Ranked(NoteRows):
     def has_enriched(self, notebook: str | None = None) -> bool:
         """Whether any note of the notebook has what the LLM adds (a context); remembered per table version,
         so a store the LLM never touched does not pay for the enrichment signals on every search."""
-        key = (self.table.version, notebook)
+        key = (self.version_of(self.table), notebook)
         if self._has_enriched is None or self._has_enriched[0] != key:
             self._has_enriched = (key, self.guarded_read(lambda: self.table.count_rows(self._where(notebook,
                                                                                               "context != ''"))) > 0)
@@ -78,7 +78,7 @@ class Ranked(NoteRows):
     def has_passages(self, notebook: str | None = None) -> bool:
         """Whether any entry of the notebook was cut into passages (a long one); remembered per table
         version, so a notebook of short notes and chats ranks as it always did, at no cost."""
-        key = (self.table.version, notebook)
+        key = (self.version_of(self.table), notebook)
         if self._has_passages is None or self._has_passages[0] != key:
             where = self._where(notebook, "passages IS NOT NULL AND passages != '[]'")
             self._has_passages = (key, self.guarded_read(lambda: self.table.count_rows(where)) > 0)
@@ -97,7 +97,7 @@ class Ranked(NoteRows):
             return
         import pyarrow.compute as pc
 
-        key = (self.table.version, notebook)
+        key = (self.version_of(self.table), notebook)
         other = f"notebook != {sql_str(notebook)}"
         said = f"{in_list('speaker', candidates)} AND session_id IS NOT NULL" if candidates else "false"
         cut = "passages IS NOT NULL AND passages != '[]'"
@@ -138,7 +138,8 @@ class Ranked(NoteRows):
         of their turns, found through the speaker index (or by `prepare_search`)."""
         if not candidates:
             return {}
-        if self._speakers is not None and self._speakers[0] == (self.table.version, notebook, tuple(candidates)):
+        key = (self.version_of(self.table), notebook, tuple(candidates))
+        if self._speakers is not None and self._speakers[0] == key:
             return {name: set(sessions) for name, sessions in self._speakers[1].items()}
         rows = self._query(self._where(notebook, in_list("speaker", candidates), "session_id IS NOT NULL"),
                            ["speaker", "session_id"])

@@ -10,6 +10,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from .database import (
+    LAG_TRIES,
+    REMOTE_STALENESS_S,
     Database,
     all_of,
     in_list,
@@ -149,6 +151,23 @@ def _unique_id(cleaned: str, found: list[str]) -> str:
         shown = ", ".join(i[:SHORT_ID + 4] for i in ids[:5])
         raise AmbiguousId(f"id prefix '{cleaned}' is ambiguous: {shown}")
     return ids[0]
+
+
+def _ids_like(store: NoteRows, cleaned: str, notebook: str | None, columns: list[str]) -> list[dict[str, Any]]:
+    """Up to 6 rows whose id starts with `cleaned`. On a shared store none may mean only that this read used a
+    version from before the note's commit (a read may be REMOTE_STALENESS_S old, a listing may lag the write):
+    the newest version is read again, LAG_TRIES times in all with backoff (at most 3 s more), before the id
+    counts as not there."""
+    import time
+
+    for attempt in range(LAG_TRIES if store.remote else 1):
+        if attempt:
+            time.sleep(REMOTE_STALENESS_S * attempt)
+            store.refresh(store.table)
+        rows = store._query(store._where(notebook, f"id LIKE {sql_str(cleaned + '%')}"), columns, limit=6)
+        if rows:
+            return rows
+    return []
 
 
 class NoteRows(Database):
@@ -342,7 +361,7 @@ class NoteRows(Database):
         (~3 ms each at 100k); the answer is remembered per table version."""
         if notebook is None:
             return None
-        key = (self.table.version, notebook)
+        key = (self.version_of(self.table), notebook)
         if key not in self._sole_notebook:
             others = self.guarded_read(lambda: self.table.count_rows(f"notebook != {sql_str(notebook)}"))
             self._sole_notebook = {key: others == 0}
@@ -358,14 +377,14 @@ class NoteRows(Database):
         """Full id for a unique id prefix (among one notebook's notes: another notebook's ids neither
         make a prefix ambiguous nor show up in the error), or a clear error."""
         cleaned = _id_prefix(prefix)
-        rows = self._query(self._where(notebook, f"id LIKE {sql_str(cleaned + '%')}"), ["id"], limit=6)
+        rows = _ids_like(self, cleaned, notebook, ["id"])
         return _unique_id(cleaned, [r["id"] for r in rows])
 
     def find(self, prefix: str, notebook: str | None = None) -> Note:
         """The note of a unique id prefix, as `get(resolve(prefix))` in one read: on a shared store each
         read is a scalar-index lookup and a few ranged GETs per column, so two reads cost twice that."""
         cleaned = _id_prefix(prefix)
-        rows = self._query(self._where(notebook, f"id LIKE {sql_str(cleaned + '%')}"), TEXT_COLUMNS, limit=6)
+        rows = _ids_like(self, cleaned, notebook, TEXT_COLUMNS)
         chosen = _unique_id(cleaned, [r["id"] for r in rows])
         return row_to_note(next(r for r in rows if r["id"] == chosen))
 

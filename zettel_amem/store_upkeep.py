@@ -134,11 +134,11 @@ class Upkeep(NoteRows):
     def vector_index_shapes(self) -> dict[str, tuple[int, int]]:
         """Vector column -> (rows its ANN index was trained on, its IVF partitions), from the index's name:
         no request beyond the manifest a command reads anyway."""
-        version = self.table.version
+        version = self.version_of(self.table)
         if self._vector_indexes is not None and self._vector_indexes[0] == version:
             return self._vector_indexes[1]
         out = {}
-        for index in self.table.list_indices():
+        for index in self.guarded_read(self.table.list_indices):
             shape = parse_index_name(index.name) if index.columns and index.columns[0] in VECTOR_COLUMNS else None
             if shape:
                 out[index.columns[0]] = shape
