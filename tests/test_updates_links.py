@@ -41,7 +41,7 @@ def test_a_replaced_older_note_records_who_updates_it_as_a_version(memory, fake_
     replaces_first(fake_llm)
     old, new, result = add_both(memory)
     assert result.updates == [old.id] and old.id in new.links
-    assert old.updated_by == [{"passage": old.id, "by": new.id}]
+    assert old.updated_by == [{"passage": old.id, "by": new.id, "on": ["수영장"]}]
     last = old.history[-1]
     assert (last.cause, last.reason) == (new.id, "updated") and last.changes["updated_by"]["old"] == []
     assert "replaces" in fake_llm.calls[-1]["schema"]["properties"]  # grammar-bound: an enum over the ids
@@ -58,7 +58,7 @@ def test_a_change_word_records_it_without_the_model_even_below_the_link_threshol
     memory.settings.link_min_similarity = 1.1  # no neighbour is similar enough: no link call at all
     old, new, result = add_both(memory)  # "바꿨다": the new value is stated as a change
     assert result.skipped == "no similar neighbour" and "link" not in fake_llm.tasks()
-    assert result.updates == [old.id] and old.updated_by == [{"passage": old.id, "by": new.id}]
+    assert result.updates == [old.id] and old.updated_by == [{"passage": old.id, "by": new.id, "on": ["수영장"]}]
 
 
 def test_a_newer_note_is_never_updated_by_an_older_one(memory, fake_llm):
@@ -91,11 +91,11 @@ def test_show_and_links_show_the_typed_link_both_ways(memory, fake_llm, zk):
     replaces_first(fake_llm)
     old, new, _ = add_both(memory)
     shown = zk("show", old.id[:8], "--json", check=True).json()
-    assert shown["updated_by"] == [{"passage": old.id, "by": new.id}]
+    assert shown["updated_by"] == [{"passage": old.id, "by": new.id, "on": ["수영장"]}]
     code, out, _ = zk("show", old.id[:8])
     assert code == 0 and "updated by" in out and "updates" in out
     tree = zk("links", new.id[:8], "--json", check=True).json()
-    assert [n["updated_by"] for n in tree["links"]] == [[{"passage": old.id, "by": new.id}]]
+    assert [n["updated_by"] for n in tree["links"]] == [[{"passage": old.id, "by": new.id, "on": ["수영장"]}]]
     code, out, _ = zk("links", new.id[:8])
     assert code == 0 and "updates" in out
 
@@ -106,7 +106,7 @@ def test_revert_and_removing_the_newer_note_undo_it(memory, fake_llm):
     reverted = memory.revert(old.id)
     assert reverted.updated_by == []
     memory.revert(old.id)  # a revert is a version too: the update comes back
-    assert memory.store.get(old.id).updated_by == [{"passage": old.id, "by": new.id}]
+    assert memory.store.get(old.id).updated_by == [{"passage": old.id, "by": new.id, "on": ["수영장"]}]
     memory.remove(new.id)
     assert memory.store.get(old.id).updated_by == []
 
@@ -136,4 +136,5 @@ def test_a_backup_keeps_the_typed_links(memory, fake_llm, zk, tmp_path, monkeypa
     zk("export", "--all", "-o", str(backup), check=True)
     monkeypatch.setenv("ZK_HOME", str(tmp_path / "restored"))
     zk("import", str(backup), check=True)
-    assert zk("show", old.id[:8], "--json", check=True).json()["updated_by"] == [{"passage": old.id, "by": new.id}]
+    shown = zk("show", old.id[:8], "--json", check=True).json()
+    assert shown["updated_by"] == [{"passage": old.id, "by": new.id, "on": ["수영장"]}]

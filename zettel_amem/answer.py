@@ -200,6 +200,7 @@ class Answerer:
         self.parts, self.search = parts, search
         self._vectors: dict[str, Any] = {}
         self._words: dict[str, Any] = {}
+        self._updaters: list[Note] = []  # what `updating_units` read for the last journal answer
 
     def ask(self, question: str, k: int | None = None, budget_tokens: int | None = None, *,
             today: str | None = None, hits: list[Hit] | None = None, memory_block: str = "",
@@ -239,19 +240,29 @@ class Answerer:
         other = [h for h in wider[JOURNAL_POOL:] if bool(re.search("[\uac00-\ud7a3]", h.note.content)) != korean]
         for hit in wider[:JOURNAL_POOL] + other[:JOURNAL_OTHER_LANGUAGE]:
             pool.setdefault(hit.note.id, hit)
-        notes = [h.note for h in pool.values()]
-        newer = [i for i in updating_entries(notes) if i not in pool]  # "now" reads what updated a hit
-        notes += list(self.parts.store.get_many(newer).values()) if newer else []
-        units = self.with_passage_vectors(notes)
+        units = self.with_passage_vectors([h.note for h in pool.values()])
         translate = self.translate if self.parts.settings.answer_journal_translate else None
-        reply = answer_journal(question, units, self.note_cosines, translate)
+        reply = answer_journal(question, units, self.note_cosines, translate, self.updating_units)
+        units += [u for u in self._updaters if u.id not in {x.id for x in units}]
         by_id = {u.id: u for u in units}
         quotes = [{"entry_id": entry_id_of(i), "passage_id": i, "at": by_id[i].at, "text": by_id[i].content}
                   for i in reply.cited if i in by_id]
         cited = list(dict.fromkeys(entry_id_of(i) for i in reply.cited))
+        updaters = {entry_id_of(u.id): u for u in self._updaters}  # a cited newer value: shown as an update hit
+        pool.update({i: Hit(self.parts.store.get(i) or updaters[i], 0.0, via="updates") for i in cited
+                     if i not in pool and i in updaters})
         given = hits + [pool[i] for i in cited if i not in {h.note.id for h in hits} and i in pool]
         return Answer(pieces=iter([reply.text]), notes=given, text=reply.text, cited_ids=cited,
                       mode=reply.mode, reason=reply.reason or NO_MODEL_CALLED, quotes=quotes)
+
+    def updating_units(self, units: list[Note]) -> list[Note]:
+        """The passages (or short notes) that update any of `units` (typed *updates* links, supersede.py),
+        read from the store: a "now" question reads the newer value even when its words did not rank."""
+        have = {entry_id_of(u.id) for u in units}
+        missing = [i for i in updating_entries(units) if i not in have]
+        self._updaters = self.with_passage_vectors(list(self.parts.store.get_many(missing).values())) \
+            if missing else []
+        return self._updaters
 
     def with_passage_vectors(self, notes: list[Note]) -> list[Note]:
         """The notes as answers read them (`passages.as_notes`), each passage's vector remembered for

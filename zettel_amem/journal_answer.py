@@ -150,17 +150,20 @@ def answer_now(question: Question, evidence: list[Evidence]) -> tuple[str, list[
     top = max(e.words for e in evidence)
     subject += [e for e in evidence if top and e.words >= top and e.score >= NOW_WIDE * evidence[0].score]
     newest = max(subject, key=lambda e: e.note.at).note
-    newest = superseded(follow_updates(newest, evidence), question, evidence)
+    newest = superseded(follow_updates(newest, question, evidence), question, evidence)
     return whole(newest), [newest.id]
 
 
-def follow_updates(note: Note, evidence: list[Evidence]) -> Note:
+def follow_updates(note: Note, question: Question, evidence: list[Evidence]) -> Note:
     """The passage that updates `note` (typed *updates* links, recorded at write time: supersede.py), then
-    the one that updates that, while there is one among the notes read that names a word of the question
-    (a link made for another subject of the same note is not followed)."""
+    the one that updates that, while there is one among the notes read whose link is on a word of the
+    question: a link made for another subject of the same note (its PM, when the database is asked) is
+    not followed."""
+    asked = {t.lower() for t in question.terms} | {a.lower() for t in question.terms for a in question.spellings(t)}
     by_id = {e.note.id: e.note for e in evidence if e.found}
     for _ in range(len(by_id)):
-        newer = [by_id[u["by"]] for u in note.updated_by if u.get("by") in by_id and by_id[u["by"]].at > note.at]
+        newer = [by_id[u["by"]] for u in note.updated_by if u.get("by") in by_id and by_id[u["by"]].at > note.at
+                 and (not u.get("on") or asked & set(u["on"]))]
         if not newer:
             return note
         note = max(newer, key=lambda n: n.at)
@@ -408,12 +411,16 @@ def declined_text(question: Question, reason: str) -> str:
     return f"Not recorded in your notes ({reason})."
 
 
-def answer_journal(text: str, notes: list[Note], cosines: Cosines, translate: Translate | None = None
-                   ) -> JournalReply:
+def answer_journal(text: str, notes: list[Note], cosines: Cosines, translate: Translate | None = None,
+                   updating: Callable[[list[Note]], list[Note]] | None = None) -> JournalReply:
     """Answer a journal question from `notes` (the retrieved ones) — see the module docstring.
     `translate(terms, language)` gives the question's terms in the journal's other language (the
-    model), so "dog" finds "강아지"; without it, words match only as written (and romanised)."""
+    model), so "dog" finds "강아지"; without it, words match only as written (and romanised).
+    `updating(notes)`: the passages that update any of them (typed links), read for "now" questions."""
     question = analyse(text)
+    if updating is not None and "now" in {question.kind, *(p.kind for p in question.parts)}:
+        known = {n.id for n in notes}
+        notes = notes + [n for n in updating(notes) if n.id not in known]
     if translate is not None and question.terms and any(other_language(question, n) for n in notes):
         terms = list(dict.fromkeys(question.terms + [t for p in question.parts for t in p.terms]))
         question.with_alternates(translate(terms, question.text, notes))

@@ -3,11 +3,11 @@ an older passage stated (another gym, address, shift, weight) updates it.
 
 Two sources, both checked here: the link call's model names at most one candidate the new note replaces
 (a grammar-bound enum over the candidates' ids, link.py); and, without a model call, a nearest candidate
-whose best-matching passage pair shares a subject word while the new passage says something changed
-(text.CHANGE_CUE). The bundled 0.5B model rarely names one (bench/updates.py: 2 of 10 true pairs, 0 false
-alarms); the cue recorded 7 of 10 with 0 false alarms there. Checks, whatever the source: the replaced
-note is older, and the two passages that match best (passage embeddings) share a subject word
-(questions.subject_terms: particles and question words stripped). The record lives on the *older* note,
+sharing a subject word with a sentence of the new passage that says something changed (text.CHANGE_CUE),
+the word rare in the notebook. The bundled 0.5B model rarely names one (bench/updates.py: 2 of 10 true
+pairs, 0 false alarms); with the change-word path 6 of 10, 0 false alarms. Checks, whatever the source:
+the replaced note is older, and the two passages that match best (passage embeddings) share a subject
+word (`subject_words`). The record lives on the *older* note,
 `Note.updated_by`, as a version caused by the newer one: `zk revert` undoes it, `zk rm` of the newer note
 forgets it (evolve.forget_changes_by), `zk show` and `zk links` show it. "Now" answers skip a passage
 that a newer passage updates and read the newer one instead.
@@ -44,10 +44,11 @@ def subject_words(text: str) -> set[str]:
 
 
 def best_pair(new: Note, old: Note, cue: bool = False, rare: Callable[[str], bool] | None = None
-              ) -> tuple[str, str] | None:
+              ) -> tuple[str, str, list[str]] | None:
     """The new note's passage and the old note's passage that are closest in meaning and share a
-    subject word, or None. With `cue`: the word is named in a sentence of the new passage that says
-    something changed, and it is `rare` in the notebook (a project every note names is not what changed)."""
+    subject word, with the words they share, or None. With `cue`: the word is named in a sentence of the
+    new passage that says something changed, and it is `rare` in the notebook (a project every note names
+    is not what changed)."""
     pairs = []
     for new_id, new_text, new_vector in units(new):
         new_terms = subject_words(new_text)
@@ -59,11 +60,11 @@ def best_pair(new: Note, old: Note, cue: bool = False, rare: Callable[[str], boo
             if not shared:
                 continue
             cosine = sum(a * b for a, b in zip(new_vector, old_vector)) if new_vector and old_vector else 0.0
-            pairs.append((cosine, new_id, old_id))
+            pairs.append((cosine, new_id, old_id, sorted(shared)))
     if not pairs:
         return None
-    _, new_id, old_id = max(pairs)
-    return new_id, old_id
+    _, new_id, old_id, shared = max(pairs)
+    return new_id, old_id, shared
 
 
 def supersede(new: Note, old: Note, cue: bool = False, rare: Callable[[str], bool] | None = None
@@ -76,10 +77,10 @@ def supersede(new: Note, old: Note, cue: bool = False, rare: Callable[[str], boo
     pair = best_pair(new, old, cue, rare)
     if pair is None:
         return None
-    by, passage = pair
-    entry = {"passage": passage, "by": by}
-    if entry in old.updated_by:
+    by, passage, subject = pair
+    if any(e["passage"] == passage and e["by"] == by for e in old.updated_by):
         return None
+    entry = {"passage": passage, "by": by, "on": subject}  # `on`: the words both name (what changed)
     before = [dict(e) for e in old.updated_by]
     old.updated_by = [*before, entry]
     return record(old, {"updated_by": {"old": before, "new": [dict(e) for e in old.updated_by]}}, new.id,
