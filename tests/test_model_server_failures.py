@@ -98,7 +98,8 @@ class Hostile:
             return handler.send(500, {"error": {"message": f"bad auth {handler.headers.get('Authorization')}"}})
         form = body.get("response_format") or {}
         wanted = (form.get("json_schema", {}).get("schema") or form.get("schema") or {}).get("properties", {})
-        reply = {"ok": True} if "ok" in wanted else {"links": [], "updates": []} if "links" in wanted else ANNOTATION
+        reply = {"ok": True} if "ok" in wanted else {"links": [], "replaces": [], "updates": []} if "links" in wanted \
+            else ANNOTATION
         content: object = json.dumps(IGNORED_SCHEMA if mode == "schema" else reply)
         usage: object = {"prompt_tokens": 10, "completion_tokens": 5}
         if mode == "bad_usage":

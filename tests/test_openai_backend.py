@@ -66,7 +66,8 @@ class FakeServer:
 
     def answer(self, handler, body: dict) -> None:
         # By task (the schema's title), not by the prompt's wording; a bare schema gets the annotation.
-        content = json.dumps(ANNOTATION if task_of(body) in ("annotate", None) else {"links": [], "updates": []})
+        content = json.dumps(ANNOTATION if task_of(body) in ("annotate", None) else {"links": [], "replaces": [],
+                                                                                     "updates": []})
         if self.mode == "slow":
             time.sleep(2.0)
         if self.mode == "not_json_body":
