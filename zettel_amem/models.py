@@ -114,10 +114,11 @@ class Note:
     # embedding; [] for a short note or a chat turn (it is its own passage); None: not computed yet (a
     # store from before passages, filled by `zk process` and the worker)
     passages: list[Passage] | None = None
-    # Typed *updates* links (#36): {"passage": a passage of this note (or its id), "by": the newer passage
-    # that states a new value for what it stated}; recorded by the newer note's arrival as a version of
-    # this one, so `zk revert` and `zk rm` of the newer note undo it. "Now" answers skip updated passages.
-    updated_by: list[dict[str, str]] = field(default_factory=list)
+    # Typed *updates* links (#36, supersede.py): {"passage": a passage of this note (or its id), "by": the
+    # newer passage that states a new value for what it stated, "on": the words both name}; recorded by the
+    # newer note's arrival as a version of this one, so `zk revert` and `zk rm` of the newer note undo it.
+    # "Now" answers read the newer passage.
+    updated_by: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def short_id(self) -> str:
