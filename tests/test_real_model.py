@@ -83,11 +83,13 @@ def test_running_knee_dialogue_links_evolves_and_answers(zk, zk_home, backend, e
         shown = zk("links", source[:8], "--json", check=True).json()
         assert target in [f["id"] for f in shown["links"]]
     # At least one neighbour evolved: versioned, caused by a later note, re-embedded at once.
-    evolved = [n for n in notes.values() if n.version > 1]
+    # (A typed *updates* link is a version too, reason "updated": counted apart.)
+    evolved = [n for n in notes.values() if any(v.reason == "evolution" for v in n.history)]
     assert evolved, "no neighbour evolved"
     assert {n.id for n in evolved} == {i for a in added for i in a["evolved"]}
+    assert {n.id for n in notes.values() if n.updated_by} == {i for a in added for i in a["updates"]}
     for note in evolved:
-        assert note.history[-1].cause in ids and ids.index(note.history[-1].cause) > ids.index(note.id)
+        assert all(v.cause in ids and ids.index(v.cause) > ids.index(note.id) for v in note.history)
         fresh = embedder.embed_passages([note.embedding_text()])[0]
         assert np.allclose(note.vector, fresh, atol=1e-5)
         shown = zk("show", note.id[:8], "--json", check=True).json()
