@@ -136,7 +136,7 @@ class Pipeline:
                     return self.parts.store.get(result.id, with_vector=True)
                 note.status, note.error, result.skipped = READY, "", skip
                 updated = self._typed_updates(note, [], [c.id for c, _ in candidates], {})
-                result.updates = [n.id for n in updated]
+                result.updates, result.links = [n.id for n in updated], list(note.links)
                 self.parts.store.update([note, *updated])
                 return note
         parts = self.parts
@@ -187,6 +187,8 @@ class Pipeline:
             other = present.get(other_id)
             if other is not None and other not in updated and supersede(note, other, cue=True, rare=rare):
                 updated.append(other)
+        # a typed link is a link: shown both ways by `zk links` (within the cap)
+        note.links = list(dict.fromkeys([*note.links, *(n.id for n in updated)]))[: self.parts.settings.max_links]
         return updated
 
     def rare_in_notebook(self, notebook: str) -> Callable[[str], bool]:
