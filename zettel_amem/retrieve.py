@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import date
 
 from .models import Note
-from .passages import Passage
+from .passages import Passage, entry_id_of
 from .relative_dates import dated_phrases, day_text
 from .text import KEYWORD_STOP_WORDS, WORD, estimate_tokens, one_line, romanise
 
@@ -257,7 +257,7 @@ def render_for_context(note: Note, passages: list[Passage] | None = None) -> str
     dated = dated_phrases(text, note.at)
     if dated and dated not in note.context:  # construction already put it in the context
         line += f" [{dated}]"
-    newer = sorted({u["by"].split("-p")[0][:8] for u in note.updated_by})  # supersede.py: a newer value exists
+    newer = sorted({entry_id_of(u["by"])[:8] for u in note.updated_by})  # supersede.py: a newer value exists
     if newer:
         line += f" [updated later by {', '.join(newer)}]"
     return line
