@@ -30,8 +30,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("results/locomo"))
     args = parser.parse_args(argv)
 
-    from zettel_amem.answer import decide
-    from zettel_amem.embed import load_embedder
+    from zettel_amem.answering.answer import decide
+    from zettel_amem.backends.embed import load_embedder
 
     wanted = {c.strip() for c in args.conversations.split(",") if c.strip()}
     samples = [s for s in json.loads(args.data.read_text(encoding="utf-8")) if s["sample_id"] in wanted]

@@ -42,8 +42,8 @@ LONG = [
 
 
 def measure(repeats: int) -> dict:
-    from zettel_amem.embed import load_embedder
-    from zettel_amem.llm.llama import load_llm
+    from zettel_amem.backends.embed import load_embedder
+    from zettel_amem.backends.llm.llama import load_llm
     from zettel_amem.memory import Memory
 
     embedder, llm = load_embedder(), load_llm("qwen2.5-0.5b")

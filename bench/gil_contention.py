@@ -6,7 +6,7 @@ and on another thread (the MCP server runs tools on worker threads; another tool
     python -m bench.gil_contention
 
 llama.cpp calls its abort callback at every graph node; a Python callback takes the GIL there each
-time (see `_CtrlC` in zettel_amem/llm/llama.py). Ratios are against "alone", within one run.
+time (see `_CtrlC` in zettel_amem/backends/llm/llama.py). Ratios are against "alone", within one run.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 
-from zettel_amem.llm import LLMError
+from zettel_amem.backends.llm import LLMError
 
 SCHEMA = {"type": "object", "properties": {"keywords": {"type": "array", "items": {"type": "string"}, "maxItems": 5},
                                            "context": {"type": "string"}}, "required": ["keywords", "context"]}
@@ -25,7 +25,7 @@ USER = ("Note (2026-03-29): My knee hurts after Saturday's run, so I walked at J
 
 class Bench:
     def __init__(self) -> None:
-        from zettel_amem.llm.llama import load_llm
+        from zettel_amem.backends.llm.llama import load_llm
 
         self.llm = load_llm("qwen2.5-0.5b")
         self.calls = 0

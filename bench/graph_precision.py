@@ -67,7 +67,7 @@ class ReplayLLM:
             if source and source.exists():
                 self.cache.update(json.loads(source.read_text(encoding="utf-8")))
         self.hits = self.misses = 0
-        from zettel_amem.models import Usage
+        from zettel_amem.core.models import Usage
 
         self._last = Usage()
 
@@ -76,7 +76,7 @@ class ReplayLLM:
         return self._last
 
     def complete_json(self, system: str, user: str, schema: dict[str, Any], max_tokens: int):
-        from zettel_amem.models import Usage
+        from zettel_amem.core.models import Usage
 
         key = hashlib.sha256(json.dumps([system, user, schema, max_tokens], sort_keys=True).encode()).hexdigest()
         if key in self.cache:
@@ -104,9 +104,9 @@ def seed_from(store: Path, seed_home: Path) -> None:
     the build runs extraction only. Summaries are the model's output for identical prompts either way."""
     import shutil
 
+    from zettel_amem.core.models import EPISODE_READY, EPISODE_SUMMARISED
     from zettel_amem.memory import Memory
-    from zettel_amem.models import EPISODE_READY, EPISODE_SUMMARISED
-    from zettel_amem.tier_store import TierStore
+    from zettel_amem.storage.tier_store import TierStore
 
     shutil.copytree(seed_home, store / "home")
     memory = Memory(store / "home")
@@ -130,7 +130,7 @@ def build(store: Path, journal: Path, model: str, threads: int, replay: Path | N
     """The journal through the shipped promotion chain, into `store` (kept: a rerun only scores). With
     `minutes`, stops after the episode that passes them and returns None; a rerun resumes."""
     from zettel_amem.memory import Memory
-    from zettel_amem.tiers import Tiers
+    from zettel_amem.tiers.service import Tiers
 
     done = store / "build.json"
     if done.exists():
@@ -187,8 +187,9 @@ def build(store: Path, journal: Path, model: str, threads: int, replay: Path | N
 
 # -- scoring ------------------------------------------------------------------------------------------
 def _keys(name: str) -> set[str]:
-    from zettel_amem.grounding import strip_particles
-    from zettel_amem.text import name_key
+    from zettel_amem.tiers.service.grounding import strip_particles
+
+    from zettel_amem.core.text import name_key
 
     return {k for k in (name_key(name), name_key(strip_particles(name))) if k}
 
@@ -232,9 +233,9 @@ class Gold:
 
 def read_graph(home: Path) -> dict:
     """Entity mentions (entity, episode) and relations of the store, with canonical names and splits."""
+    from zettel_amem.core.models import canonical_map
     from zettel_amem.memory import Memory
-    from zettel_amem.models import canonical_map
-    from zettel_amem.tier_store import TierStore
+    from zettel_amem.storage.tier_store import TierStore
 
     memory = Memory(home)
     store = TierStore(lambda: memory.store)
@@ -250,7 +251,7 @@ def read_graph(home: Path) -> dict:
         relations.append({"id": rel.id, "subject": canonical[rel.subject].name, "predicate": rel.predicate,
                           "object": canonical[rel.object].name, "split": split_of(rel.valid_from),
                           "valid_from": rel.valid_from[:10], "invalid_from": (rel.invalid_from or "")[:10] or None})
-    from zettel_amem.grounding import load_check_counts
+    from zettel_amem.tiers.service.grounding import load_check_counts
 
     return {"mentions": mentions, "relations": relations, "checks": load_check_counts(home)}
 
@@ -262,7 +263,7 @@ def _ratio(hit: int, total: int) -> float | None:
 def _matches(gold: Gold, rel: dict) -> list[int]:
     """Gold relations a stored one states: its predicate mapped to the vocabulary (ends swapped for an
     inverse wording such as "is replaced by")."""
-    from zettel_amem.grounding import map_predicate
+    from zettel_amem.tiers.service.grounding import map_predicate
 
     mapped = map_predicate(rel["predicate"])
     if mapped is None:

@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.enrich_turns:
         from bench.per_note import load_turns
-        from zettel_amem.llm.llama import load_llm
+        from zettel_amem.backends.llm.llama import load_llm
 
         turns = load_turns(args.data, "conv-30", args.enrich_turns)
         report["enrichment"] = {}

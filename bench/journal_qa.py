@@ -90,7 +90,7 @@ def dates_in(text: str) -> set[tuple[int, int]]:
 def ungrounded_dates(answer: str, question: str, entries: list[tuple[str, str]]) -> set[tuple[int, int]]:
     """Dates in the answer written in no note, at no note's timestamp and not in the question; a relative
     date in a note ("어제") counts as written once made absolute from the note's timestamp."""
-    from zettel_amem.relative_dates import resolve_relative_dates
+    from zettel_amem.core.relative_dates import resolve_relative_dates
 
     known = dates_in(question)
     for at, text in entries:
@@ -128,7 +128,7 @@ def ask_all(store: Path, questions: list[dict], entries: list[tuple[str, str]], 
     """Each question through `zk ask`'s path (memory block, then `Memory.ask`), scored. `model_path`:
     the model answers as it did before #26 (`answer_journal = false`), for comparison."""
     from zettel_amem.memory import Memory
-    from zettel_amem.tiers import Tiers
+    from zettel_amem.tiers.service import Tiers
 
     memory = Memory(store)
     memory.settings.answer_journal = not model_path

@@ -71,10 +71,10 @@ def load_model(spec: str, threads: int | None = None):
     """A bundled model name, a .gguf path, or `python:module:Factory` (the mock model in tests).
     `threads`: llama.cpp threads (default: load_llm's; 1 leaves the other core free for other work)."""
     if spec.startswith("python:"):
-        from zettel_amem.llm import load_python_backend
+        from zettel_amem.backends.llm import load_python_backend
 
         return load_python_backend(spec)
-    from zettel_amem.llm.llama import load_llm
+    from zettel_amem.backends.llm.llama import load_llm
 
     return load_llm(spec, threads=threads or 2)
 
@@ -128,7 +128,7 @@ def ingest_conversation(sample: dict, ingest: str, model: str | None, cache: Pat
 
         memory.process_pending(progress)
         if ingest == "episodes":  # every LoCoMo session is a finished session: the promotion chain
-            from zettel_amem.tiers import Tiers
+            from zettel_amem.tiers.service import Tiers
 
             tiers = Tiers(memory)
             every = [n.session_id for n in memory.store.notes() if n.session_id]
@@ -195,7 +195,7 @@ def register_sessions(sample: dict, notebook: str = "main") -> None:
 def tier_context(memory, variant: str, question: str):
     """(L0 hints, memory block for the prompt, graph facts): the library's `Context.memory_block`, the one
     `zk ask` uses; +episodes leaves the graph out, +graph-static gives facts without dates."""
-    from zettel_amem.tiers import Tiers
+    from zettel_amem.tiers.service import Tiers
 
     block, hints, facts = Tiers(memory).context.memory_block(
         question, facts=variant != "+episodes", with_time=variant != "+graph-static")
@@ -204,7 +204,7 @@ def tier_context(memory, variant: str, question: str):
 
 def boosted_by_episodes(memory, question: str, k: int, budget: int | None, hint_sessions: set[str]):
     """L1 in retrieval: hybrid hits, re-fused with the same hits restricted to the hinted sessions."""
-    from zettel_amem.retrieve import RRF_K, expand
+    from zettel_amem.retrieval.retrieve import RRF_K, expand
 
     pool = memory.search(question, max(50, 5 * k), follow_links=False, **PLAIN)
     inside = [h for h in pool if h.note.session_id in hint_sessions]
@@ -241,8 +241,8 @@ def retrieve(memory, variant: str, question: str, k: int, budget: int | None, wi
 
 def interleaved(hits, window: dict, budget: int | None):
     """Each hit, then at once its window turns (which may push later hits out): the ±2-window baseline."""
-    from zettel_amem.retrieve import Hit, render_for_context
-    from zettel_amem.text import estimate_tokens
+    from zettel_amem.core.text import estimate_tokens
+    from zettel_amem.retrieval.retrieve import Hit, render_for_context
 
     out, seen, used = [], set(), 0
 
@@ -281,8 +281,8 @@ def session_windows(memory, radius: int = 2) -> dict:
 
 def full_context_hits(memory, budget: int):
     """The whole conversation, newest turns kept when it does not fit; returns (hits, share kept)."""
-    from zettel_amem.retrieve import Hit, render_for_context
-    from zettel_amem.text import estimate_tokens
+    from zettel_amem.core.text import estimate_tokens
+    from zettel_amem.retrieval.retrieve import Hit, render_for_context
 
     notes = sorted(memory.store.notes(), key=lambda n: (_SESSION_NUMBERS[n.session_id], n.seq))
     kept, used = [], 0
@@ -331,8 +331,8 @@ def truncate_sample(sample: dict, max_turns: int) -> dict:
 
 # -- one conversation × variant ---------------------------------------------------------------------
 def evaluate(sample: dict, variant: str, memory, args, answer_llm) -> list[dict]:
-    from zettel_amem.retrieve import render_for_context
-    from zettel_amem.text import estimate_tokens
+    from zettel_amem.core.text import estimate_tokens
+    from zettel_amem.retrieval.retrieve import render_for_context
 
     mapping = dia_map(memory)
     valid = set(mapping.values())
@@ -377,7 +377,7 @@ def evaluate(sample: dict, variant: str, memory, args, answer_llm) -> list[dict]
             estimate_tokens(block)
         record["evidence_missing"] = category != 5 and not evidence
         if variant != "full-context":  # what `zk ask` decides from the evidence alone, before any model call
-            from zettel_amem.answer import decide, is_journal
+            from zettel_amem.answering.answer import decide, is_journal
 
             answerer = memory.answerer  # the same pool and cosine `zk ask` reads
             # chat turns never take the journal path (#26): this must stay False for every question
@@ -473,7 +473,7 @@ def parse_overrides(items: list[str]) -> dict:
     """`key=value` pairs for Settings fields, typed like the field's default."""
     from dataclasses import fields
 
-    from zettel_amem.config import Settings
+    from zettel_amem.core.config import Settings
 
     kinds = {"bool": bool, "int": int, "float": float, "float | None": float, "str": str}
     types = {f.name: kinds.get(str(f.type), str) for f in fields(Settings)}
@@ -529,7 +529,7 @@ def main(argv: list[str] | None = None) -> int:
         samples = [truncate_sample(s, args.max_turns) for s in samples]
     args.out.mkdir(parents=True, exist_ok=True)
     run_tag = model_tag(args.llm)
-    from zettel_amem.embed import load_embedder
+    from zettel_amem.backends.embed import load_embedder
 
     embedder = load_embedder()
     answer_llm = None

@@ -21,7 +21,7 @@ LONG_NOTE = ("나는 주말마다 여의도 한강공원에서 10km 달리기를
 
 def measure(repeats: int) -> dict[str, dict[str, float]]:
     from tests.fake_llm import FakeLLM
-    from zettel_amem.embed import load_embedder
+    from zettel_amem.backends.embed import load_embedder
     from zettel_amem.memory import Memory
 
     embedder = load_embedder()

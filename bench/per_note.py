@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("results"))
     args = parser.parse_args(argv)
 
-    from zettel_amem.llm.llama import load_llm
+    from zettel_amem.backends.llm.llama import load_llm
     from zettel_amem.memory import Memory
 
     turns = load_journal(args.notes) if args.source == "journal" else load_turns(args.data, args.conversation,

@@ -75,8 +75,8 @@ def _write_synthetic(source: Path, env: dict[str, str]) -> None:
     saved = dict(os.environ)
     os.environ.update(env)
     try:
+        from zettel_amem.core.models import READY
         from zettel_amem.memory import Memory
-        from zettel_amem.models import READY
 
         memory, rng = Memory(), np.random.default_rng(30)
         lines = [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines()]

@@ -47,7 +47,7 @@ def measure(server, label: str, queries: list, truth: tuple, probes: int | None 
             refine: bool = False, ef: int | None = None) -> dict:
     """Medians of requests, MB and wall over `queries`; mean recall@10 and @100 against `truth`: (note id
     -> row, each query's exact similarity to every row)."""
-    import zettel_amem.store_ranked as ranked
+    import zettel_amem.storage.store_ranked as ranked
 
     ranked.ann_probes = (lambda partitions: probes) if probes else (lambda partitions: partitions)
     ranked.ANN_REFINE_UP_TO = 1000 if refine else 0  # refine the list of 100, or never
@@ -101,7 +101,7 @@ def _drop_vector_indexes(store) -> None:
 def _ann(server, size: int, per_partition: int, probes: list[str], efs: list[int], groups: dict) -> dict:
     """Build the index as the worker does on a shared store with partitions of `per_partition` rows (0: one
     partition), timing it, then measure each number of probes with each HNSW beam (0: zk's own)."""
-    import zettel_amem.store_upkeep as upkeep
+    import zettel_amem.storage.store_upkeep as upkeep
 
     saved, upkeep.SHARED_ROWS_PER_PARTITION = upkeep.SHARED_ROWS_PER_PARTITION, per_partition or 10**12
     try:
@@ -179,7 +179,7 @@ def _locomo(count: int) -> tuple:
     questions embedded as queries, as bench.scale's recall probe embeds them."""
     from bench.locomo import DEFAULT_DATA
     from bench.scale import conversation_sentences, embed_sentences, pick_questions
-    from zettel_amem.embed import load_embedder
+    from zettel_amem.backends.embed import load_embedder
 
     samples = json.loads(Path(DEFAULT_DATA).read_text(encoding="utf-8"))
     embedder = load_embedder("default")

@@ -142,7 +142,7 @@ def unit(vector):
 
 def filler_note(memory, pool: SentencePool, rng, at: str, earlier: list[str], **fields):
     """One note of 1-3 pool sentences; its vector is the normalised mean of their embeddings."""
-    from zettel_amem.models import READY
+    from zettel_amem.core.models import READY
 
     picks = rng.choice(len(pool), size=min(len(pool), int(rng.integers(1, 4))), replace=False)
     content = " ".join(pool.sentences[i] for i in picks)
@@ -159,7 +159,7 @@ def filler_note(memory, pool: SentencePool, rng, at: str, earlier: list[str], **
 
 def filler_notes(memory, n: int, pool: SentencePool, rng):
     """`n` filler notes in time order: sessions of 10-30 turns, and ~30% plain notes between them."""
-    from zettel_amem.models import session_id_for
+    from zettel_amem.core.models import session_id_for
 
     step = SPAN_DAYS * 86400 / max(n, 1)
     earlier: list[str] = []
@@ -312,7 +312,7 @@ def probe_ask(home: Path, question: str) -> dict:
     """What `zk ask` does before its model call: the tiers' memory block, then retrieval and the
     evidence decision (`Memory.ask` returns before the model loads; its answer is never read)."""
     from zettel_amem.memory import Memory
-    from zettel_amem.tiers import Tiers
+    from zettel_amem.tiers.service import Tiers
 
     memory = Memory(home)
     block, _, _ = Tiers(memory).context.memory_block(question)
@@ -633,7 +633,7 @@ def main(argv: list[str] | None = None) -> int:
     from bench import shipped_defaults_only
 
     shipped_defaults_only()  # inherited by every measured process
-    from zettel_amem.embed import load_embedder
+    from zettel_amem.backends.embed import load_embedder
     from zettel_amem.memory import Memory
 
     sizes = [parse_size(s) for s in args.sizes.split(",") if s.strip()]

@@ -25,7 +25,7 @@ from bench.per_note import DEFAULT_DATA, load_journal, load_turns
 
 def run_once(turns: list[tuple[str | None, str]], llm, embedder, jobs: int) -> dict:
     from zettel_amem.memory import Memory
-    from zettel_amem.worker import drain
+    from zettel_amem.runtime.worker import drain
 
     with tempfile.TemporaryDirectory() as home:
         memory = Memory(home, llm=llm, embedder=embedder)
@@ -64,15 +64,15 @@ def main(argv: list[str] | None = None) -> int:
     from bench import shipped_defaults_only
 
     shipped_defaults_only()
-    from zettel_amem.embed import load_embedder
-    from zettel_amem.llm.openai_compat import OpenAICompatLLM
+    from zettel_amem.backends.embed import load_embedder
+    from zettel_amem.backends.llm.openai_compat import OpenAICompatLLM
 
     turns = load_journal(args.turns) if args.source == "journal" else load_turns(args.data, args.conversation,
                                                                                   args.turns)
     embedder = load_embedder()
     rows = []
     if not args.no_in_process:
-        from zettel_amem.llm.llama import load_llm
+        from zettel_amem.backends.llm.llama import load_llm
 
         llm = load_llm("qwen2.5-0.5b")
         rows.append({"backend": "in-process llama.cpp", **run_once(turns, llm, embedder, 1)})

@@ -35,8 +35,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("results/locomo"))
     args = parser.parse_args(argv)
 
-    from zettel_amem.embed import load_embedder
-    from zettel_amem.retrieve import fuse_signals, smooth_by_session
+    from zettel_amem.backends.embed import load_embedder
+    from zettel_amem.retrieval.retrieve import fuse_signals, smooth_by_session
 
     grid = [tuple(float(x) for x in pair.split(":")) for pair in args.grid.split(",")]
     enrichment = [float(x) for x in args.enrichment.split(",")]

@@ -23,8 +23,8 @@ DATA = Path(__file__).parent / "data" / "updates-pairs.json"
 
 
 def measure(model: str) -> dict:
-    from zettel_amem.embed import load_embedder
-    from zettel_amem.llm.llama import load_llm
+    from zettel_amem.backends.embed import load_embedder
+    from zettel_amem.backends.llm.llama import load_llm
     from zettel_amem.memory import Memory
 
     embedder, llm = load_embedder(), load_llm(model)

@@ -35,8 +35,8 @@ def _text(rng: random.Random, i: int) -> str:
 
 
 def build_home(home: Path, count: int) -> None:
+    from zettel_amem.core.models import journal_period, session_id_for
     from zettel_amem.memory import Memory
-    from zettel_amem.models import journal_period, session_id_for
 
     memory = Memory(home)
     rng = random.Random(27)

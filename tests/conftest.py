@@ -49,9 +49,9 @@ def zk(zk_home, embedder, capsys, monkeypatch):
     """`zk(*args, stdin=None, check=False) -> Result(exit_code, stdout, stderr)` (unpacks as
     `code, out, err`; `.json()` reads stdout): `main()` itself, with its error mapping, on the test's
     home and the session's embedder (loaded once, not per command)."""
-    import zettel_amem.embed
+    import zettel_amem.backends.embed
 
-    monkeypatch.setattr(zettel_amem.embed, "load_embedder", lambda *args, **kwargs: embedder)
+    monkeypatch.setattr(zettel_amem.backends.embed, "load_embedder", lambda *args, **kwargs: embedder)
 
     untouched = sys.stdin  # pytest's own: reading it fails. A test that installs its own stdin keeps it.
 
@@ -79,7 +79,7 @@ def fake_llm() -> FakeLLM:
 
 @pytest.fixture(scope="session")
 def embedder():
-    from zettel_amem.embed import load_embedder
+    from zettel_amem.backends.embed import load_embedder
 
     return load_embedder()
 

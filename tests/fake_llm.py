@@ -19,7 +19,7 @@ import time
 from collections import defaultdict, deque
 from typing import Any
 
-from zettel_amem.llm import LLMError, Usage
+from zettel_amem.backends.llm import LLMError, Usage
 
 TASKS = ("annotate", "link", "summarise", "extract", "same_entity", "answer")
 

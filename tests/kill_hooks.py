@@ -38,7 +38,7 @@ def install(spec: str) -> None:
                 _die()
 
     from tests.fake_llm import FakeLLM
-    from zettel_amem.store import Store
+    from zettel_amem.storage.store import Store
 
     call = FakeLLM.complete_json
 

@@ -29,7 +29,7 @@ def free_port() -> int:
 
 def start(port: int, log: Path | None = None, threads: int = 2) -> subprocess.Popen:
     """Start the server in its own process group; `wait_ready` before use, `stop` after."""
-    from zettel_amem.llm.bundled import qwen_path
+    from zettel_amem.backends.llm.bundled import qwen_path
 
     args = [sys.executable, "-m", "tests.llm_server", "--model", str(qwen_path()), "--model_alias", MODEL_ALIAS,
             "--host", "127.0.0.1", "--port", str(port), "--n_threads", str(threads),
@@ -87,7 +87,7 @@ def _exit_with_parent() -> None:
 def _serve() -> None:
     from llama_cpp.server.__main__ import main
 
-    from zettel_amem.llm.llama import without_extra_bufts
+    from zettel_amem.backends.llm.llama import without_extra_bufts
 
     _exit_with_parent()
     with without_extra_bufts():  # the server loads its model inside: the same AMX-safe load as zk's
@@ -96,7 +96,7 @@ def _serve() -> None:
 
 if __name__ == "__main__":
     if "--model" not in sys.argv:
-        from zettel_amem.llm.bundled import qwen_path
+        from zettel_amem.backends.llm.bundled import qwen_path
 
         sys.argv += ["--model", str(qwen_path()), "--model_alias", MODEL_ALIAS, "--n_threads", "2",
                      "--n_threads_batch", "2", "--n_ctx", "4096", "--interrupt_requests", "False"]

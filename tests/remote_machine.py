@@ -37,7 +37,7 @@ def main() -> None:
     parser.add_argument("--process", action="store_true")
     args = parser.parse_args()
 
-    from zettel_amem.errors import ZkError
+    from zettel_amem.core.errors import ZkError
     from zettel_amem.memory import Memory
 
     for i in range(args.start, args.adds):

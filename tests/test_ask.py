@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from tests.harness import FAKE_MODEL
-from zettel_amem.retrieve import Hit
+from zettel_amem.retrieval.retrieve import Hit
 
 
 def test_ask_with_no_matching_note_spends_no_llm_call(memory, fake_llm):
@@ -128,8 +128,8 @@ def test_decline_when_the_named_speaker_never_said_it(memory, fake_llm):
 def test_decline_only_when_the_named_speaker_is_clearly_behind(memory, fake_llm):
     """The named speaker's best turn within `answer_attribution_margin` of the best one: no decline (who said
     it is unclear); the cosine to the question counts beside the words (`answer_attribution_vector_weight`)."""
-    from zettel_amem.answer import decide
-    from zettel_amem.retrieve import Hit
+    from zettel_amem.answering.answer import decide
+    from zettel_amem.retrieval.retrieve import Hit
 
     gina = memory.new_note("I love contemporary painting, the bold colours.", "2023-01-20T10:00", speaker="Gina",
                            kind="turn", session_id="s1", seq=0)
@@ -156,8 +156,8 @@ def test_decline_only_when_the_named_speaker_is_clearly_behind(memory, fake_llm)
 def test_a_question_the_named_speaker_asks_is_not_their_own_evidence(memory, fake_llm):
     """In a chat the one who asks "what got you into running?" is asking about the other: only the
     statements of a turn count as covering what the question asks about its named person."""
-    from zettel_amem.answer import decide
-    from zettel_amem.retrieve import Hit
+    from zettel_amem.answering.answer import decide
+    from zettel_amem.retrieval.retrieve import Hit
 
     asked = memory.new_note("Wow, Mel! What got you into running?", "2023-05-01T10:00", speaker="Caroline",
                             kind="turn", session_id="s1", seq=0)

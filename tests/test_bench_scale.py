@@ -8,8 +8,8 @@ import json
 import numpy as np
 
 from bench.scale import SOURCE, build_store, embed_sentences, measure_command, split_sentences
+from zettel_amem.core.models import READY
 from zettel_amem.memory import Memory
-from zettel_amem.models import READY
 
 TEXT = """I went hiking in the mountains last weekend. The view from the top was amazing! Have you tried
 the new bakery downtown? Their sourdough is the best I have had. My sister just adopted a puppy. He chews

@@ -15,14 +15,14 @@ Which cut each test guards (deleting it makes the test fail):
 from __future__ import annotations
 
 from tests.fake_llm import FakeLLM
-from zettel_amem.config import Settings
-from zettel_amem.construct import annotate
-from zettel_amem.evolve import apply_update
-from zettel_amem.link import Update, decide_links, link_schema
-from zettel_amem.models import Note, Passage
-from zettel_amem.prompts import Prompts
-from zettel_amem.retrieve import render_for_context
-from zettel_amem.text import estimate_tokens
+from zettel_amem.amem.construct import annotate
+from zettel_amem.amem.evolve import apply_update
+from zettel_amem.amem.link import Update, decide_links, link_schema
+from zettel_amem.core.config import Settings
+from zettel_amem.core.models import Note, Passage
+from zettel_amem.core.prompts import Prompts
+from zettel_amem.core.text import estimate_tokens
+from zettel_amem.retrieval.retrieve import render_for_context
 
 LONG = "the long context the model wrote about the knee and the race and everything else around them " * 3
 MANY = [f"term{i}" for i in range(12)]

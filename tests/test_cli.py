@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.harness import FAKE_MODEL, modules_after_help, one_line
-from zettel_amem.config import ZkError
+from zettel_amem.core.config import ZkError
 from zettel_amem.memory import Memory
 
 

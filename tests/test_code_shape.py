@@ -99,7 +99,8 @@ def test_the_cycle_check_finds_a_cycle():
 
 def test_the_cycle_check_finds_the_annotation_cycles_that_were_removed():
     # #29's last two: answer.py named Memory, shared_store.py named Store (each under TYPE_CHECKING only)
-    removed = (("zettel_amem.answer", "zettel_amem.memory"), ("zettel_amem.shared_store", "zettel_amem.store"))
+    removed = (("zettel_amem.answering.answer", "zettel_amem.memory"),
+               ("zettel_amem.storage.shared_store", "zettel_amem.storage.store"))
     for module, back in removed:
         graph = _graph()
         graph[module].add(back)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from zettel_amem.config import Settings, config_dir
+from zettel_amem.core.config import Settings, config_dir
 from zettel_amem.memory import Memory
 
 

@@ -22,8 +22,8 @@ import pytest
 
 from tests import harness
 from tests.kill_hooks import POINTS
+from zettel_amem.core.models import READY
 from zettel_amem.memory import Memory
-from zettel_amem.models import READY
 
 pytestmark = pytest.mark.slow
 KILL_POINTS = 50
@@ -233,8 +233,8 @@ def test_fifty_power_cuts_during_zk_add(zk, zk_home, tmp_path):
     notes table cut at a random length (a power cut's leftover). Every command then either works on the
     newest readable version (one warning line) or says in one line what to do, and `zk repair --yes`
     gives back every note whose commit completed before the kill, each once."""
-    from zettel_amem.database import manifest_path, manifest_versions
-    from zettel_amem.health import is_damaged
+    from zettel_amem.storage.database import manifest_path, manifest_versions
+    from zettel_amem.storage.health import is_damaged
 
     rng = random.Random(28)
     zk("add", "written before the first power cut", check=True)

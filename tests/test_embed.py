@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from zettel_amem.embed import FastEmbedEmbedder, bundled_minilm_dir, load_embedder
+from zettel_amem.backends.embed import FastEmbedEmbedder, bundled_minilm_dir, load_embedder
 
 
 def test_default_embedder_is_multilingual(embedder):

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from zettel_amem.cli import advice_for
-from zettel_amem.errors import AmbiguousId, InvalidInput, NoteTooLong, NotFound, StoreDamaged, ZkError
+from zettel_amem.core.errors import AmbiguousId, InvalidInput, NoteTooLong, NotFound, StoreDamaged, ZkError
 from zettel_amem.memory import Memory
 
 

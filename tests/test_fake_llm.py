@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 
 from tests.fake_llm import TASKS, FakeLLM
-from zettel_amem.config import Settings, config_dir
-from zettel_amem.llm import LLMError
+from zettel_amem.backends.llm import LLMError
+from zettel_amem.core.config import Settings, config_dir
+from zettel_amem.core.prompts import Prompts
 from zettel_amem.memory import Memory
-from zettel_amem.prompts import Prompts
-from zettel_amem.tiers import Tiers
+from zettel_amem.tiers.service import Tiers
 
 REWORDED = {  # every JSON task's prompt, reworded from its first line on; only the placeholders stay
     "annotate": "Describe this journal entry for the index.\n$content\n(written $at, in $language)\n",
@@ -24,12 +24,13 @@ REWORDED = {  # every JSON task's prompt, reworded from its first line on; only 
 
 def _schemas(settings: Settings) -> dict[str, dict]:
     """Every schema the library passes to `complete_json`, by the task its title names."""
-    from zettel_amem.answer import answer_schema
-    from zettel_amem.construct import annotate_schema
-    from zettel_amem.episodes import summary_schema
-    from zettel_amem.extraction import ask_same, extract_schema
-    from zettel_amem.link import link_schema
-    from zettel_amem.models import Entity
+    from zettel_amem.tiers.service.episodes import summary_schema
+    from zettel_amem.tiers.service.extraction import ask_same, extract_schema
+
+    from zettel_amem.amem.construct import annotate_schema
+    from zettel_amem.amem.link import link_schema
+    from zettel_amem.answering.answer import answer_schema
+    from zettel_amem.core.models import Entity
 
     fake = FakeLLM()
     ask_same(fake, Prompts(), "Kim Minsu", Entity(id="e" * 16, name="김민수"), "person")

@@ -79,8 +79,8 @@ def _meaningful_constants(tree: ast.AST) -> Iterator[ast.Constant]:
 
 # The same words with other meanings, each checked by hand: `zk export --format` writes formats of its own
 # (cli.export), a vault's sync entry has a "text" field, and "text" names a JSON type in a model's reply.
-OTHER_MEANINGS = {("jsonl", "cli.py"), ("markdown", "cli.py"), ("text", "ingest/vault.py"),
-                  ("text", "llm/openai_compat.py")}
+OTHER_MEANINGS = {("jsonl", "cli/__init__.py"), ("markdown", "cli/__init__.py"), ("text", "ingest/vault.py"),
+                  ("text", "backends/llm/openai_compat.py")}
 
 
 def test_each_format_name_is_written_in_one_code_module():

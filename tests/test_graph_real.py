@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 
 import pytest
+from zettel_amem.tiers.service.grounding import WRITERS
 
-from zettel_amem.grounding import WRITERS
+from zettel_amem.core.text import name_key
 from zettel_amem.memory import Memory
-from zettel_amem.text import name_key
 
 pytestmark = pytest.mark.slow
 
@@ -24,9 +24,9 @@ CLAUSE_END = re.compile(r"(다|요|었|았|했|겠)$")
 
 
 def test_a_korean_journal_gives_noun_phrases_and_one_true_invalidation(zk_home, embedder):
-    from zettel_amem.llm.llama import load_llm
-    from zettel_amem.models import EPISODE_READY
-    from zettel_amem.tiers import Tiers
+    from zettel_amem.backends.llm.llama import load_llm
+    from zettel_amem.core.models import EPISODE_READY
+    from zettel_amem.tiers.service import Tiers
 
     memory = Memory(zk_home, llm=load_llm("qwen2.5-0.5b"), embedder=embedder)
     memory.settings.construct = memory.settings.link = False  # this test is about the graph

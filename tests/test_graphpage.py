@@ -124,9 +124,9 @@ def hostile_page(tmp_path, recorder, embedder):
     """`zk graph --html --all` (a real subprocess) over a notebook named `__DATA__`, a note holding every
     slot name and `<!--`/`</script>`, and entities and a relation named like markup."""
     from tests import harness
+    from zettel_amem.core.models import Entity, Relation
     from zettel_amem.memory import Memory
-    from zettel_amem.models import Entity, Relation
-    from zettel_amem.tiers import Tiers
+    from zettel_amem.tiers.service import Tiers
 
     home = tmp_path / "home"
     env = harness.zk_env(home)
@@ -165,7 +165,7 @@ def _tags(page: str) -> list[str]:
 
 
 def test_7_hostile_names_and_notes_stay_data(hostile_page):
-    from zettel_amem.graphpage import VENDOR, render_page
+    from zettel_amem.cli.graphpage import VENDOR, render_page
 
     target, summary, texts, names = hostile_page
     page = target.read_text(encoding="utf-8")

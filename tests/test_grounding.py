@@ -4,10 +4,8 @@ invalidation only by a newer fact of a functional predicate, the undo, and answe
 from __future__ import annotations
 
 import pytest
-
-from tests.test_tiers import journal
-from zettel_amem.extraction import conflicts
-from zettel_amem.grounding import (
+from zettel_amem.tiers.service.extraction import conflicts
+from zettel_amem.tiers.service.grounding import (
     ENTITY_TYPES,
     check,
     is_noun_phrase,
@@ -17,7 +15,9 @@ from zettel_amem.grounding import (
     supporting_sentence,
     trusted,
 )
-from zettel_amem.models import Relation
+
+from tests.test_tiers import journal
+from zettel_amem.core.models import Relation
 
 ALL = frozenset(ENTITY_TYPES)
 
@@ -150,7 +150,7 @@ def test_ask_and_context_report_the_checked_facts_they_used(memory, fake_llm, zk
     # A fact from before the checks (free-text predicate) is never given to the model.
     tiers_store = memory.store
     assert tiers_store is not None
-    from zettel_amem.tiers import Tiers
+    from zettel_amem.tiers.service import Tiers
 
     tiers = Tiers(memory)
     rel = tiers.store.relations("main")[0]

@@ -14,10 +14,10 @@ import pytest
 
 from tests import harness
 from tests.harness import shell
-from zettel_amem.config import ZkError
+from zettel_amem.core.config import ZkError
 from zettel_amem.ingest.importer import ImportReport, import_source
 from zettel_amem.memory import Memory
-from zettel_amem.tiers import Tiers
+from zettel_amem.tiers.service import Tiers
 
 KOREAN = "민수: 내일 오후 3시에 강남역에서 만나요 🙂"
 

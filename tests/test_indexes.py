@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from zettel_amem.store import FRAGMENTS_BEFORE_COMPACTION
-from zettel_amem.worker import drain
+from zettel_amem.runtime.worker import drain
+from zettel_amem.storage.store import FRAGMENTS_BEFORE_COMPACTION
 
 
 def fragments(memory) -> int:
@@ -43,7 +43,7 @@ def test_the_ann_index_finds_what_exact_search_finds_and_sees_newer_notes(memory
 def test_upkeep_adds_new_rows_to_a_vector_index_as_segments_and_merges_them_never_into_the_trained_one(memory):
     """LanceDB's own optimize rebuilds a whole vector index to fold in a few rows (116 s at 100k notes);
     the upkeep appends them as a segment, and merges the segments once there are MAX_VECTOR_DELTAS."""
-    from zettel_amem.database import MAX_VECTOR_DELTAS
+    from zettel_amem.storage.database import MAX_VECTOR_DELTAS
 
     for i in range(55):
         memory.add(f"base note {i} about rain and coffee", f"2026-03-{1 + i % 28:02d}")
@@ -97,7 +97,7 @@ def test_status_counts_without_reading_notes(memory):
 
 
 def test_a_vector_search_visits_every_partition_of_a_small_index_and_a_quarter_of_a_large_one():
-    from zettel_amem.store import ANN_PROBE_ALL_UP_TO, ann_probes
+    from zettel_amem.storage.store import ANN_PROBE_ALL_UP_TO, ann_probes
 
     assert ann_probes(0) == 1
     assert ann_probes(25) == 25  # 100k notes: all (half of them found 0.90 of the exact top 10)
@@ -111,9 +111,9 @@ def test_search_probes_the_partitions_an_index_was_built_with_and_a_moved_notebo
     worker retrains an index built by the other kind of home once (a notebook moved to or from a bucket)."""
     from types import SimpleNamespace
 
-    import zettel_amem.store_ranked as ranked
-    import zettel_amem.store_upkeep as upkeep
-    from zettel_amem.store_upkeep import Upkeep, parse_index_name, vector_partitions
+    import zettel_amem.storage.store_ranked as ranked
+    import zettel_amem.storage.store_upkeep as upkeep
+    from zettel_amem.storage.store_upkeep import Upkeep, parse_index_name, vector_partitions
 
     assert parse_index_name("raw_vector_ann_40000") == (40_000, 10)  # named before the rule had two kinds
     assert parse_index_name("raw_vector_ann_p2_40000") == (40_000, 2) and parse_index_name("vector_idx") is None

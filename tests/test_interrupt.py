@@ -52,7 +52,7 @@ def test_9_ctrl_c_stops_the_real_model_within_a_second(tmp_path):
 
 def test_the_native_abort_check_reads_the_flag():
     """llama.cpp calls `_native_flag_check` as a `bool (*)(void *)` on the flag: false, then true once set."""
-    from zettel_amem.llm.llama import _CtrlC, _native_flag_check
+    from zettel_amem.backends.llm.llama import _CtrlC, _native_flag_check
 
     check = ctypes.CFUNCTYPE(ctypes.c_bool, ctypes.c_void_p)(_native_flag_check())
     ctrl_c = _CtrlC()
@@ -64,7 +64,7 @@ def test_the_native_abort_check_reads_the_flag():
 def test_ctrl_c_sets_the_flag_while_the_work_runs_on_another_thread():
     """The main thread waits while the work runs elsewhere, so the handler runs at once and sets the flag
     llama.cpp reads; the interrupt is raised after the work has returned."""
-    from zettel_amem.llm.llama import _CtrlC
+    from zettel_amem.backends.llm.llama import _CtrlC
 
     ctrl_c, seen = _CtrlC(), []
     ctrl_c.native = True
@@ -86,7 +86,7 @@ def test_ctrl_c_sets_the_flag_while_the_work_runs_on_another_thread():
 
 @pytest.fixture(scope="module")
 def qwen():
-    from zettel_amem.llm.llama import load_llm
+    from zettel_amem.backends.llm.llama import load_llm
 
     return load_llm("qwen2.5-0.5b")
 
@@ -97,7 +97,7 @@ def test_a_thread_holding_the_gil_does_not_stall_the_in_process_model(qwen, on_m
     """llama.cpp calls the abort callback at every graph node. A Python callback took the GIL there, so any
     other thread running Python (a busy MCP tool call alongside) made a call 10-20x slower. The thread here
     holds the GIL in a C sleep (ctypes.PyDLL keeps it), so it takes no core from the model."""
-    from zettel_amem.llm import LLMError
+    from zettel_amem.backends.llm import LLMError
 
     schema = {"type": "object", "properties": {"place": {"type": "string"}}, "required": ["place"]}
 

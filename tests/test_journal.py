@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from tests.harness import modules_after_help
-from zettel_amem.config import ZkError
-from zettel_amem.database import SCHEMA_VERSION
-from zettel_amem.dates import parse, resolve
+from zettel_amem.core.config import ZkError
+from zettel_amem.core.dates import parse, resolve
 from zettel_amem.memory import Memory
-from zettel_amem.store import note_to_row
+from zettel_amem.storage.database import SCHEMA_VERSION
+from zettel_amem.storage.store import note_to_row
 
 EDITOR = '''\
 import json, os, pathlib, sys
@@ -213,7 +213,7 @@ def test_unchanged_or_emptied_edit_changes_nothing(zk, zk_home, editor):
 
 
 def test_template_overrides_and_unknown_template(zk, zk_home, editor, tmp_path):
-    from zettel_amem.config import config_dir
+    from zettel_amem.core.config import config_dir
 
     (config_dir() / "templates").mkdir(parents=True, exist_ok=True)
     (config_dir() / "templates" / "gym.md").write_text("운동 $date $weekday_ko\n", encoding="utf-8")
@@ -425,13 +425,13 @@ def test_schema_1_store_gains_user_tags_from_its_notes(zk_home, embedder, tmp_pa
 def test_edit_on_the_real_model_reannotates_and_keeps_links(zk, zk_home, editor, embedder, monkeypatch):
     """`zk edit --wait` with Qwen2.5-0.5B: the edited text is annotated again from its new words, the
     earlier links stay, and `zk revert --to 1` brings back the text and its first annotation."""
-    import zettel_amem.embed
-    import zettel_amem.llm.llama
-    from zettel_amem.llm.llama import load_llm
+    import zettel_amem.backends.embed
+    import zettel_amem.backends.llm.llama
+    from zettel_amem.backends.llm.llama import load_llm
 
     qwen = load_llm("qwen2.5-0.5b")
-    monkeypatch.setattr(zettel_amem.llm.llama, "load_llm", lambda *args, **kwargs: qwen)
-    monkeypatch.setattr(zettel_amem.embed, "load_embedder", lambda *args, **kwargs: embedder)
+    monkeypatch.setattr(zettel_amem.backends.llm.llama, "load_llm", lambda *args, **kwargs: qwen)
+    monkeypatch.setattr(zettel_amem.backends.embed, "load_embedder", lambda *args, **kwargs: embedder)
     zk_home.mkdir(parents=True, exist_ok=True)
     (zk_home / "config.toml").write_text("link_min_similarity = 0.0\n", encoding="utf-8")
     ids = []

@@ -8,11 +8,12 @@ import json
 import pytest
 
 from tests.sample import ask_through
-from zettel_amem import dates
-from zettel_amem.date_guard import guard, note_dates
-from zettel_amem.errors import ZkError
-from zettel_amem.models import Note
-from zettel_amem.questions import analyse, korean_stem
+from zettel_amem.answering.date_guard import guard, note_dates
+from zettel_amem.answering.questions import analyse
+from zettel_amem.core import dates
+from zettel_amem.core.errors import ZkError
+from zettel_amem.core.models import Note
+from zettel_amem.core.words import korean_stem
 
 JOURNAL = [
     ("2026-01-07T19:05", "회사 프로젝트 '온비서' 킥오프. PM은 지수 님. DB는 SQLite로 시작."),

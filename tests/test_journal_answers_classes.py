@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from tests.sample import add_dated, ask_through
-from zettel_amem.term_bridge import bridge_terms, month_bridge
+from zettel_amem.answering.term_bridge import bridge_terms, month_bridge
 
 
 @pytest.fixture
@@ -70,7 +70,7 @@ def test_why_someone_stopped_is_the_note_of_the_change(journal):
 def test_terms_meet_the_other_language_through_the_notes_own_words(memory):
     """The embedder pairs a question word with a word of the notes in the other language when each
     is the other's nearest; a name the journal never writes ("Tokyo") is not translated."""
-    from zettel_amem.models import Note
+    from zettel_amem.core.models import Note
 
     texts = ["엄마 생신 선물로 목도리를 샀다.", "아빠 재활 치료가 끝났다.", "강아지를 입양했다. 이름은 보리.",
              "오사카에서 라멘을 먹었다.", "Ran 10 km at Yeouido in 58 minutes.", "My mom called about dinner.",

@@ -20,7 +20,7 @@ MORE = [("2026-11-21T21:30", "오사카 둘째 날. 사토 선생님이 추천�
 
 @pytest.fixture(scope="module")
 def journal(tmp_path_factory, embedder):
-    from zettel_amem.llm.llama import load_llm
+    from zettel_amem.backends.llm.llama import load_llm
 
     memory = Memory(tmp_path_factory.mktemp("journal-real"), llm=load_llm("qwen2.5-0.5b"), embedder=embedder)
     memory.settings.answer_journal = True

@@ -12,11 +12,11 @@ from datetime import date
 import pytest
 
 from tests.sample import add_dated, ask_through
-from zettel_amem.date_guard import guard, note_dates
-from zettel_amem.evidence import Evidence, forms, has_term
-from zettel_amem.journal_answer import by_mention, korean_topic
-from zettel_amem.models import Note
-from zettel_amem.questions import analyse
+from zettel_amem.answering.date_guard import guard, note_dates
+from zettel_amem.answering.evidence import Evidence, forms, has_term
+from zettel_amem.answering.journal_answer import by_mention, korean_topic
+from zettel_amem.answering.questions import analyse
+from zettel_amem.core.models import Note
 
 
 @pytest.fixture

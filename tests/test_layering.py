@@ -1,8 +1,8 @@
-"""Module boundaries, enforced: each layer imports only the layers below it.
+"""Module boundaries, enforced: each layer (a subpackage of zettel_amem, named for what it does) imports
+only the layers below it (ALLOWED, bottom up):
 
-cli/mcp_server -> tiers (sessions, promotion, context, graph_queries) -> memory (pipeline, search,
-answer, changes) -> the LLM steps (construct, link, evolve, episodes, extraction) and retrieve -> storage
-(database, store, tier_store), embed, llm, prompts -> models/errors/text/config.
+core -> storage, backends, retrieval -> runtime, amem -> answering -> memory (the front door) -> views,
+ingest, tiers -> mcp, cli.
 
 Also enforced: only storage builds a filter string; no module reaches another module's private
 members; only the CLI prints. Storage never knows about the LLM; the LLM never knows about storage.
@@ -13,87 +13,30 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 PACKAGE = Path(__file__).resolve().parents[1] / "zettel_amem"
 
+# Each layer (a subpackage, or one of the few modules at the top) and the layers it may import, bottom up.
+# Within a layer modules import each other freely (tests/test_code_shape.py forbids cycles).
 ALLOWED = {
-    # the bottom: types, errors, text helpers, settings
-    "errors": set(),
-    "models": set(),
-    "text": set(),
-    "relative_dates": set(),
-    "date_mentions": {"models", "relative_dates"},  # dates written in a passage, made absolute at write time
-    "passages": {"date_mentions", "models"},  # an entry cut into passages (pure: the embedder is passed in)
-    "config": {"errors", "location"},
-    "location": {"errors"},  # where the tables live: a folder or an object-store URI
-    "dates": {"errors"},
-    "editor": {"errors"},
-    "prompts": {"errors", "text"},
-    # storage (the only modules that build a filter), embeddings, model backends
-    "database": {"errors", "location", "store_errors"},
-    "store": {"database", "errors", "shared_store", "store_links", "store_ranked", "store_rows", "store_upkeep",
-              "versions"},  # the notes table: one class per job (below), composed
-    "store_rows": {"database", "errors", "models", "passages", "text"},
-    "store_links": {"database", "models", "store_rows"},
-    "store_ranked": {"database", "models", "store_rows", "store_upkeep"},
-    "store_upkeep": {"database", "errors", "store_rows", "text"},
-    "shared_store": {"database", "errors", "store_errors"},  # opening the notes table of an object-store home
-    "store_errors": {"errors", "location"},  # why a shared store cannot be used, in one line
-    "lease": {"database", "shared_store"},  # the shared store's worker lease (a row in a table)
-    "tier_store": {"database", "models", "shared_store"},  # shared_store: creating a table on an object store
-    "versions": {"database"},  # which table versions read after a crash; the rows of lost commits
-    "health": {"database", "errors", "store", "versions"},  # storage health: diagnose and read what is left
-    "repair": {"database", "errors", "health", "store", "tier_store"},  # rebuild only what is damaged
-    "remote": {"database", "health", "location", "store_errors"},  # doctor's probe of a store
-    "outbox": {"errors", "models", "store"},  # notes kept offline for a shared store
-    "embed": {"config", "errors"},
-    "llm": {"config", "errors", "llm", "models"},
-    # the LLM steps, each a pure function of a model and prompts
-    "construct": {"config", "llm", "models", "prompts", "relative_dates", "text"},
-    "link": {"config", "construct", "llm", "models", "prompts", "text"},
-    "evolve": {"config", "link", "models", "text"},
-    "episodes": {"config", "construct", "llm", "models", "prompts", "text"},
-    "grounding": {"text"},  # pure checks of what the graph may store (#31)
-    "extraction": {"grounding", "llm", "models", "prompts", "text"},
-    "retrieve": {"models", "passages", "relative_dates", "text"},
-    "passage_rank": {"passages", "retrieve", "text"},  # entries ranked by their best passages
-    # services over a notebook's parts (parts.py: store, embedder, model, settings, loaded on first use)
-    "parts": set(),
-    "changes": {"errors", "evolve", "models", "passages"},
-    "supersede": {"evolve", "models", "passages", "questions", "text"},  # typed updates links, checked and recorded
-    "pipeline": {"construct", "embed", "errors", "evolve", "link", "llm", "models", "passages", "retrieve",
-                 "supersede", "text"},
-    "search": {"errors", "models", "passage_rank", "passages", "retrieve", "text"},
-    "answer": {"config", "dates", "errors", "journal_answer", "llm", "models", "passages", "prompts", "retrieve",
-               "supersede", "term_bridge", "text"},
-    "term_bridge": {"evidence", "models", "questions"},
-    # journal answers (#26): pure functions of the question and the retrieved notes, no model, no store
-    "questions": {"prompts", "text"},
-    "evidence": {"models", "questions", "text"},
-    "date_guard": {"date_mentions", "models"},
-    "journal_answer": {"date_guard", "date_mentions", "evidence", "models", "questions", "text"},
-    "memory": {"answer", "changes", "config", "dates", "embed", "errors", "evolve", "llm", "location", "models",
-               "outbox", "parts", "passages", "pipeline", "prompts", "retrieve", "search", "store", "text"},
-    "worker": {"lease", "models"},
-    "ingest": {"database", "errors", "ingest", "memory", "models", "passages", "store", "text"},
-    "sessions": {"dates", "errors", "models", "tier_store"},
-    "promotion": {"dates", "embed", "episodes", "errors", "extraction", "grounding", "llm", "models", "sessions",
-                  "text", "tier_store", "worker"},
-    "context": {"embed", "errors", "grounding", "models", "retrieve", "sessions", "text", "tier_store"},
-    "graph_queries": {"dates", "embed", "errors", "models", "text", "tier_store"},
-    "tiers": {"context", "graph_queries", "grounding", "memory", "models", "promotion", "sessions", "tier_store",
-              "worker"},
-    # the front ends
-    "render": {"models", "retrieve", "text"},
-    "graphpage": {"models", "text"},
-    "doctor": {"config", "database", "embed", "errors", "health", "ingest", "llm", "location", "memory", "models",
-               "remote", "store", "worker"},
-    "mcp_server": {"errors", "llm", "memory", "models", "retrieve", "tiers"},
-    "cli": {"config", "dates", "doctor", "editor", "errors", "graphpage", "health", "ingest", "mcp_server", "memory",
-            "models", "prompts", "render", "repair", "tiers", "worker"},
+    "core": set(),  # types, errors, settings, text and dates helpers, prompts, passages: pure
+    "storage": {"core"},  # the only layer that builds a filter; never knows about the LLM
+    "backends": {"core"},  # embedder and LLM backends; never know about storage
+    "runtime": {"core", "storage"},  # the background worker and its lease
+    "parts": set(),  # a notebook's parts, loaded on first use
+    "retrieval": {"core"},  # ranking and search over what storage returns (pure: the embedder is passed in)
+    "amem": {"core", "backends", "retrieval"},  # construct, link, evolve, typed updates: the A-MEM pipeline
+    "answering": {"core", "backends", "retrieval", "amem"},  # answers from retrieved notes
+    "memory": {"core", "storage", "backends", "runtime", "parts", "retrieval", "amem", "answering"},  # front door
+    "views": {"core", "storage", "memory"},  # list, day and tag views over a notebook
+    "ingest": {"core", "storage", "memory"},  # parsers and importers, the vault
+    "tiers": {"core", "storage", "backends", "runtime", "retrieval", "amem", "memory"},  # sessions, episodes, graph
+    "mcp": {"core", "backends", "retrieval", "memory", "views", "tiers"},  # the MCP server and its tools
+    "cli": {"core", "storage", "backends", "runtime", "retrieval", "memory", "views", "ingest", "tiers", "mcp"},
 }
-# The only layers that may build a filter string.
-STORAGE = {"database", "store", "store_rows", "store_links", "store_ranked", "store_upkeep", "tier_store",
-           "health", "versions", "repair", "shared_store", "lease"}
+# The only layer that may build a filter string.
+STORAGE = "storage"
 # Text that only a LanceDB filter contains.
 FILTER_MARKS = (" LIKE ", " IS NULL", " IS NOT NULL", "array_length(", "array_has", " IN (", "notebook = ")
 
@@ -107,11 +50,11 @@ def _type_checking_only(tree: ast.AST) -> set[int]:
     return out
 
 
-def internal_imports(path: Path) -> set[str]:
+def internal_imports(path: Path, source: str | None = None) -> set[str]:
     """Top-level layers (first component under zettel_amem) that a module imports."""
     package = ["zettel_amem", *path.relative_to(PACKAGE).parts[:-1]]
     found = set()
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = ast.parse(path.read_text(encoding="utf-8") if source is None else source)
     annotations_only = _type_checking_only(tree)
     for node in ast.walk(tree):
         if id(node) in annotations_only:
@@ -130,22 +73,46 @@ def layer_of(path: Path) -> str:
     return parts[0] if len(parts) > 1 else path.stem
 
 
+def layer_problem(path: Path, source: str | None = None) -> str | None:
+    layer = layer_of(path)
+    if layer in ("__init__", "__main__"):
+        return None
+    if layer not in ALLOWED:
+        return f"new layer {path.relative_to(PACKAGE)}: put the module in a layer's folder, or add a row to ALLOWED"
+    extra = internal_imports(path, source) - ALLOWED[layer] - {layer}
+    return f"{path.relative_to(PACKAGE)} imports {sorted(extra)}" if extra else None
+
+
 def test_every_module_respects_its_layer():
-    problems = []
-    for path in PACKAGE.rglob("*.py"):
-        layer = layer_of(path)
-        if layer in ("__init__", "__main__"):
-            continue
-        assert layer in ALLOWED, f"new module {path.name}: add it to ALLOWED with its allowed imports"
-        extra = internal_imports(path) - ALLOWED[layer] - {layer}
-        if extra:
-            problems.append(f"{path.relative_to(PACKAGE)} imports {sorted(extra)}")
+    problems = [p for p in map(layer_problem, PACKAGE.rglob("*.py")) if p]
     assert not problems, "\n".join(problems)
+
+
+def test_at_most_a_few_modules_beside_the_layer_folders():
+    top = sorted(p.stem for p in PACKAGE.glob("*.py") if p.stem not in ("__init__", "__main__"))
+    assert len(top) <= 4, f"{top}: a module at the top is a layer of its own; put it in a layer's folder"
+
+
+@pytest.mark.parametrize("layer", sorted(ALLOWED))
+def test_each_rule_fails_when_a_forbidden_import_is_added(layer):
+    """Each row is live: a module of the layer that imports any layer outside its row is reported
+    (relative and absolute imports alike)."""
+    path = PACKAGE / layer / "dummy.py" if (PACKAGE / layer).is_dir() else PACKAGE / f"{layer}.py"
+    dots = ".." if path.parent != PACKAGE else "."
+    forbidden = sorted(set(ALLOWED) - ALLOWED[layer] - {layer})
+    assert forbidden or layer == "cli", layer
+    for other in forbidden:
+        for source in (f"from {dots}{other} import something\n", f"import zettel_amem.{other}.thing\n"):
+            problem = layer_problem(path, source)
+            assert problem and other in problem, (layer, source)
+    allowed = sorted(ALLOWED[layer])[:1]
+    for other in allowed:  # and an allowed import passes
+        assert layer_problem(path, f"from {dots}{other} import something\n") is None
 
 
 def test_only_the_cli_and_render_print():
     for path in PACKAGE.rglob("*.py"):
-        if layer_of(path) in ("cli", "render"):
+        if layer_of(path) == "cli":
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
         calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "print"]
@@ -164,7 +131,7 @@ def test_only_storage_builds_filters():
     written above storage is a query that storage cannot change, index or check."""
     problems = []
     for path in _modules():
-        if path.parent == PACKAGE and path.stem in STORAGE:
+        if PACKAGE in path.parents and layer_of(path) == STORAGE:
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
@@ -215,8 +182,9 @@ def test_the_cli_does_not_decide_by_where_the_store_lives():
     """Whether the tables are local or on an object store changes what the library does (what it reads
     back, which reads it saves), never what the CLI asks for: a `location.remote` test in the CLI is a
     library decision made where no library test sees it."""
-    for name in ("cli.py", "mcp_server.py"):
-        tree = ast.parse((PACKAGE / name).read_text(encoding="utf-8"))
+    for path in [*(PACKAGE / "cli").rglob("*.py"), *(PACKAGE / "mcp").rglob("*.py")]:
+        name = path.relative_to(PACKAGE)
+        tree = ast.parse(path.read_text(encoding="utf-8"))
         found = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Attribute) and n.attr == "remote"
                  and isinstance(n.value, ast.Attribute) and n.value.attr == "location"]
         assert not found, f"{name} tests location.remote at lines {found}; move the decision into the library"

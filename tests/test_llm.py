@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from zettel_amem.llm import LLMError
+from zettel_amem.backends.llm import LLMError
 
 
 def test_models_load_without_extra_buffer_types(monkeypatch, tmp_path):
     import llama_cpp
     import llama_cpp.llama_cpp as low
 
-    from zettel_amem.llm import llama
+    from zettel_amem.backends.llm import llama
 
     seen: dict = {}
 
@@ -30,7 +30,7 @@ def test_models_load_without_extra_buffer_types(monkeypatch, tmp_path):
 def test_a_load_failure_is_an_llm_error(monkeypatch, tmp_path):
     import llama_cpp
 
-    from zettel_amem.llm import llama
+    from zettel_amem.backends.llm import llama
 
     def failing(path, **kwargs):
         raise ValueError("Failed to load model from file")
@@ -43,7 +43,7 @@ def test_a_load_failure_is_an_llm_error(monkeypatch, tmp_path):
 def test_bundled_model_is_joined_verified_and_rechecked(monkeypatch, tmp_path):
     import hashlib
 
-    from zettel_amem.llm import bundled
+    from zettel_amem.backends.llm import bundled
 
     parts = [tmp_path / f"part{i:02d}.bin" for i in range(3)]
     for i, part in enumerate(parts):

@@ -34,7 +34,7 @@ GYM = [("2026-03-02T21:00", "요즘 헬스장은 집 앞 스포애니에 다닌�
 
 @pytest.fixture(scope="module")
 def journal(tmp_path_factory, embedder):
-    from zettel_amem.llm.llama import load_llm
+    from zettel_amem.backends.llm.llama import load_llm
 
     memory = Memory(tmp_path_factory.mktemp("long-real"), llm=load_llm("qwen2.5-0.5b"), embedder=embedder)
     memory.settings.answer_journal = True  # the tests' config turns the journal path off (conftest.py)

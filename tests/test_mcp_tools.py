@@ -14,10 +14,10 @@ from tests.harness import FAKE_MODEL
 
 @pytest.fixture
 def tools(zk_home, embedder, fake_llm, monkeypatch):
-    import zettel_amem.embed
-    from zettel_amem.mcp_server import ZkTools
+    import zettel_amem.backends.embed
+    from zettel_amem.mcp.server import ZkTools
 
-    monkeypatch.setattr(zettel_amem.embed, "load_embedder", lambda *args, **kwargs: embedder)
+    monkeypatch.setattr(zettel_amem.backends.embed, "load_embedder", lambda *args, **kwargs: embedder)
     monkeypatch.setenv("ZK_LLM_MODEL", FAKE_MODEL)
     spawned = []
     zk = ZkTools(zk_home, "main", spawn_worker=spawned.append)
@@ -48,7 +48,7 @@ def test_add_note_is_durable_at_once_and_starts_the_worker(tools):
 
 
 def test_add_note_refuses_another_notebook(tools):
-    from zettel_amem.errors import ZkError
+    from zettel_amem.core.errors import ZkError
 
     with pytest.raises(ZkError, match="bound to notebook 'main'"):
         tools.add_note("a note for work", None, "work")
@@ -115,10 +115,10 @@ CONTRACT = {  # tool -> (required arguments, optional arguments)
 def test_every_tool_has_its_name_arguments_and_one_line_errors(zk_home, embedder, monkeypatch):
     from mcp.server.mcpserver.exceptions import ToolError
 
-    import zettel_amem.embed
-    from zettel_amem.mcp_server import build_server
+    import zettel_amem.backends.embed
+    from zettel_amem.mcp.server import build_server
 
-    monkeypatch.setattr(zettel_amem.embed, "load_embedder", lambda *args, **kwargs: embedder)
+    monkeypatch.setattr(zettel_amem.backends.embed, "load_embedder", lambda *args, **kwargs: embedder)
     server = build_server(zk_home, "main")
     errors: dict[str, str] = {}
 

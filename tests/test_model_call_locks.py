@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from tests.fake_llm import FakeLLM
+from zettel_amem.core.models import EPISODE_PENDING, EPISODE_READY, PENDING, READY
 from zettel_amem.memory import Memory
-from zettel_amem.models import EPISODE_PENDING, EPISODE_READY, PENDING, READY
-from zettel_amem.tiers import Tiers
+from zettel_amem.tiers.service import Tiers
 
 WATCHDOG = 30.0  # seconds a blocked call waits at most: on main, the writer gets the lock only then
 
@@ -148,7 +148,7 @@ def test_an_edit_during_the_summary_call_is_summarised_afresh(zk_home, embedder,
 
 
 def test_rm_during_add_wait_returns_at_once_and_the_note_stays_deleted(zk_home, embedder, zk):
-    from zettel_amem.worker import process_or_queue
+    from zettel_amem.runtime.worker import process_or_queue
 
     memory = blocking_memory(zk_home, embedder)
     memory.add("Ran 5 km along the river, knee fine.", "2026-03-01T08:00")
@@ -166,7 +166,7 @@ def test_rm_during_add_wait_returns_at_once_and_the_note_stays_deleted(zk_home, 
 
 
 def test_an_edit_during_add_wait_is_not_overwritten(zk_home, embedder, zk, editor):
-    from zettel_amem.worker import process_or_queue
+    from zettel_amem.runtime.worker import process_or_queue
 
     memory = blocking_memory(zk_home, embedder, "annotate")
     note = memory.add("Swam 1 km at the Jamsil pool.", "2026-03-02T08:00")
@@ -188,7 +188,7 @@ def test_an_edit_during_add_wait_is_not_overwritten(zk_home, embedder, zk, edito
 def test_mcp_reads_and_writes_go_on_while_ask_waits_for_the_model(zk_home, embedder, monkeypatch):
     import anyio
 
-    from zettel_amem import mcp_server
+    from zettel_amem.mcp import server as mcp_server
 
     llm = BlockingLLM("answer")
     monkeypatch.setattr(mcp_server, "Memory", lambda home, notebook: Memory(home, notebook=notebook, llm=llm,

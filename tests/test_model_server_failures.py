@@ -18,8 +18,8 @@ import pytest
 
 from tests import harness
 from tests.llm_server import free_port
-from zettel_amem.llm import LLMError
-from zettel_amem.llm.openai_compat import OpenAICompatLLM, parse_spec
+from zettel_amem.backends.llm import LLMError
+from zettel_amem.backends.llm.openai_compat import OpenAICompatLLM, parse_spec
 
 ANNOTATION = {"keywords": ["knee"], "tags": ["health"], "context": "About a sore knee."}
 IGNORED_SCHEMA = {"keywords": 5, "tags": {"a": 1}, "context": ["x"], "links": ["../etc"], "answer": {"nested": True},
@@ -201,7 +201,7 @@ def test_11_rm_and_edit_never_wait_for_a_hung_model_call(hostile, tmp_path):
 
 # -- item 12: replies checked ------------------------------------------------------------------------------
 def test_12_schema_problems_are_named():
-    from zettel_amem.llm.openai_compat import schema_problem
+    from zettel_amem.backends.llm.openai_compat import schema_problem
 
     schema = {"type": "object", "properties": {"keywords": {"type": "array", "items": {"type": "string"}},
                                                "context": {"type": "string"}}, "required": ["keywords", "context"]}
@@ -372,7 +372,7 @@ def test_38_doctor_names_a_dead_model_server(zk, zk_home, model_env):
 
 
 def test_38_reach_probes_without_a_request_and_never_shows_credentials(hostile):
-    from zettel_amem.llm.openai_compat import reach
+    from zettel_amem.backends.llm.openai_compat import reach
 
     server = hostile("ok")
     port = server.url.split(":")[2].split("/")[0]

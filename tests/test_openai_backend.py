@@ -14,9 +14,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from tests.llm_server import free_port
-from zettel_amem.config import Settings, ZkError
-from zettel_amem.llm import LLMError
-from zettel_amem.llm.openai_compat import OpenAICompatLLM, parse_json_object, parse_spec
+from zettel_amem.backends.llm import LLMError
+from zettel_amem.backends.llm.openai_compat import OpenAICompatLLM, parse_json_object, parse_spec
+from zettel_amem.core.config import Settings, ZkError
 
 ANNOTATION = {"keywords": ["knee"], "tags": ["health"], "context": "About a sore knee."}
 

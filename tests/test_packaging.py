@@ -13,9 +13,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = sorted(p.name for p in (ROOT / "templates").iterdir() if p.suffix in (".txt", ".md"))
-# Loads a prompt and a note template through zettel_amem.prompts, as zk does.
+# Loads a prompt and a note template through zettel_amem.core.prompts, as zk does.
 CHECK = ("import sys, site; site.addsitedir(sys.argv[1]); from datetime import datetime\n"
-         "import zettel_amem.prompts as p\n"
+         "import zettel_amem.core.prompts as p\n"
          "print(p.shipped_dir()); print(p.Prompts().raw('answer_system')[:20])\n"
          "print(p.Prompts().note_template('daily', datetime(2026, 3, 28)).splitlines()[0])\n")
 

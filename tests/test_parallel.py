@@ -7,9 +7,9 @@ from __future__ import annotations
 import threading
 
 from tests.fake_llm import EvolvingFakeLLM
+from zettel_amem.core.models import CONSTRUCTED, READY
 from zettel_amem.memory import Memory
-from zettel_amem.models import CONSTRUCTED, READY
-from zettel_amem.worker import drain
+from zettel_amem.runtime.worker import drain
 
 
 def test_a_note_evolved_during_its_own_link_call_keeps_that_evolution(zk_home, embedder):
@@ -102,7 +102,7 @@ def test_drain_with_four_jobs_overlaps_calls_and_finishes_every_note_once(zk_hom
 def _scratch(note_id: str):
     from contextlib import nullcontext
 
-    from zettel_amem.llm import Usage
-    from zettel_amem.models import ProcessResult
+    from zettel_amem.backends.llm import Usage
+    from zettel_amem.core.models import ProcessResult
 
     return Usage(), ProcessResult(id=note_id, status="pending"), nullcontext

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from zettel_amem.date_mentions import date_mentions
-from zettel_amem.passages import make_passages, split_sentences
+from zettel_amem.core.date_mentions import date_mentions
+from zettel_amem.core.passages import make_passages, split_sentences
 
 KOREAN_PAGE = ("오늘은 아침 7시 출근. 병동이 정신없었다 환자가 세 명이나 새로 들어왔다. "
                "퇴근하고 엄마랑 통화했는데 다음 주 금요일에 올라오신다고 하셨다. 어제 밤 11시쯤 고양이 두부가 토해서 "

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from zettel_amem.core.models import Note
+from zettel_amem.core.text import name_candidates
 from zettel_amem.ingest.importer import import_source
 from zettel_amem.memory import Memory
-from zettel_amem.models import Note
-from zettel_amem.retrieve import bm25_ranked
-from zettel_amem.text import name_candidates
+from zettel_amem.retrieval.retrieve import bm25_ranked
 
 OTHER_CHATS = [
     ("Alex", "Sam", ["What book did you read this month?", "I read a book about the history of Rome.",

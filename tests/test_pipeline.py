@@ -7,9 +7,9 @@ import pytest
 
 from tests.fake_llm import EvolvingFakeLLM
 from tests.sample import RUNS, add_all, snapshot
-from zettel_amem.config import ZkError
+from zettel_amem.core.config import ZkError
+from zettel_amem.core.models import CONSTRUCTED, PENDING, READY
 from zettel_amem.memory import Memory
-from zettel_amem.models import CONSTRUCTED, PENDING, READY
 
 
 def add_ready(memory, text, at):
@@ -45,7 +45,7 @@ def test_llm_failure_keeps_note_pending_and_process_completes_it(memory, fake_ll
 def test_failure_between_stages_resumes_at_linking(memory, fake_llm):
     first = add_ready(memory, "Booked a physio appointment for my knee.", "2026-03-30T10:00")
     note = memory.add("The physio said my knee needs two weeks of rest.", "2026-04-02T10:00")
-    fake_llm.link = lambda user, ids: (_ for _ in ()).throw(__import__("zettel_amem.llm").llm.LLMError("x"))
+    fake_llm.link = lambda user, ids: (_ for _ in ()).throw(__import__("zettel_amem.backends.llm").llm.LLMError("x"))
     result = memory.process(note.id)
     assert result.status == CONSTRUCTED  # construction committed, linking still owed
     fake_llm.link = lambda user, ids: {"links": ids, "updates": []}
@@ -168,8 +168,8 @@ def test_unknown_and_ambiguous_prefixes(memory):
 def test_grammar_forbids_foreign_scripts_per_note_language():
     import re
 
-    from zettel_amem.config import Settings
-    from zettel_amem.construct import annotate_schema
+    from zettel_amem.amem.construct import annotate_schema
+    from zettel_amem.core.config import Settings
 
     english = annotate_schema(Settings(), "English")["properties"]
     korean = annotate_schema(Settings(), "Korean")["properties"]
@@ -199,8 +199,8 @@ def test_id_prefixes_resolve_within_the_notebook(zk_home, fake_llm, embedder):
 
 
 def test_evolution_cap_holds_in_code_even_at_zero():
-    from zettel_amem.config import Settings
-    from zettel_amem.link import parse_decision
+    from zettel_amem.amem.link import parse_decision
+    from zettel_amem.core.config import Settings
 
     settings = Settings()
     ids = {"a1": "a" * 32, "b2": "b" * 32, "c3": "c" * 32}
@@ -212,7 +212,7 @@ def test_evolution_cap_holds_in_code_even_at_zero():
 
 
 def test_a_failed_call_still_counts_what_it_spent(memory, fake_llm, monkeypatch):
-    from zettel_amem.llm import LLMError, Usage
+    from zettel_amem.backends.llm import LLMError, Usage
 
     note = memory.add("Knee hurts since Saturday's run.", "2026-03-29T09:15")
 
@@ -227,8 +227,8 @@ def test_a_failed_call_still_counts_what_it_spent(memory, fake_llm, monkeypatch)
 
 
 def test_forgetting_a_deleted_cause_keeps_everything_else_in_history():
-    from zettel_amem.evolve import forget_changes_by, record
-    from zettel_amem.models import Note
+    from zettel_amem.amem.evolve import forget_changes_by, record
+    from zettel_amem.core.models import Note
 
     note = Note(id="n" * 32, content="Knee hurts.", at="2026-03-29T09:15", context="knee pain", tags=["health"])
     record(note, {"context": {"old": "knee pain", "new": "knee pain; ZEBRA"}}, "x" * 32, "evolution")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from zettel_amem.core.models import READY
 from zettel_amem.memory import Memory
-from zettel_amem.models import READY
 
 pytestmark = pytest.mark.slow
 
@@ -25,12 +25,12 @@ def backend(request):
     OpenAI-compatible server (llama-cpp-python's) reached through the `openai:` backend.
     Yields (llm, spec): spec is the `openai:` model setting, None for the in-process model."""
     if request.param == "in-process":
-        from zettel_amem.llm.llama import load_llm
+        from zettel_amem.backends.llm.llama import load_llm
 
         yield load_llm("qwen2.5-0.5b"), None
         return
     from tests.llm_server import MODEL_ALIAS
-    from zettel_amem.llm.openai_compat import load_openai
+    from zettel_amem.backends.llm.openai_compat import load_openai
 
     spec = f"openai:{MODEL_ALIAS}@{request.getfixturevalue('llm_server')}"
     yield load_openai(spec, timeout=300), spec
@@ -42,7 +42,7 @@ def qwen(backend):
 
 
 def test_running_knee_dialogue_links_evolves_and_answers(zk, zk_home, backend, embedder, monkeypatch):
-    import zettel_amem.llm.llama
+    import zettel_amem.backends.llm.llama
 
     qwen, spec = backend
     # The real CLI path (`zk add --wait`, `zk links`, `zk show`, `zk ask`), loading each model once;
@@ -50,7 +50,7 @@ def test_running_knee_dialogue_links_evolves_and_answers(zk, zk_home, backend, e
     if spec:
         monkeypatch.setenv("ZK_LLM_MODEL", spec)
     else:
-        monkeypatch.setattr(zettel_amem.llm.llama, "load_llm", lambda *args, **kwargs: qwen)
+        monkeypatch.setattr(zettel_amem.backends.llm.llama, "load_llm", lambda *args, **kwargs: qwen)
     # Every later note gets a link call, so the test checks what the pipeline does with the model's
     # decisions rather than whether a similarity just above the e5 threshold lands on this CPU.
     zk_home.mkdir(parents=True, exist_ok=True)
@@ -105,9 +105,9 @@ def test_running_knee_dialogue_links_evolves_and_answers(zk, zk_home, backend, e
 
 def test_fresh_install_example_answers_the_place_and_cites_the_note(zk, qwen, monkeypatch):
     """The README's first command: one Korean note, one Korean question, a short answer with its id."""
-    import zettel_amem.llm.llama
+    import zettel_amem.backends.llm.llama
 
-    monkeypatch.setattr(zettel_amem.llm.llama, "load_llm", lambda *args, **kwargs: qwen)
+    monkeypatch.setattr(zettel_amem.backends.llm.llama, "load_llm", lambda *args, **kwargs: qwen)
     added = zk("add", "--wait", "나는 주말마다 여의도 한강공원에서 10km 달리기를 한다.", "--json", check=True).json()
     answer = zk("ask", "주말마다 어디서 달려?", "--json", check=True).json()
     print(answer["answer"])
@@ -130,7 +130,7 @@ def test_korean_note_stays_korean(zk_home, qwen, embedder):
 
 
 def test_smollm2_produces_schema_valid_notes(zk_home, embedder):
-    from zettel_amem.llm.llama import load_llm
+    from zettel_amem.backends.llm.llama import load_llm
 
     memory = Memory(zk_home, llm=load_llm("smollm2-135m"), embedder=embedder)
     memory.settings.link_min_similarity = 0.0
@@ -155,9 +155,9 @@ JOURNAL = [
 
 def test_promotion_chain_on_the_real_model(zk_home, qwen, embedder):
     """Journal days -> episodes (summary, extractive abstract) -> graph; then L0 hints from them."""
-    from zettel_amem.models import EPISODE_READY
-    from zettel_amem.text import name_key
-    from zettel_amem.tiers import Tiers
+    from zettel_amem.core.models import EPISODE_READY
+    from zettel_amem.core.text import name_key
+    from zettel_amem.tiers.service import Tiers
 
     memory = Memory(zk_home, llm=qwen, embedder=embedder)
     memory.settings.construct = memory.settings.link = False  # this test is about the tiers

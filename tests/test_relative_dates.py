@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from zettel_amem.models import Note
-from zettel_amem.relative_dates import dated_phrases, resolve_relative_dates
-from zettel_amem.retrieve import render_for_context
+from zettel_amem.core.models import Note
+from zettel_amem.core.relative_dates import dated_phrases, resolve_relative_dates
+from zettel_amem.retrieval.retrieve import render_for_context
 
 AT = "2023-05-08T13:56"  # a Monday
 

@@ -151,8 +151,8 @@ def test_doctor_checks_the_remote_store_in_one_line(zk, shared, s3, monkeypatch,
 
 
 def test_the_lease_lets_one_machine_work_and_a_restarted_one_take_over(shared, tmp_path, embedder, monkeypatch):
-    from zettel_amem import lease as lease_module
     from zettel_amem.memory import Memory
+    from zettel_amem.storage import lease as lease_module
 
     def machine(name: str) -> Memory:
         monkeypatch.setenv("ZK_LOCAL_DIR", str(tmp_path / name))
@@ -184,10 +184,10 @@ def test_the_lease_lets_one_machine_work_and_a_restarted_one_take_over(shared, t
 def test_a_second_machine_with_another_embedder_is_refused(zk, shared, tmp_path, monkeypatch):
     zk("add", "a note", check=True)
     monkeypatch.setenv("ZK_LOCAL_DIR", str(tmp_path / "other"))
-    from zettel_amem.database import Database
-    from zettel_amem.errors import ZkError
-    from zettel_amem.location import StoreLocation, storage_options
-    from zettel_amem.store import Store
+    from zettel_amem.core.errors import ZkError
+    from zettel_amem.core.location import StoreLocation, storage_options
+    from zettel_amem.storage.database import Database
+    from zettel_amem.storage.store import Store
 
     location = StoreLocation(tmp_path / "other", shared, storage_options(shared))
     with pytest.raises(ZkError, match="embedded with 'e5-small'"):
@@ -196,8 +196,8 @@ def test_a_second_machine_with_another_embedder_is_refused(zk, shared, tmp_path,
 
 
 def test_a_uri_home_keeps_this_machines_state_in_its_local_folder(tmp_path, monkeypatch):
-    from zettel_amem.config import home_dir
-    from zettel_amem.location import resolve
+    from zettel_amem.core.config import home_dir
+    from zettel_amem.core.location import resolve
 
     monkeypatch.delenv("ZK_LOCAL_DIR", raising=False)
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))

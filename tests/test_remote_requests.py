@@ -33,8 +33,8 @@ def _fill(environment: dict[str, str], size: int, embedder, vector_min_rows: int
     """`size` notes a few hours apart (random unit vectors: the commands measured here rank nothing),
     and the `planted` note (text, a vector it lies near), then the worker's upkeep (compaction, indexes),
     as after any idle worker."""
+    from zettel_amem.core.models import READY
     from zettel_amem.memory import Memory
-    from zettel_amem.models import READY
 
     saved = dict(os.environ)
     os.environ.update(environment)
@@ -129,8 +129,8 @@ def test_a_vector_search_with_unindexed_notes_does_not_reread_every_hit(s3, embe
     hits with an exact search of the new rows by re-reading each hit's full vector: one ranged GET per
     hit (~90 at 5k notes on main, ~100 and 6 s at 40k). On a shared store zk asks the index alone and
     ranks the new rows itself; the newest note is still found."""
+    from zettel_amem.core.models import READY
     from zettel_amem.memory import Memory
-    from zettel_amem.models import READY
 
     environment = _environment(s3, f"s3://{BUCKET}/fresh-{uuid.uuid4().hex[:6]}", tmp_path / "local")
     _fill(environment, 5_000, embedder, vector_min_rows=4_000)

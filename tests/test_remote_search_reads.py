@@ -20,7 +20,7 @@ CANDIDATES = ([], ["Mina", "mina"], ["Jon", "jon", "Paris"], ["Nobody"])
 def _fill(memory, notebook: str, speaker: str, enriched: bool, count: int = 12, own: int = 0) -> None:
     """`count` chat turns of `speaker` (every third one enriched when `enriched`) in two sessions, and `own`
     notes of the user's outside chats (some naming the speaker)."""
-    from zettel_amem.models import READY
+    from zettel_amem.core.models import READY
 
     rng = np.random.default_rng(len(notebook))
     notes = []
@@ -85,7 +85,7 @@ def test_a_lone_notebook_needs_no_filter_and_a_raw_one_no_enrichment(s3, zk_home
 
 @pytest.mark.parametrize("query", ["knee", "무릎 knee", "what did Mina say about the run?", "Jon"])
 def test_search_finds_the_same_notes_in_the_same_order(shared_two, monkeypatch, query):
-    from zettel_amem.store import Store
+    from zettel_amem.storage.store import Store
 
     for notebook in ("main", "work"):
         memory = shared_two(notebook)

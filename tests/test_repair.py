@@ -19,8 +19,8 @@ import pytest
 
 from tests import harness
 from tests.harness import one_line
-from zettel_amem.database import manifest_path, manifest_versions
 from zettel_amem.memory import Memory
+from zettel_amem.storage.database import manifest_path, manifest_versions
 
 NOTES_DIR = Path("lancedb") / "notes.lance"
 
@@ -28,8 +28,8 @@ NOTES_DIR = Path("lancedb") / "notes.lance"
 # -- the base store and its damage -------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def base(tmp_path_factory, embedder) -> Path:
-    from zettel_amem.models import Entity, Episode, Relation
-    from zettel_amem.tier_store import TierStore
+    from zettel_amem.core.models import Entity, Episode, Relation
+    from zettel_amem.storage.tier_store import TierStore
 
     home = tmp_path_factory.mktemp("base") / "home"
     memory = Memory(home, embedder=embedder)
@@ -229,7 +229,7 @@ def test_5_a_store_without_meta_json_is_refused_and_repair_recreates_it(tmp_path
 def test_5_a_store_another_zk_just_created_is_not_taken_for_a_lost_meta_json(tmp_path, embedder, monkeypatch):
     """Eight `zk add`s on a new home (CI, tests/test_crash.py): one read meta.json before another created the
     store and added a note, then saw notes and no meta.json read earlier, and refused the store."""
-    from zettel_amem.store import Store
+    from zettel_amem.storage.store import Store
 
     home = tmp_path / "home"
     Memory(home, embedder=embedder).add("the first note of a new home", "2026-03-01")

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from zettel_amem.models import Note
-from zettel_amem.retrieve import (
+from zettel_amem.core.models import Note
+from zettel_amem.core.text import estimate_tokens, keyword_terms
+from zettel_amem.retrieval.retrieve import (
     Hit,
     Signal,
     expand,
@@ -13,7 +14,6 @@ from zettel_amem.retrieve import (
     render_for_context,
     smooth_by_session,
 )
-from zettel_amem.text import estimate_tokens, keyword_terms
 
 
 def make(i: str, content: str, links=()) -> Note:
@@ -163,7 +163,7 @@ def test_search_gives_the_place_of_a_repeated_line_to_the_next_distinct_note(mem
 def test_enrichment_is_ranked_unless_the_model_made_it_worse(memory, fake_llm, zk_home):
     """SmolLM2-135M's enrichment lowered LoCoMo recall: with it, search ranks the raw words only unless
     `search_enrichment_weight` is set; other models' enrichment ranks beside the raw words at 0.5."""
-    from zettel_amem.config import Settings
+    from zettel_amem.core.config import Settings
 
     note = memory.add("Knee hurts after the long run on Saturday.", "2026-03-29T09:15")
     memory.process(note.id)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from tests.sample import RUNS, add_all
-from zettel_amem.config import ZkError
+from zettel_amem.core.config import ZkError
 
 
 def test_revert_restores_an_earlier_version_and_keeps_the_newer_ones(evolving, embedder):

@@ -12,9 +12,9 @@ import pytest
 
 from tests.fake_llm import EvolvingFakeLLM
 from tests.sample import RUNS, add_all
-from zettel_amem.config import ZkError
+from zettel_amem.core.config import ZkError
+from zettel_amem.core.models import READY
 from zettel_amem.memory import Memory
-from zettel_amem.models import READY
 
 
 class CopyingFakeLLM(EvolvingFakeLLM):

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from tests.harness import one_line, shell
-from zettel_amem.config import ZkError
-from zettel_amem.database import manifest_versions
+from zettel_amem.core.config import ZkError
 from zettel_amem.memory import Memory
-from zettel_amem.store import note_to_row
+from zettel_amem.storage.database import manifest_versions
+from zettel_amem.storage.store import note_to_row
 
 
 def test_newer_schema_is_refused_and_older_schema_is_migrated(zk_home, embedder, tmp_path):
@@ -89,10 +89,10 @@ def test_2_a_failing_add_on_a_damaged_store_writes_nothing(zk, zk_home, tmp_path
 
 
 def test_2_an_error_after_the_write_says_the_note_was_saved(zk, zk_home, monkeypatch):
-    from zettel_amem.store import Store
+    from zettel_amem.storage.store import Store
 
     def broken_get(self, *args, **kwargs):
-        from zettel_amem.config import ZkError
+        from zettel_amem.core.config import ZkError
 
         raise ZkError("cannot read the store")
 
@@ -254,8 +254,8 @@ def test_read_only_store_is_one_line_and_unchanged(zk, zk_home):
 
 # -- 11: rm with a damaged episodes table -----------------------------------------------------------
 def test_11_rm_refuses_before_deleting_when_another_table_is_damaged(zk, zk_home, embedder):
-    from zettel_amem.models import Episode
-    from zettel_amem.tier_store import TierStore
+    from zettel_amem.core.models import Episode
+    from zettel_amem.storage.tier_store import TierStore
 
     [note_id] = _notes(zk, 1)
     memory = Memory(zk_home, embedder=embedder)

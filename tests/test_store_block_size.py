@@ -20,7 +20,7 @@ from tests.s3_server import BUCKET
     ("1mb", 1 << 20), ("64k", 65536), ("64KB", 65536), ("4KiB", 4096), ("64MiB", 64 << 20), ("8192B", 8192),
 ])
 def test_a_block_size_is_bytes_or_a_size_with_a_binary_unit(value, size):
-    from zettel_amem.location import parse_block_size
+    from zettel_amem.core.location import parse_block_size
 
     assert parse_block_size(value) == size
 
@@ -28,15 +28,15 @@ def test_a_block_size_is_bytes_or_a_size_with_a_binary_unit(value, size):
 @pytest.mark.parametrize("value", [0, -4096, "0", "-4KiB", 4095, "1KiB", "65MiB", "1GiB", "lots", "", "1.5MiB",
                                    "256 KiBs", "0x1000", True, 65536.0, None])
 def test_a_block_size_out_of_range_or_unreadable_is_refused(value):
-    from zettel_amem.location import parse_block_size
+    from zettel_amem.core.location import parse_block_size
 
     with pytest.raises(ValueError, match="from 4KiB to 64MiB"):
         parse_block_size(value)
 
 
 def test_config_and_environment_set_it_and_the_environment_wins(zk_home, monkeypatch):
-    from zettel_amem.config import Settings
-    from zettel_amem.errors import ZkError
+    from zettel_amem.core.config import Settings
+    from zettel_amem.core.errors import ZkError
 
     assert Settings.load(zk_home).store_block_size == 256 * 1024  # the default is unchanged
     zk_home.mkdir(parents=True)
@@ -62,8 +62,8 @@ def test_a_bad_value_is_one_line_and_a_failing_exit(zk, zk_home, monkeypatch, va
 
 
 def test_a_local_home_passes_no_storage_options(zk_home, monkeypatch):
-    from zettel_amem.config import Settings
-    from zettel_amem.location import resolve
+    from zettel_amem.core.config import Settings
+    from zettel_amem.core.location import resolve
 
     monkeypatch.setenv("ZK_STORE_BLOCK_SIZE", "1MiB")
     settings = Settings.load(zk_home)

@@ -140,15 +140,15 @@ def test_a_prefix_that_holds_something_else(zk, store, s3):
 
 
 def test_zk_knows_every_table_a_notebook_has():
-    from zettel_amem import lease, store_errors, store_rows, tier_store
+    from zettel_amem.storage import lease, store_errors, store_rows, tier_store
 
     assert store_errors.OWN_TABLES == {store_rows.NOTES, tier_store.EPISODES, tier_store.ENTITIES,
                                        tier_store.RELATIONS, lease.LEASES}
 
 
 def test_causes_are_read_from_the_error_text_and_never_shown():
-    from zettel_amem.location import StoreLocation
-    from zettel_amem.store_errors import cause_of, explain
+    from zettel_amem.core.location import StoreLocation
+    from zettel_amem.storage.store_errors import cause_of, explain
 
     rust = ('Generic { store: "S3", source: ListRequest { source: RetryError(RetryErrorImpl { method: GET, uri: '
             'Some(http://127.0.0.1:1/b?list-type=2), retries: 0, inner: Status { status: 404, body: Some("<?xml '
@@ -164,7 +164,7 @@ def test_causes_are_read_from_the_error_text_and_never_shown():
 
 
 def test_a_missing_table_root_is_a_lagging_listing_not_damage():
-    from zettel_amem.store_errors import lagging
+    from zettel_amem.storage.store_errors import lagging
 
     assert lagging("lance error: Not found: p/notes.lance/_versions, /root/lance-table/src/commit.rs:65:2") == "notes"
     assert lagging("Not found: p/episodes.lance") == "episodes"

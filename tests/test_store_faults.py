@@ -26,7 +26,7 @@ import pytest
 
 from tests.harness import FAKE_MODEL, one_line
 from tests.s3_server import BUCKET, Faults, LoopbackS3
-from zettel_amem.location import FAST_FAIL
+from zettel_amem.core.location import FAST_FAIL
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """Character-safe cuts and trivial-message detection, in Korean and English."""
 
-from zettel_amem.text import clip, clip_end, estimate_tokens, is_trivial
+from zettel_amem.core.text import clip, clip_end, estimate_tokens, is_trivial
 
 
 def test_clip_cuts_on_characters_and_marks_the_cut():
@@ -32,8 +32,8 @@ def test_trivial_messages():
 def test_decomposed_hangul_is_cut_on_syllables_and_matches_composed_text():
     import unicodedata
 
+    from zettel_amem.core.text import keyword_terms as tokens
     from zettel_amem.memory import content_hash
-    from zettel_amem.text import keyword_terms as tokens
 
     composed = "무릎이 아프다"
     decomposed = unicodedata.normalize("NFD", composed)
@@ -50,7 +50,7 @@ def test_token_estimate_counts_hangul_per_character():
 
 
 def test_statements_drop_the_questions_of_a_turn():
-    from zettel_amem.text import statements
+    from zettel_amem.core.text import statements
 
     assert statements("Wow, Mel! What got you into running?") == "Wow, Mel!"
     # What a turn shows is kept: the photo's caption is the sender's.

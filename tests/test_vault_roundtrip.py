@@ -14,11 +14,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.fake_llm import FakeLLM
+from zettel_amem.core.models import Entity
 from zettel_amem.ingest.vault import export_vault
 from zettel_amem.ingest.vault_page import note_page, parse_page
 from zettel_amem.ingest.vault_sync import take_in
 from zettel_amem.memory import MAX_NOTE_CHARS, Memory
-from zettel_amem.models import Entity
 
 KOREAN = ["오늘 한강에서 5km를 뛰었다. #달리기", "무릎이 조금 아프다.", "병원 예약: 목요일 오후 3시",
           "지수 님과 점심 약속", "새 러닝화를 샀다. #달리기", "온비서 베타 배포 준비 #온비서", "아빠 생신 선물 고르기"]
@@ -71,7 +71,7 @@ def test_the_whole_vault_round_trip(zk, zk_home, tmp_path):
     memory = Memory(zk_home)
     memory.edit(ids[0], "오늘 한강에서 7km를 뛰었다 (zk). #달리기")
     memory.edit(ids[5], "온비서 베타 배포 완료 (zk) #온비서")
-    from zettel_amem.tiers import Tiers
+    from zettel_amem.tiers.service import Tiers
 
     Tiers(memory).store.put_entities([Entity(id=uuid.uuid4().hex, name="Mina", type="person", key="mina",
                                              created="2026-03-01T10:00:00", vector=[0.01] * memory.embedder.dim)])

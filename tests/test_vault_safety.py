@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from tests.harness import one_line, run, zk_env
+from zettel_amem.core.models import Entity
 from zettel_amem.ingest.vault import MARKER
 from zettel_amem.memory import Memory
-from zettel_amem.models import Entity
 
 
 @pytest.fixture
@@ -29,7 +29,7 @@ def add(zk, text: str, at: str = "2026-03-02T10:00") -> str:
 
 
 def seed_entities(home: Path, names: list[str]) -> None:
-    from zettel_amem.tiers import Tiers
+    from zettel_amem.tiers.service import Tiers
 
     memory = Memory(home)
     Tiers(memory).store.put_entities([Entity(id=uuid.uuid4().hex, name=name, type="other", key=name.casefold(),

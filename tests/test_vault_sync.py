@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from tests.harness import one_line
+from zettel_amem.core.models import Entity
 from zettel_amem.ingest.vault import MARKER, read_page
 from zettel_amem.memory import Memory
-from zettel_amem.models import Entity
 
 
 @pytest.fixture
@@ -42,7 +42,7 @@ def add(zk, text: str, at: str = "2026-03-02T10:00") -> str:
 
 def seed_entity(home: Path, name: str) -> None:
     """An entity as the worker's extraction step writes it (names come only from a model)."""
-    from zettel_amem.tiers import Tiers
+    from zettel_amem.tiers.service import Tiers
 
     memory = Memory(home)
     Tiers(memory).store.put_entities([Entity(id=uuid.uuid4().hex, name=name, type="place", key=name.casefold(),

@@ -18,25 +18,25 @@ from concurrent.futures import Future
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
-from . import changes
-from .answer import Answer, Answerer
-from .changes import Removal
-from .config import Settings, home_dir, templates_override_dirs
-from .dates import parse_when
-from .errors import InvalidInput, NoteTooLong, StoreUnreachable, ZkError, ZkNotice
-from .evolve import record
-from .llm import LLM, mask_spec
-from .llm.configured import load_configured, server_reach
-from .location import resolve as resolve_location
-from .models import OUTBOX, PENDING, Note, ProcessResult, journal_period, now_iso, session_id_for
+from .amem import changes
+from .amem.changes import Removal
+from .amem.evolve import record
+from .amem.pipeline import Pipeline
+from .answering.answer import Answer, Answerer
+from .backends.llm import LLM, mask_spec
+from .backends.llm.configured import load_configured, server_reach
+from .core.config import Settings, home_dir, templates_override_dirs
+from .core.dates import parse_when
+from .core.errors import InvalidInput, NoteTooLong, StoreUnreachable, ZkError, ZkNotice
+from .core.location import resolve as resolve_location
+from .core.models import OUTBOX, PENDING, Note, ProcessResult, journal_period, now_iso, session_id_for
+from .core.passages import attach_passages
+from .core.prompts import Prompts
+from .core.text import has_control_chars, has_lone_surrogate, hashtags, nfc, one_line, tag_key
 from .parts import Parts
-from .passages import attach_passages
-from .pipeline import Pipeline
-from .prompts import Prompts
-from .retrieve import Hit
-from .search import Searcher, background
-from .store import Store
-from .text import has_control_chars, has_lone_surrogate, hashtags, nfc, one_line, tag_key
+from .retrieval.retrieve import Hit
+from .retrieval.search import Searcher, background
+from .storage.store import Store
 
 MAX_NOTE_CHARS = 100_000  # a note is an atomic thought; longer input belongs in `zk import`
 # A search query or question: beyond this it is a pasted document, not a question (and ranking it would
@@ -111,7 +111,7 @@ class Memory:
     @property
     def embedder(self):
         if self._embedder is None:
-            from .embed import load_embedder
+            from .backends.embed import load_embedder
 
             self._embedder = load_embedder(self.settings.embedder, self.settings.llm_threads)
         return self._embedder
@@ -141,7 +141,7 @@ class Memory:
 
     def _send_outbox(self) -> None:
         """A shared store reached: first send the notes kept offline (outbox.py), idempotently."""
-        from .outbox import Outbox
+        from .storage.outbox import Outbox
 
         outbox = Outbox(self.home)
         if outbox.count():
@@ -156,7 +156,7 @@ class Memory:
         """Name and dimension of the embedder, taken from the store's meta file when it matches the
         settings: `zk list`, `show`, `rm`, `status` never load the embedding model."""
         if self._embedder is None:
-            from .embed import embedder_name
+            from .backends.embed import embedder_name
 
             meta = Store.read_meta(self.home)
             if meta.get("embedder") == embedder_name(self.settings.embedder) and meta.get("dim"):
@@ -197,7 +197,7 @@ class Memory:
     def _add_shared(self, note: Note) -> Note:
         """`add` on an object-store home: when the store cannot be reached the note goes to the local
         outbox (durable), with status OUTBOX and the reason in `error`; the next command sends it."""
-        from .outbox import Outbox
+        from .storage.outbox import Outbox
 
         try:
             self.store  # noqa: B018 - open it (and send an older outbox) before embedding anything
@@ -302,7 +302,7 @@ class Memory:
     def _shared_status(self) -> dict:
         """`status` of an object-store home: the store, this machine's folder and its outbox; the counts
         only when the store can be reached (offline: the outbox and the reason)."""
-        from .outbox import Outbox
+        from .storage.outbox import Outbox
 
         data = {"home": str(self.home), "store": str(self.location), "notebook": self.notebook}
         try:

@@ -12,10 +12,10 @@ from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .config import Settings
-    from .llm import LLM
-    from .prompts import Prompts
-    from .store import Store
+    from .backends.llm import LLM
+    from .core.config import Settings
+    from .core.prompts import Prompts
+    from .storage.store import Store
 
 
 class Parts:

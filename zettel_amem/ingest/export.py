@@ -17,13 +17,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, BinaryIO
 
-from ..database import SCHEMA_VERSION
-from ..errors import ZkError
+from ..core.errors import ZkError
+from ..core.models import CONSTRUCTED, PENDING, READY, Note, journal_period, session_id_for
+from ..core.passages import attach_passages
+from ..core.text import has_control_chars, hashtags
 from ..memory import Memory, validate_content
-from ..models import CONSTRUCTED, PENDING, READY, Note, journal_period, session_id_for
-from ..passages import attach_passages
-from ..store import note_to_row, row_to_note
-from ..text import has_control_chars, hashtags
+from ..storage.database import SCHEMA_VERSION
+from ..storage.store import note_to_row, row_to_note
 
 EXPORT_TYPE = "zk-export"
 

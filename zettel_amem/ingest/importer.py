@@ -49,9 +49,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from ..errors import NotFound, ZkError
+from ..core.errors import NotFound, ZkError
+from ..core.models import READY, Note, now_iso, session_id_for
 from ..memory import Memory, content_hash
-from ..models import READY, Note, now_iso, session_id_for
 from . import formats
 from .formats import STREAMED, WHOLE
 from .turns import HEAD_SIZE, ParseProblem, Turn, peek_head

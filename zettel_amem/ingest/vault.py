@@ -24,11 +24,11 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ..database import SCHEMA_VERSION
-from ..errors import ZkError
+from ..core.errors import ZkError
+from ..core.models import Entity, Episode, Note, Relation
+from ..core.text import clip, one_line
 from ..memory import Memory
-from ..models import Entity, Episode, Note, Relation
-from ..text import clip, one_line
+from ..storage.database import SCHEMA_VERSION
 from .folder import Refused, SafeFolder, name_key, portable_name
 from .vault_page import LINKS_LINE, front, note_page, parse_page, read_page
 

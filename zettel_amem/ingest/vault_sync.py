@@ -31,9 +31,9 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from ..errors import ZkError
+from ..core.errors import ZkError
+from ..core.models import PENDING, Note, journal_period, session_id_for
 from ..memory import Memory, content_hash, validate_content
-from ..models import PENDING, Note, journal_period, session_id_for
 from .export import move_to_notebook, record_to_note
 from .folder import Refused, SafeFolder, read_inside, walk_files
 from .turns import maybe_datetime

@@ -1,0 +1,437 @@
+"""Answers from a personal journal, extractive and time-aware (#26); the model writes no answer.
+
+The bundled 0.5B model garbled journal answers even when search had found the right note (old values
+for "what now?", today's date for "when?", a name from an unrelated note instead of "not recorded").
+Here the answer is copied from the notes, chosen by what the question asks (questions.py):
+
+- **now**: among the notes on the subject (within `NOW_SHARE` of the best evidence), the newest, or a
+  later note that says that value changed ("Moved Onbiseo from Heroku to Fly.io"; the first value is
+  the one beside the question's rarest term); for "my …", not a sentence about someone else ("she");
+- **when**: the date of the note holding the event, or a date written in it made absolute from the
+  note's timestamp ("3월 4일" in a February note, "어제" in a note of 29 August, "둘째 날" = the day
+  before), as 2026-03-04; a plan for a later month ("signed up for the race in October") gives way to
+  that month's note on it; an event no note words ("adopt") is dated by the first note naming its subject;
+- **how many <unit>**: the near-best note writing a number with that unit ("six weeks", "120명");
+- **why**: the whole best note (a journal entry is short; its reason is usually the next clause), the
+  one recording the change for "why did X stop/move";
+- **count / list**: the distinct notes on the subject, oldest first, with their dates (a count leaves
+  out plans);
+- **multi**: each part answered on its own; "she/he" in a later part is whom the previous answer names;
+- **plain**: the best note's best sentence.
+Every answer carries the note's date. A question whose key terms appear in none of the retrieved notes
+and whose meaning is far from all of them is declined ("not recorded"), and so is one whose only
+evidence says it was not decided, and a Korean question whose topic ("수영은 …") no note writes.
+`date_guard.guard` removes any date found in no note at the end.
+`translate` (optional) gives the question's subject terms in the journal's other language, found among
+the notes' own words by the embedder (term_bridge.py), so an English question finds a Korean note by its
+words. No model writes or picks any part of the answer.
+This path is used for notes written with `zk add` (no speaker); imported chats keep answer.py's path.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..core.date_mentions import date_mentions
+from ..core.models import Note
+from ..core.text import CHANGE_CUE, clip, sentences
+from ..core.words import korean_stem, subject_terms
+from .date_guard import guard, note_dates
+from .evidence import Cosines, Evidence, best_sentence, forms, has_term, mentions, rank
+from .questions import Question, analyse
+
+NOW_SHARE = 0.9  # notes scoring within this share of the best are "on the subject" for now/count/list
+# ... and for "now", also every note with all the best note's subject words down to this share (the
+# newest note naming the subject may be far in meaning: "what does Mina do now?"; tune half: flat 0.6-0.75)
+NOW_WIDE = 0.7
+WHEN_SHARE = 0.9  # for "when": a near-best note that writes a date wins over the best without one
+WHY_SHARE = 0.8
+LIST_SHARE = 0.4  # list/count: notes with at least this share of the best note's subject words
+DECLINE_COSINE = 0.86  # decline below this best cosine when no key term is found (tuned: tune split)
+NOTE_CHARS = 200  # an answer quotes one entry, clipped
+# Words that name no subject of their own: a question about "my cat's name" is about the cat.
+GENERIC = {"name", "called", "call", "go", "eat", "start", "started", "lessons", "lesson", "buy", "bought",
+           "이름", "가", "먹", "시작", "샀", "했", "해", "번", "주", "thing", "things", "much", "kind"}
+_REASON = re.compile(r"때문|라서|해서|아서|어서|니까|위해|덕분|\b(because|since|so that|as|due to|for)\b", re.I)
+_NAME = re.compile(r"이름|\b(name|named|called)\b", re.I)  # "what is X's name?" and a note that gives one
+_PRONOUN = re.compile(r"\b(she|he|her|him|they|them)\b|그녀|그는|그가|걔", re.I)
+_FIRST_PERSON = re.compile(r"\b(I|my|me|mine)\b|(?<![가-힣])(나|내|제)(?![가-힣])", re.I)
+_THIRD_PERSON = re.compile(r"\b(she|he)\b|그녀[가는]|(?<![가-힣])그[가는](?![가-힣])", re.I)
+_ENDING = re.compile(r"\b(back|return|returned|came home|come home)\b|돌아|귀국", re.I)  # an event that ends a story
+_STARTERS = {"The", "This", "That", "Then", "And", "But", "New", "First", "Started", "Finished"}
+RARE_IN = 3  # a word in at most this many retrieved notes is a value, not the subject
+_CHANGE = CHANGE_CUE
+_CHANGE_ASKED = re.compile(r"그만|옮|바꾸|바뀌|끊|떠나|\b(stop|stopped|quit|leave|left|move|moved|switch|replace)",
+                           re.I)
+_MONTHS = ("january february march april may june july august september october november december").split()
+_UNDECIDED = re.compile(r"아직 정한 건 없|아직 답은 안|고민 중|정하지 않|\b(nothing is decided|not decided|"
+                        r"hasn't happened|haven't decided|keep postponing)\b", re.I)
+
+
+# (terms, the question, the retrieved notes) -> term: its words in the notes' other language
+Translate = Callable[[list[str], str, list[Note]], dict[str, list[str]]]
+
+
+@dataclass
+class JournalReply:
+    """The answer, the notes it came from, how it was made ("extractive" or "declined") and why."""
+
+    text: str
+    cited: list[str] = field(default_factory=list)
+    mode: str = "extractive"
+    reason: str = ""
+
+
+def korean(question: Question) -> bool:
+    return question.language == "Korean"
+
+
+def day(note: Note) -> str:
+    return note.at[:10]
+
+
+def whole(note: Note, limit: int = NOTE_CHARS) -> str:
+    """A journal entry is short: the whole of it (clipped), with its day."""
+    return f"{clip(' '.join(note.content.split()), limit)} ({day(note)})"
+
+
+def quote(note: Note, terms: list[str], prefer: re.Pattern[str] | None = None) -> str:
+    return f"{best_sentence(note, terms, prefer)} ({day(note)})"
+
+
+def spelled(question: Question) -> list[str]:
+    """The question's terms with their translations (for picking a note's sentence)."""
+    return [s for t in question.terms for s in question.spellings(t)]
+
+
+def on_subject(evidence: list[Evidence], share: float) -> list[Evidence]:
+    """The notes whose score is within `share` of the best one's (the best included)."""
+    return [e for e in evidence if evidence and e.score >= share * evidence[0].score]
+
+
+def by_mention(question: Question, evidence: list[Evidence]) -> Evidence | None:
+    """When a word of the event ("adopt", "get back") is in no note, words cannot find it: the notes
+    naming what the best one names ("Bori", "Osaka") are its story, and the event is where it entered
+    the journal (the earliest), or for an end ("back", "return", "돌아"), where it left it (the latest)."""
+    best = evidence[0]
+    same = [e for e in evidence if best.found and e.found >= best.found]
+    found = set().union(*(e.found for e in same))  # an event word elsewhere ("Slowly back.") is not this one
+    if not same or not [t for t in question.terms if t not in found and t not in GENERIC]:
+        return None
+    if _ENDING.search(question.text):
+        return max(same, key=lambda e: e.note.at)
+    return min(same, key=lambda e: e.note.at)
+
+
+def answer_when(question: Question, evidence: list[Evidence], story: bool = True) -> tuple[str, list[str]]:
+    """The event's date: a date written in a near-best note (absolute), else the best note's day; for
+    an event no note words, the note `by_mention` finds (with `story`)."""
+    chosen = by_mention(question, evidence) if story else None
+    candidates = [chosen] if chosen else on_subject(evidence, WHEN_SHARE)[:3]
+    evidence = [chosen] + [e for e in evidence if e is not chosen] if chosen else evidence
+    for item in candidates:
+        sentence = best_sentence(item.note, spelled(question))
+        days = note_dates(item.note)
+        dated = [d for written, d in days if written in sentence]
+        if not dated and len({d for _, d in days}) == 1:  # a passage that dates one day dates its event
+            dated = [days[0][1]]
+        if dated:
+            return f"{dated[0].isoformat()} — {whole(item.note, NOTE_CHARS - 14)}", [item.note.id]
+    best = evidence[0].note
+    return f"{day(best)} — {clip(' '.join(best.content.split()), NOTE_CHARS - 14)}", [best.id]
+
+
+def answer_now(question: Question, evidence: list[Evidence]) -> tuple[str, list[str]]:
+    """The newest note on the subject (an older value is history, not the answer), or a later note
+    that says the value changed (`superseded`)."""
+    evidence = about_me(question, evidence)
+    subject = on_subject(evidence, NOW_SHARE)
+    top = max(e.words for e in evidence)
+    subject += [e for e in evidence if top and e.words >= top and e.score >= NOW_WIDE * evidence[0].score]
+    newest = max(subject, key=lambda e: e.note.at).note
+    newest = superseded(follow_updates(newest, question, evidence), question, evidence)
+    return whole(newest), [newest.id]
+
+
+def follow_updates(note: Note, question: Question, evidence: list[Evidence]) -> Note:
+    """The passage that updates `note` (typed *updates* links, recorded at write time: supersede.py), then
+    the one that updates that, while there is one among the notes read whose link is on a word of the
+    question: a link made for another subject of the same note (its PM, when the database is asked) is
+    not followed."""
+    asked = {t.lower() for t in question.terms} | {a.lower() for t in question.terms for a in question.spellings(t)}
+    by_id = {e.note.id: e.note for e in evidence if e.found}
+    for _ in range(len(by_id)):
+        newer = [by_id[u["by"]] for u in note.updated_by if u.get("by") in by_id and by_id[u["by"]].at > note.at
+                 and (not u.get("on") or asked & set(u["on"]))]
+        if not newer:
+            return note
+        note = max(newer, key=lambda n: n.at)
+    return note
+
+
+def about_me(question: Question, evidence: list[Evidence]) -> list[Evidence]:
+    """A question about the writer ("Who is *my* team lead now?") is not answered by a sentence about
+    someone else ("Mina called: *she* got promoted to team lead"): those notes are left out, unless
+    nothing else is left."""
+    if not _FIRST_PERSON.search(question.text):
+        return evidence
+    mine = [e for e in evidence if not _THIRD_PERSON.search(best_sentence(e.note, spelled(question)))]
+    return mine or evidence
+
+
+def distinctive(note: Note, notes: list[Note], question: Question, text: str = "") -> set[str]:
+    """The note's rare words (in at most `RARE_IN` of the notes, not the question's terms): the value it
+    records ("Heroku", "SQLite", "망원동"); only those of `text` (a sentence of it) when given."""
+    asked = {t.lower() for t in spelled(question)}
+    counts: dict[str, int] = {}
+    for other in notes:
+        for word in value_words(other.content):
+            counts[word] = counts.get(word, 0) + 1
+    return {w for w in value_words(text or note.content) if counts.get(w, 0) <= RARE_IN and w not in asked}
+
+
+def value_words(text: str) -> set[str]:
+    """Names mid-sentence ("Heroku", "Fly.io"), a Latin name a Korean particle follows even at the
+    start ("Duolingo는 그만뒀다"), and Korean stems."""
+    latin = re.findall(r"(?<![.!?]\s)(?<!^)\b[A-Z][A-Za-z]*(?:\.[a-z]+)?", text)
+    latin += re.findall(r"\b([A-Z][A-Za-z]*)(?=[\uac00-\ud7a3])", text)
+    hangul = re.findall(r"[\uac00-\ud7a3]{2,}", text)
+    return {w.lower() for w in latin if len(w) > 2} | {korean_stem(w) for w in hangul}
+
+
+def superseded(note: Note, question: Question, evidence: list[Evidence]) -> Note:
+    """The newest later note on the subject (it names a question term) that names the value of `note`
+    and says it changed ("Moved Onbiseo from Heroku to Fly.io" after "온비서 서버는 Heroku에 올렸다"),
+    followed while there is one."""
+    notes = [e.note for e in evidence]
+    # the first note's value is the one beside the question's rarest term ("DB는 SQLite로 시작", not the
+    # kickoff's PM in the same note); a later note's values are all of it (the new value is elsewhere)
+    values = distinctive(note, notes, question, rarest_sentence(note, question, evidence))
+    for _ in range(len(notes)):
+        later = [e.note for e in evidence if e.note.at > note.at and e.found and _CHANGE.search(e.note.content)
+                 and values & distinctive(e.note, notes, question)]
+        if not later:
+            return note
+        note = max(later, key=lambda n: n.at)
+        values = distinctive(note, notes, question)
+    return note
+
+
+def rarest_term(note: Note, evidence: list[Evidence]) -> str:
+    """The note's question term that the fewest retrieved notes hold ("" if it holds none)."""
+    found = next((e.found for e in evidence if e.note.id == note.id), set())
+    return min(sorted(found), key=lambda t: sum(t in e.found for e in evidence)) if found else ""
+
+
+def rarest_sentence(note: Note, question: Question, evidence: list[Evidence]) -> str:
+    """The note's sentence holding the question term that the fewest notes hold ("" if none does)."""
+    rarest = rarest_term(note, evidence)
+    if not rarest:
+        return ""
+    pieces = [s for s in sentences(note.content) if s.strip()]
+    return next((s for s in pieces if mentions(question, rarest, forms(s))), "")
+
+
+def answer_list(question: Question, evidence: list[Evidence]) -> tuple[str, list[str]]:
+    """Every note on the subject, oldest first; for "how many times", their number first (a note that
+    plans for a later month is no time it happened)."""
+    top = evidence[0].words
+    chosen = [e for e in evidence if top and e.words >= LIST_SHARE * top] or evidence[:1]
+    if question.kind == "count":  # "how many times did I …": what happened, not what was planned for later,
+        # each day once (two passages of one entry, or the evening's note on the morning's event)
+        chosen = [e for e in chosen if not planned_month(e.note) and not planned(e.note)] or chosen
+        chosen = list({event_day(e.note): e for e in reversed(chosen)}.values())[::-1]
+    chosen = sorted(chosen[:6], key=lambda e: e.note.at)
+    items = [quote(e.note, spelled(question)) for e in chosen]
+    text = "; ".join(items)
+    if question.kind == "count":
+        text = (f"{len(items)}번: " if korean(question) else f"{len(items)} times: ") + text
+    return text, [e.note.id for e in chosen]
+
+
+def planned(note: Note) -> bool:
+    """Whether every date the note (a passage) writes lies after the day it was written: a plan."""
+    mentions = date_mentions(note.content, note.at)
+    return bool(mentions) and all(m.plan for m in mentions)
+
+
+def event_day(note: Note) -> str:
+    """The day a passage dates its event: the one past day it writes ("어제"), else the day it was written."""
+    days = {m.start for m in date_mentions(note.content, note.at) if m.start == m.end and not m.plan}
+    return days.pop() if len(days) == 1 else day(note)
+
+
+def planned_month(note: Note) -> int:
+    """The later month a note plans for ("Signed up for the race in October" in February; "10월 대회는
+    나가기로 했다" in April), or 0."""
+    own = int(note.at[5:7]) if note.at[5:7].isdigit() else 13
+    months = [_MONTHS.index(m.lower()) + 1 for m in re.findall(rf"\b(?:in|by|until)\s+({'|'.join(_MONTHS)})\b",
+                                                               note.content, re.I)]
+    months += [int(m) for m in re.findall(r"(?<!\d)(\d{1,2})월(?!\s*\d{1,2}\s*일)", note.content)]
+    return next((m for m in months if own < m <= 12), 0)
+
+
+def fulfilled(evidence: list[Evidence]) -> list[Evidence]:
+    """When the best note is a plan for a later month, the note of that month that shares two of its
+    subject words (the race run, not the race signed up for) comes first."""
+    best = evidence[0]
+    month = planned_month(best.note)
+    done = [e for e in evidence if month and e.note.at[:4] == best.note.at[:4] and e.note.at[5:7] == f"{month:02d}"
+            and len(e.found & best.found) >= 2]
+    if not done:
+        return evidence
+    first = max(done, key=lambda e: e.score)
+    return [first] + [e for e in evidence if e is not first]
+
+
+# "how many weeks?" / "몇 주?": the unit asked, as the notes may write it in either language
+UNITS = {"주": "주|weeks?", "week": "주|weeks?", "명": "명|people|persons?", "people": "명|people|persons?",
+         "person": "명|people|persons?", "분": "분|minutes?", "minute": "분|minutes?", "시간": "시간|hours?",
+         "hour": "시간|hours?", "일": "일|days?", "day": "일|days?", "달": "달|개월|months?",
+         "개월": "달|개월|months?", "month": "달|개월|months?", "잔": "잔|cups?", "cup": "잔|cups?",
+         "km": "km|킬로", "킬로": "km|킬로", "권": "권|books?", "book": "권|books?"}
+_NUMBER = (r"(?:\d[\d,.]*|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|한|두|세|네|다섯|"
+           r"여섯|일곱|여덟|아홉|열)")
+_HOW_MANY = re.compile(r"몇\s*([가-힣]+)|\bhow (?:many|much|long)\s+([a-z]+?)s?\b", re.I)
+QUANTITY_SHARE = 0.75  # a near-best note that writes the number asked wins over the best without one
+
+
+def quantity(question: Question, evidence: list[Evidence]) -> list[Evidence]:
+    """For "how many <unit>?", the near-best note writing a number with that unit comes first ("six weeks
+    of rehab" over "재활 치료가 끝났다"; "가입자 120명" over "3,400 sign-ups" for "how many people")."""
+    match = _HOW_MANY.search(question.text)
+    unit = UNITS.get(((match.group(1) or match.group(2) or "") if match else "").lower())
+    if not unit:
+        return evidence
+    pattern = re.compile(rf"(?<![0-9A-Za-z가-힣]){_NUMBER}\s*(?:{unit})(?![a-z])", re.I)
+    near = on_subject(evidence, QUANTITY_SHARE)
+    first = next((e for e in near if pattern.search(e.note.content)), None)
+    return evidence if first is None else [first] + [e for e in evidence if e is not first]
+
+
+def answer_one(question: Question, evidence: list[Evidence]) -> tuple[str, list[str]]:
+    """One question (not multi) answered from its ranked evidence."""
+    planned = evidence
+    if question.kind in ("when", "plain"):
+        evidence = fulfilled(evidence)
+    if question.kind == "plain":
+        evidence = quantity(question, evidence)
+    best = evidence[0].note
+    if question.kind == "when":  # a plan and the event it planned outweigh the story of a subject
+        return answer_when(question, evidence, story=evidence is planned)
+    if question.kind == "now":
+        return answer_now(question, evidence)
+    if question.kind in ("count", "list"):
+        return answer_list(question, evidence)
+    if question.kind == "why":  # the near-best note that gives a reason ("…않아서", "because …"); for "why
+        # did X stop/move …?", the one that records the change
+        cue = _CHANGE if _CHANGE_ASKED.search(question.text) else _REASON
+        best = next((e.note for e in on_subject(evidence, WHY_SHARE) if cue.search(e.note.content)), best)
+    return whole(best), [best.id]
+
+
+def answer_parts(question: Question, notes: list[Note], cosines: Cosines) -> tuple[str, list[str]]:
+    """Each part on its own; a part that says "she"/"he" asks about whom the previous part's answer
+    names ("Who gave me the camera and what does she do now?": the giver, not the camera)."""
+    pieces: list[str] = []
+    cited: list[str] = []
+    previous: Note | None = None
+    for part in question.parts:
+        if previous is not None and _PRONOUN.search(part.text):
+            who = subject_of(previous, notes)
+            if who:
+                text = _PRONOUN.sub(who, part.text, count=1)
+                part = Question(text, part.kind, part.language, [who, *subject_terms(part.text)])
+        piece, ids = answer_one(part, rank(part, notes, cosines))
+        previous = next((n for n in notes if ids and n.id == ids[0]), None)
+        if piece not in pieces:  # two parts answered by the same note: quoted once
+            pieces.append(piece)
+        cited += [i for i in ids if i not in cited]
+    return " / ".join(pieces), cited
+
+
+def subject_of(note: Note, notes: list[Note]) -> str:
+    """Who or what a note is about: the first subject-marked Korean word ("민아가") or capitalised
+    English word that at least one other note also names (a person the journal keeps mentioning)."""
+    candidates = [m.group(1) for m in re.finditer(r"([\uac00-\ud7a3]{2,}?)(?:이|가|은|는)(?=\s)", note.content)]
+    candidates += [w.lower() for w in re.findall(r"\b[A-Z][a-z]{2,}\b", note.content) if w not in _STARTERS]
+    for word in candidates:
+        if sum(has_term(word, forms(n.content)) for n in notes if n.id != note.id) >= 1:
+            return word
+    return ""
+
+
+def decline_reason(question: Question, evidence: list[Evidence]) -> str:
+    """Why the notes do not answer (empty when they may): no key term in any retrieved note by words
+    and none close in meaning; a name asked of a subject whose notes give no name ("동생 이름이 뭐야?"
+    over notes about a sister's birthday); or the best note says it was never decided."""
+    if not evidence:
+        return "no note matches the question"
+    key = [t for t in question.terms if t not in GENERIC] or question.terms
+    found = any(mentions(question, t, forms(f"{e.note.content} {e.note.enrichment_text()}"))
+                for e in evidence for t in key)
+    closest = max(e.cosine for e in evidence)  # with the cross-language offset (evidence.py)
+    if not found and closest < DECLINE_COSINE:
+        return f"no note mentions {', '.join(key) or 'this'}"
+    topic = korean_topic(question)
+    if topic and not any(mentions(question, topic, forms(e.note.content)) for e in evidence):  # as written
+        # (the model's keywords can hold a loose word: "sport" on a race note for "수영")
+        return f"no note mentions {topic}"
+    if _NAME.search(question.text):  # a name asked: a note on the subject must give one
+        holders = [e.note for e in evidence if e.found & set(key)]
+        if not any(_NAME.search(n.content) for n in holders):
+            return f"no note gives the name of {', '.join(key)}"
+    top = evidence[0]
+    # said of the thing asked: "quoted 340 dollars. I still have not decided whether to pay it" decided the quote
+    if question.kind in ("plain", "when") and _UNDECIDED.search(best_sentence(top.note, spelled(question))) \
+            and top.words >= 0.5:
+        return f"only considered, never decided: {quote(top.note, spelled(question))}"
+    return ""
+
+
+def korean_topic(question: Question) -> str:
+    """The word a Korean question marks as its topic ("수영은 일주일에 몇 번 해?": 수영), when it is one
+    of its subject terms: a question about swimming is not answered from a note about weeks of rehab."""
+    if not korean(question):
+        return ""
+    match = re.search(r"(?<![가-힣])([가-힣]{2,}?)(?:은|는)(?=\s)", question.text)
+    word = match.group(1) if match else ""
+    return word if word in question.terms and not word.endswith(("에", "에서", "로")) else ""
+
+
+def other_language(question: Question, note: Note) -> bool:
+    hangul = bool(re.search("[\uac00-\ud7a3]", note.content))
+    return hangul != korean(question)
+
+
+def declined_text(question: Question, reason: str) -> str:
+    if korean(question):
+        return f"기록에 없어요 ({reason})."
+    return f"Not recorded in your notes ({reason})."
+
+
+def answer_journal(text: str, notes: list[Note], cosines: Cosines, translate: Translate | None = None,
+                   updating: Callable[[list[Note]], list[Note]] | None = None) -> JournalReply:
+    """Answer a journal question from `notes` (the retrieved ones) — see the module docstring.
+    `translate(terms, language)` gives the question's terms in the journal's other language (the
+    model), so "dog" finds "강아지"; without it, words match only as written (and romanised).
+    `updating(notes)`: the passages that update any of them (typed links), read for "now" questions."""
+    question = analyse(text)
+    if updating is not None and "now" in {question.kind, *(p.kind for p in question.parts)}:
+        known = {n.id for n in notes}
+        notes = notes + [n for n in updating(notes) if n.id not in known]
+    if translate is not None and question.terms and any(other_language(question, n) for n in notes):
+        terms = list(dict.fromkeys(question.terms + [t for p in question.parts for t in p.terms]))
+        question.with_alternates(translate(terms, question.text, notes))
+    evidence = rank(question, notes, cosines)
+    reason = decline_reason(question, evidence)
+    if reason:
+        return JournalReply(declined_text(question, reason), [], "declined", reason)
+    if question.kind == "multi":
+        answer, cited = answer_parts(question, notes, cosines)
+    else:
+        answer, cited = answer_one(question, evidence)
+    answer, _removed = guard(answer, notes, text)
+    return JournalReply(answer, cited)

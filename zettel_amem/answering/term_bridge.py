@@ -1,0 +1,122 @@
+"""A question's subject words in the journal's other language, found among the journal's own words (#26).
+
+A Korean/English journal answers an English question from a Korean note ("What breed is my dog?" ->
+"…강아지를 입양했다. 이름은 보리, 두 살 진돗개 믹스") only if "dog" can meet "강아지". The bundled 0.5B
+model translated single words badly ("dog" -> "고양", "엄마" -> "father"), so the bridge is the
+multilingual embedder instead, used as in bilingual lexicon induction: the candidates are the words of
+the retrieved notes in the other language, scored by CSLS (twice the cosine, less each side's mean
+cosine to its 10 nearest words on the other side, so "hub" words close to everything — "사용자",
+"yeouido" — do not win), and a candidate is kept only when the translation goes back: among the
+question-language words of the notes and the term, the candidate's nearest is the term, or the term
+is second within `BACK_MARGIN` of the first (a near-synonym: "강아지" -> "puppy", then "dog").
+English month names and Korean "N월" are matched by the calendar, not by the embedder (e5 puts
+"November" next to "내년"). On the 75-entry bench journal this turned "mom" into "엄마", "rehab" into
+"재활", "씹었" into "chewed" and "물리치료사" into "physio", and left "cat", "gym" and "혈액형" untranslated.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import numpy as np
+
+from ..core.models import Note
+from ..core.words import KO_QUESTION_WORDS, STOP_WORDS, korean_stem
+from .evidence import forms, has_term
+
+NEIGHBOURS = 10  # CSLS: a word's hubness is its mean cosine to this many nearest words on the other side
+# a pair scoring below this (CSLS) was mostly a hub word ("place", "order"): not kept (tune half: flat
+# from 0 to 0.03)
+MIN_SCORE = 0.02
+BACK_MARGIN = 0.02  # the term may be the candidate's second-nearest word, this close to the first (tune half:
+# 0.01 lost "rehab" -> "재활" to "rehabilitation"; flat from 0.015 to 0.05)
+MONTHS = ("january february march april may june july august september october november december").split()
+
+Embed = Callable[[list[str]], np.ndarray]  # words -> unit vectors (one row each)
+
+
+def is_korean(word: str) -> bool:
+    return bool(re.search("[\uac00-\ud7a3]", word))
+
+
+def vocabulary(notes: list[Note]) -> tuple[list[str], list[str]]:
+    """The notes' Korean stems (two syllables or more) and English words (three letters or more), from
+    their text and the keywords and tags the model gave them; question words and stop words left out,
+    and English names (words never written in lower case: "Kang", "Yeouido"), which the embedder puts
+    near any Korean word and which meet their Hangul spelling by romanisation instead (evidence.py)."""
+    korean, english, lower = set(), set(), set()
+    for note in notes:
+        text = " ".join([note.content, *note.keywords, *note.tags])
+        for word in re.findall(r"[\uac00-\ud7a3]+", text):
+            stem = korean_stem(word)
+            if len(stem) >= 2 and stem not in KO_QUESTION_WORDS:
+                korean.add(stem)
+        for word in re.findall(r"[A-Za-z][A-Za-z'-]+", text):
+            low = word.lower()
+            if len(low) >= 3 and low not in STOP_WORDS:
+                english.add(low)
+                if word == low:
+                    lower.add(low)
+    return sorted(korean), sorted(english & lower)
+
+
+def bridgeable(term: str, question: str, other_forms: str, own_words: list[str]) -> bool:
+    """A word worth translating: not a number, not one letter pair ("km", "pm"), not a word the notes
+    in the other language already hold as written or romanised (a name: "Mina" meets "민아"), and not
+    a capitalised name the journal never writes ("Tokyo" would become "일본"; "Dad" is written)."""
+    if re.search(r"\d", term) or (not is_korean(term) and len(term) < 3) or has_term(term, other_forms):
+        return False
+    capitalised = not is_korean(term) and re.search(rf"\b{re.escape(term[0].upper() + term[1:])}", question)
+    return not capitalised or term in own_words
+
+
+def month_bridge(term: str) -> list[str]:
+    """ "november" <-> "11월": months by the calendar."""
+    if term.lower() in MONTHS:
+        return [f"{MONTHS.index(term.lower()) + 1}월"]
+    match = re.fullmatch(r"(\d{1,2})월", term)
+    if match and 1 <= int(match.group(1)) <= 12:
+        return [MONTHS[int(match.group(1)) - 1]]
+    return []
+
+
+def hubness(rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
+    """Each row's mean cosine to its NEIGHBOURS nearest columns."""
+    if not len(columns):
+        return np.zeros(len(rows), dtype=np.float32)
+    sims = rows @ columns.T
+    k = min(NEIGHBOURS, sims.shape[1])
+    return np.sort(sims, axis=1)[:, -k:].mean(axis=1)
+
+
+def bridge_terms(terms: list[str], question: str, notes: list[Note], embed: Embed) -> dict[str, list[str]]:
+    """term -> its word in the notes' other language (module docstring); terms without one are left out."""
+    out = {t: month_bridge(t) for t in terms if month_bridge(t)}
+    korean_question = bool(re.search("[\uac00-\ud7a3]", question))
+    korean_words, english_common = vocabulary(notes)
+    written = {w.lower() for n in notes for w in re.findall(r"[A-Za-z]+", n.content)}
+    source, target = (korean_words, english_common) if korean_question else (english_common, korean_words)
+    other_forms = " ".join(forms(n.content) for n in notes if is_korean(n.content) != korean_question)
+    asked = [t for t in terms if t not in out and is_korean(t) == korean_question and t not in target
+             and bridgeable(t, question, other_forms, sorted(written))]
+    if not asked or not target:
+        return out
+    source = [w for w in source if w not in asked]
+    vectors = embed(asked + source + target)
+    terms_v, source_v = vectors[: len(asked)], vectors[len(asked): len(asked) + len(source)]
+    target_v = vectors[len(asked) + len(source):]
+    for index, term in enumerate(asked):
+        back_side = np.vstack([source_v, terms_v[index: index + 1]])  # the term is the last row
+        target_hub, back_hub = hubness(target_v, back_side), hubness(back_side, target_v)
+        scores = 2 * (target_v @ terms_v[index]) - target_hub - back_hub[-1]
+        best = int(np.argmax(scores))
+        back = 2 * (back_side @ target_v[best]) - back_hub - target_hub[best]
+        order = np.argsort(-back)
+        first, second = int(order[0]), int(order[1]) if len(order) > 1 else -1
+        last = len(back_side) - 1
+        if scores[best] < MIN_SCORE:
+            continue
+        if first == last or (second == last and back[first] - back[last] <= BACK_MARGIN):
+            out[term] = [target[best]]
+    return out

@@ -1,0 +1,66 @@
+"""The words a text is about, in Korean and English: question and function words left out, Korean
+particles and verb endings stripped ("데이터베이스를" -> "데이터베이스", "이사했어" -> "이사"). Shared by
+answering (what a question asks) and write-time checks (what an updating note is about)."""
+
+from __future__ import annotations
+
+import re
+
+from .text import nfc
+
+_EN_QUESTION_WORDS = {
+    "what", "who", "whom", "am", "whose", "where", "when", "why", "which", "how", "much", "many", "does", "did", "do",
+    "is", "was", "are", "were", "have", "has", "had", "i", "me", "my", "mine", "the", "a", "an", "of", "to", "in",
+    "on", "at", "for", "and", "or", "it", "its", "this", "that", "now", "currently", "current", "these", "days",
+    "date", "day", "time", "times", "go", "get", "got", "use", "used", "using", "be", "been", "from", "with",
+    "still", "ever", "year", "there", "they", "she", "he", "her", "his", "their", "you", "your", "can", "could",
+    "would", "should", "will", "reason", "come", "made", "make", "after", "before", "then", "first"}
+_KO_QUESTION_WORDS = {
+    "뭐", "뭐야", "뭐였어", "무엇", "무슨", "누구", "누구야", "어디", "어디야", "언제", "언제야", "왜", "어떤",
+    "어느", "몇", "지금", "요즘", "현재", "이제", "내", "나", "제", "저", "그", "그때", "얼마나", "어떻게", "했어",
+    "했지", "있어", "있지", "하고", "해", "야", "이야", "거", "건", "것", "올해", "처음", "다", "뭐뭐", "누구누구",
+    "했었어", "됐어", "주로", "뭘", "명", "번", "가장", "얼마", "정도"}
+# past-tense endings in general ("씹었어" -> "씹"), not whole verbs of the benchmark's questions
+VERB_TAILS = ["었어", "았어", "었었어", "았었어"]
+# Korean endings and particles, longest first: what is left is the word's stem ("이사했어" -> "이사").
+_KO_TAILS = sorted([
+    "했었어", "하셨어", "했어요", "했어", "했지", "했나", "했니", "한다", "하는", "해서", "하고", "하기", "됐어",
+    "되었어", "였어", "였고", "이었어", "이야", "이에요", "인가", "이었", "였", "에서", "으로", "에게", "한테",
+    "께서", "까지", "부터", "이랑", "랑", "하고", "처럼", "보다", "은", "는", "이", "가", "을", "를", "의", "에",
+    "로", "와", "과", "도", "만", "야", "어", "고", "님", "들", "써", "줬어", "갔어", "샀어", "했", "셨어", "걸린다고",
+    "라고", "다고", "이라고"] + VERB_TAILS,
+    key=len, reverse=True)
+
+_KO_TAIL_SET = set(_KO_TAILS)
+KO_QUESTION_WORDS = frozenset(_KO_QUESTION_WORDS)
+# English words that name no subject: question words and the commonest function words
+STOP_WORDS = frozenset(_EN_QUESTION_WORDS | {
+    "with", "but", "not", "very", "more", "into", "about", "over", "them", "our", "out", "off", "too", "all",
+    "any", "just", "only", "than", "while", "also", "some", "here", "again", "still", "yet", "much", "who"})
+
+
+
+def korean_stem(word: str) -> str:
+    """`word` without one trailing particle or verb ending (a stem of at least one syllable)."""
+    for tail in _KO_TAILS:  # one tail: "데이터베이스를" -> "데이터베이스"; "이사했어" -> "이사"
+        if word.endswith(tail) and len(word) > len(tail):
+            return word[: -len(tail)]
+    return word
+
+
+def subject_terms(text: str) -> list[str]:
+    """The words a question is about: no question words, Korean particles and endings stripped."""
+    out: list[str] = []
+    for word in re.findall(r"[0-9A-Za-z][0-9A-Za-z.'’-]*[0-9A-Za-z]|[0-9A-Za-z]|[\uac00-\ud7a3]+", nfc(text)):
+        low = word.lower().removesuffix("'s").removesuffix("’s")
+        if low in _EN_QUESTION_WORDS or word in _KO_QUESTION_WORDS:
+            continue
+        if "\uac00" <= word[0] <= "\ud7a3":
+            if word in _KO_TAIL_SET:  # a particle after a Latin word: "8km에서", "DB는"
+                continue
+            low = korean_stem(word)
+            if low in _KO_QUESTION_WORDS or len(low) < 1:
+                continue
+        if low not in out:
+            out.append(low)
+    return out

@@ -1,0 +1,105 @@
+"""Entries ranked by their best passages, and the passages that matched.
+
+Search first ranks whole notes (retrieve.py). A page-long entry's embedding averages all its subjects and
+its BM25 length norm dilutes a rare name, so here the candidates' passages (passages.py) are ranked
+themselves, by cosine to the query and by BM25 with the passages' own statistics (a name in few passages
+outweighs a word in many: "마츠다 선생님" over "선생님"). Each candidate enters two more ranked lists at its
+best passage's place, fused with the note lists (`fuse_signals`), and keeps the passages that matched for
+display, the token budget and the answer. A short note or a chat turn is its own single passage.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from ..core.passages import Passage, passages_from_json
+from ..core.text import keyword_terms
+from .retrieve import RRF_K, Hit, Signal, bm25_scores
+
+# e5 scores a passage in the other language than the question ~0.03 lower than one in its own for the same
+# meaning (evidence.py's offset): added back, so "Mom's cataract surgery" can answer "엄마 백내장 수술".
+# Long-entry benchmark, tune half, raw store, k=16: evidence recall 58.3 -> 61.1 %.
+CROSS_LANGUAGE_OFFSET = 0.03
+_HANGUL = re.compile("[\uac00-\ud7a3]")
+# A second passage of the same entry is shown too when it scores this close to the best one (with RRF:
+# ranked right after it in both lists).
+SECOND_PASSAGE_SHARE = 0.98
+
+
+def _units(hits: Sequence[Hit], rows: dict[str, dict[str, Any]]) -> list[tuple[int, Passage | None, str, Any]]:
+    """(hit index, passage or None for a whole note, its text, its vector) for every candidate."""
+    out = []
+    for index, hit in enumerate(hits):
+        row = rows.get(hit.note.id) or {}
+        passages = passages_from_json(row.get("passages"))
+        flat = row.get("passage_vectors")
+        if passages and flat is not None and len(flat) % len(passages) == 0:
+            dim = len(flat) // len(passages)
+            for number, passage in enumerate(passages):
+                out.append((index, passage, passage.text, flat[number * dim:(number + 1) * dim]))
+        else:
+            out.append((index, None, hit.note.content, row.get("raw_vector")))
+    return out
+
+
+def passage_signals(query: str, query_vector, hits: Sequence[Hit], rows: dict[str, dict[str, Any]],
+                    weight: float) -> tuple[list[Signal], dict[str, list[Passage]]]:
+    """Two ranked lists of the candidate notes, each at its best passage's place (by cosine, by BM25),
+    and each long entry's matched passages (best, and a second close to it), in the entry's order."""
+    import numpy as np
+
+    units = _units(hits, rows)
+    if not units:
+        return [], {}
+    query_vector = np.asarray(query_vector, dtype=np.float32)
+    korean = bool(_HANGUL.search(query))
+    cosines = [float(np.asarray(v, dtype=np.float32) @ query_vector)
+               + (CROSS_LANGUAGE_OFFSET if bool(_HANGUL.search(text)) != korean else 0.0)
+               if v is not None else -1.0 for _, _, text, v in units]
+    keyword = bm25_scores([keyword_terms(text) for _, _, text, _ in units], keyword_terms(query))
+    by_cosine = sorted(range(len(units)), key=lambda u: -cosines[u])
+    by_keyword = sorted((u for u in range(len(units)) if keyword[u] > 0), key=lambda u: -keyword[u])
+    fused = [0.0] * len(units)
+    for order in (by_cosine, by_keyword):
+        for rank, unit in enumerate(order):
+            fused[unit] += 1.0 / (RRF_K + rank + 1)
+    signals = [Signal("passage-vector", _best_per_note(hits, units, by_cosine, cosines), weight),
+               Signal("passage-keywords", _best_per_note(hits, units, by_keyword, keyword), weight)]
+    return signals, _matched(hits, units, fused)
+
+
+def _best_per_note(hits: Sequence[Hit], units: list, order: list[int], values: list[float]) -> list:
+    """(note, its best unit's value) in the order of each note's best unit."""
+    seen: set[int] = set()
+    out = []
+    for unit in order:
+        index = units[unit][0]
+        if index not in seen:
+            seen.add(index)
+            out.append((hits[index].note, values[unit]))
+    return out
+
+
+def _matched(hits: Sequence[Hit], units: list, fused: list[float]) -> dict[str, list[Passage]]:
+    """Each long entry's best passage, and its second best when close, in the entry's order."""
+    per_note: dict[int, list[tuple[float, Passage]]] = {}
+    for unit, (index, passage, _, _) in enumerate(units):
+        if passage is not None:
+            per_note.setdefault(index, []).append((fused[unit], passage))
+    out = {}
+    for index, scored in per_note.items():
+        scored.sort(key=lambda pair: -pair[0])
+        chosen = [scored[0][1]] + [p for s, p in scored[1:2] if s >= SECOND_PASSAGE_SHARE * scored[0][0]]
+        out[hits[index].note.id] = sorted(chosen, key=lambda p: p.index)
+    return out
+
+
+def best_passages(note_passages: list[Passage], query: str) -> list[Passage]:
+    """For a linked long entry (no vectors at hand): its passage sharing most of the query's words."""
+    if not note_passages:
+        return []
+    terms = set(keyword_terms(query))
+    best = max(note_passages, key=lambda p: (len(terms & set(keyword_terms(p.text))), -p.index))
+    return [best]

@@ -1,0 +1,444 @@
+"""The notes table's rows: reading and writing notes by id, notebook, time and session. The filters are
+built here (and in the other store_* modules) and nowhere else; see store.py.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from ..core.errors import AmbiguousId, InvalidInput, NotFound, ZkError
+from ..core.models import READY, SHORT_ID, Note
+from ..core.passages import passages_from_json, passages_to_json
+from ..core.text import keyword_terms
+from .database import (
+    LAG_TRIES,
+    REMOTE_STALENESS_S,
+    Database,
+    all_of,
+    in_list,
+    sql_str,
+)
+
+NOTES = "notes"
+
+_HEX = re.compile(r"^[0-9a-f]{1,32}$")
+
+
+# Columns read when the vector is not needed (listing, keyword search, rendering).
+TEXT_COLUMNS = [
+    "id", "content", "at", "created", "keywords", "tags", "context", "links", "status", "version",
+    "history", "notebook", "kind", "session_id", "speaker", "seq", "source", "content_hash", "error", "user_tags",
+    "passages", "updated_by",
+]
+
+
+def arrow_schema(dim: int):
+    import pyarrow as pa
+
+    return pa.schema([
+        pa.field("id", pa.string(), nullable=False),
+        pa.field("content", pa.string()),
+        pa.field("at", pa.string()),
+        pa.field("created", pa.string()),
+        pa.field("keywords", pa.list_(pa.string())),
+        pa.field("tags", pa.list_(pa.string())),
+        pa.field("context", pa.string()),
+        pa.field("links", pa.list_(pa.string())),
+        pa.field("status", pa.string()),
+        pa.field("version", pa.int32()),
+        pa.field("history", pa.string()),
+        pa.field("notebook", pa.string()),
+        pa.field("kind", pa.string()),
+        pa.field("session_id", pa.string()),
+        pa.field("speaker", pa.string()),
+        pa.field("seq", pa.int64()),
+        pa.field("source", pa.string()),
+        pa.field("content_hash", pa.string()),
+        pa.field("error", pa.string()),
+        pa.field("user_tags", pa.list_(pa.string())),
+        # The keyword index's terms (text.keyword_terms, space-joined): raw words, and what the LLM added.
+        pa.field("terms", pa.string()),
+        pa.field("enrichment_terms", pa.string()),
+        pa.field("vector", pa.list_(pa.float32(), dim)),
+        pa.field("raw_vector", pa.list_(pa.float32(), dim)),
+        # A long entry's passages (JSON: text, offset, resolved dates; null: not computed yet) and their
+        # embeddings, one after another (passage count x dim floats).
+        pa.field("passages", pa.string()),
+        pa.field("passage_vectors", pa.list_(pa.float32())),
+        pa.field("updated_by", pa.string()),  # JSON: the typed updates links to this note (Note.updated_by)
+    ])
+
+
+def note_to_row(note: Note) -> dict[str, Any]:
+    return {
+        "id": note.id, "content": note.content, "at": note.at, "created": note.created,
+        "keywords": list(note.keywords), "tags": list(note.tags), "context": note.context,
+        "links": list(note.links), "status": note.status, "version": note.version,
+        "history": Note.history_to_json(note.history), "notebook": note.notebook, "kind": note.kind,
+        "session_id": note.session_id, "speaker": note.speaker, "seq": note.seq, "source": note.source,
+        "content_hash": note.content_hash, "error": note.error, "user_tags": list(note.user_tags),
+        "terms": " ".join(keyword_terms(f"{note.speaker or ''} {note.content}")),  # "what did Gina say"
+        "enrichment_terms": " ".join(keyword_terms(note.enrichment_text())),
+        "vector": _floats(note.vector),
+        # A note written before enrichment has one embedding, of its raw words: both columns hold it.
+        "raw_vector": _floats(note.raw_vector if note.raw_vector is not None else note.vector),
+        "passages": None if note.passages is None else passages_to_json(note.passages),
+        "passage_vectors": _passage_floats(note.passages),
+        "updated_by": json.dumps(note.updated_by, ensure_ascii=False) if note.updated_by else None,
+    }
+
+
+def _passage_floats(passages) -> list[float] | None:
+    """The passages' embeddings end to end, or None when any is missing (read without vectors)."""
+    if not passages or any(p.vector is None for p in passages):
+        return None
+    return [float(x) for p in passages for x in p.vector]
+
+
+def _floats(vector) -> list[float] | None:
+    return [float(x) for x in vector] if vector is not None else None
+
+
+def row_to_note(row: dict[str, Any]) -> Note:
+    vector, raw_vector = row.get("vector"), row.get("raw_vector")
+    return Note(
+        id=row["id"], content=row["content"], at=row["at"], created=row.get("created") or "",
+        keywords=list(row.get("keywords") or []), tags=list(row.get("tags") or []),
+        context=row.get("context") or "", links=list(row.get("links") or []),
+        status=row.get("status") or "pending", version=int(row.get("version") or 1),
+        history=Note.history_from_json(row.get("history")), notebook=row.get("notebook") or "main",
+        kind=row.get("kind") or "note", session_id=row.get("session_id"), speaker=row.get("speaker"),
+        seq=int(row.get("seq") or 0), source=row.get("source"), content_hash=row.get("content_hash") or "",
+        error=row.get("error") or "", user_tags=list(row.get("user_tags") or []),
+        vector=list(vector) if vector is not None else None,
+        raw_vector=list(raw_vector) if raw_vector is not None else None,
+        passages=_passages_of(row),
+        updated_by=json.loads(row["updated_by"]) if row.get("updated_by") else [],
+    )
+
+
+def _passages_of(row: dict[str, Any]):
+    """The row's passages, with their embeddings when the row holds them."""
+    if "passages" not in row or row["passages"] is None:
+        return None
+    passages = passages_from_json(row["passages"])
+    flat = row.get("passage_vectors")
+    if passages and flat is not None and len(flat) % len(passages) == 0:
+        dim = len(flat) // len(passages)
+        for index, passage in enumerate(passages):
+            passage.vector = list(flat[index * dim:(index + 1) * dim])
+    return passages
+
+
+def _id_prefix(prefix: str) -> str:
+    cleaned = prefix.strip().lower()
+    if not _HEX.match(cleaned):
+        raise InvalidInput(f"'{prefix}' is not a note id (expected hex characters, e.g. 3f9a12bc)")
+    return cleaned
+
+
+def _unique_id(cleaned: str, found: list[str]) -> str:
+    """The one id a prefix names among `found` (the ids starting with it), or a clear error."""
+    ids = list(dict.fromkeys(found))  # one id stored twice (an old doubled restore) is one note
+    if not ids:
+        raise NotFound(f"no note with id {cleaned}")
+    if len(ids) > 1 and cleaned in ids:
+        return cleaned  # a whole id is never ambiguous, even when it is a prefix of another
+    if len(ids) > 1:
+        shown = ", ".join(i[:SHORT_ID + 4] for i in ids[:5])
+        raise AmbiguousId(f"id prefix '{cleaned}' is ambiguous: {shown}")
+    return ids[0]
+
+
+def _ids_like(store: NoteRows, cleaned: str, notebook: str | None, columns: list[str]) -> list[dict[str, Any]]:
+    """Up to 6 rows whose id starts with `cleaned`. On a shared store none may mean only that this read used a
+    version from before the note's commit (a read may be REMOTE_STALENESS_S old, a listing may lag the write):
+    the newest version is read again, LAG_TRIES times in all with backoff (at most 3 s more), before the id
+    counts as not there."""
+    import time
+
+    for attempt in range(LAG_TRIES if store.remote else 1):
+        if attempt:
+            time.sleep(REMOTE_STALENESS_S * attempt)
+            store.refresh(store.table)
+        rows = store._query(store._where(notebook, f"id LIKE {sql_str(cleaned + '%')}"), columns, limit=6)
+        if rows:
+            return rows
+    return []
+
+
+class NoteRows(Database):
+    """Reads and writes of whole notes; the private query helpers every store job shares."""
+
+    # -- writes -----------------------------------------------------------------------------------
+    def add(self, notes: Iterable[Note], skip_existing: bool = False) -> list[Note]:
+        """Append notes in one commit. With `skip_existing`, notes whose content_hash is already stored
+        are dropped inside the write lock, so two concurrent imports of one log never both write a turn."""
+        notes = list(notes)
+        with self.write_lock():
+            if skip_existing:
+                stored = self.existing_hashes([n.content_hash for n in notes])
+                notes = [n for n in notes if n.content_hash not in stored]
+            rows = [note_to_row(n) for n in notes]
+            if rows:
+                self.guarded_write(lambda: self.table.add(rows))
+                self.record(NOTES, self.table)
+        if skip_existing and notes and self.remote:
+            notes = self._drop_racing_copies(notes)
+        return notes
+
+    def _drop_racing_copies(self, notes: list[Note]) -> list[Note]:
+        """On a shared store the hash check above is not atomic across machines: two machines importing
+        one log at once can both write a turn. After the commit, each hash written is looked up; of
+        several rows with one hash the smallest id stays and the others are deleted. Every machine
+        picks the same survivor, so racing clean-ups delete the same rows (idempotent), and at least the
+        later committer sees both copies. Returns the notes of this batch that survived."""
+        hashes = sorted({n.content_hash for n in notes})
+        gone: set[str] = set()
+        for attempt in range(5):  # the other machine's clean-up of the same rows may conflict with ours
+            rows = [r for start in range(0, len(hashes), 500) for r in self._query(
+                in_list("content_hash", hashes[start:start + 500]), ["id", "content_hash"])]
+            ids: dict[str, set[str]] = {}
+            for row in rows:
+                ids.setdefault(row["content_hash"], set()).add(row["id"])
+            losers = sorted(i for group in ids.values() for i in sorted(group)[1:])
+            try:
+                self.delete(losers)
+                gone.update(losers)
+                break
+            except ZkError:
+                if attempt == 4:
+                    raise
+                self.refresh(self.table)
+        return [n for n in notes if n.id not in gone and n.content_hash in ids and n.id in ids[n.content_hash]]
+
+    def update(self, notes: Iterable[Note]) -> None:
+        """Replace whole rows by id in one atomic commit (used for every multi-note change). Update only:
+        a note deleted meanwhile (`zk rm`) stays deleted, never re-inserted from a stale copy."""
+        rows = [note_to_row(n) for n in notes]
+        if not rows:
+            return
+        with self.write_lock():
+            self.guarded_write(lambda: self.table.merge_insert("id").when_matched_update_all().execute(rows))
+            self.record(NOTES, self.table)
+
+    def delete(self, ids: Iterable[str]) -> None:
+        ids = list(ids)
+        if ids:
+            with self.write_lock():
+                self.guarded_write(lambda: self.table.delete(in_list("id", ids)))
+                self.record(NOTES, self.table)
+
+    def existing_hashes(self, hashes: list[str]) -> set[str]:
+        found: set[str] = set()
+        for start in range(0, len(hashes), 500):
+            chunk = hashes[start:start + 500]
+            found.update(r["content_hash"] for r in self._query(in_list("content_hash", chunk), ["content_hash"],
+                                                                 limit=len(chunk) * 4))
+        return found
+
+    # -- reads: filters are private to the store classes ----------------------------------------------
+    def _query(self, where: str | None, columns: list[str] | None = None, limit: int | None = None
+               ) -> list[dict[str, Any]]:
+        def run():
+            query = self.table.search()
+            if where:
+                query = query.where(where)
+            if columns:
+                query = query.select(columns)
+            return query.limit(limit if limit is not None else max(self.table.count_rows(), 1)).to_list()
+
+        return self.guarded_read(run)
+
+    def _notes(self, where: str | None, with_vector: bool = False, limit: int | None = None) -> list[Note]:
+        return [row_to_note(r) for r in self._query(where, None if with_vector else TEXT_COLUMNS, limit)]
+
+    def get(self, note_id: str, with_vector: bool = False) -> Note | None:
+        found = self._notes(f"id = {sql_str(note_id)}", with_vector, limit=1)
+        return found[0] if found else None
+
+    def get_many(self, ids: Iterable[str], with_vector: bool = False) -> dict[str, Note]:
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return {}
+        return {n.id: n for n in self._notes(in_list("id", ids), with_vector, limit=len(ids))}
+
+    def notes(self, notebook: str | None = None, *, with_vector: bool = False, since: str | None = None,
+              until: str | None = None, tagged: bool = False, unfinished: bool = False) -> list[Note]:
+        """Notes of a notebook (None: all), unordered. `since`/`until`: ISO bounds on `at` (until
+        exclusive); `tagged`: only notes with a #tag of the user's; `unfinished`: not yet `ready`."""
+        return self._notes(all_of(
+            notebook, since and f"at >= {sql_str(since)}", until and f"at < {sql_str(until)}",
+            "array_length(user_tags) > 0" if tagged else None,
+            f"status != {sql_str(READY)}" if unfinished else None), with_vector)
+
+    def newest(self, notebook: str, limit: int | None, *, since: str | None = None, until: str | None = None,
+               keep=None) -> list[Note]:
+        """The `limit` newest notes (by `at`, then creation and position), newest first. Only the ordering
+        columns of the matching rows are read, then the whole rows of the few shown. `keep(user_tags)`:
+        a last test on each note's #tags (a case-insensitive tag match)."""
+        where = self._where(notebook, since and f"at >= {sql_str(since)}", until and f"at < {sql_str(until)}",
+                            "array_length(user_tags) > 0" if keep else None)
+        if limit and keep is None and self.remote:
+            found = self._newest_taken(where, limit)
+            if found is not None:
+                return found
+        if limit and keep is None:  # one column of every matching row, then the ordering columns of a few
+            cutoff = self._newest_at(where, limit)
+            where = all_of(None, where, cutoff is not None and f"at >= {sql_str(cutoff)}")
+        columns = ["id", "at", "created", "seq", *(["user_tags"] if keep else [])]
+        rows = [r for r in self._query(where, columns) if keep is None or keep(r["user_tags"] or [])]
+        rows.sort(key=lambda r: (r["at"] or "", r["created"] or "", r["seq"] or 0), reverse=True)
+        ids = [r["id"] for r in rows[:limit] if r["id"]] if limit else [r["id"] for r in rows]
+        found = self.get_many(ids)
+        return [found[i] for i in ids if i in found]
+
+    def _newest_taken(self, where: str | None, limit: int) -> list[Note] | None:
+        """`newest` on a shared store in two reads: the `at` column with row ids, then the whole rows of the
+        newest few taken by row id. The general path reads the ordering columns of those rows, then looks
+        their ids up in the id index: two more reads, and a scalar-index lookup costs five ranged GETs
+        once the index outgrows a single one. None (use the general path) when many notes share the
+        cutoff's time, or when a commit between the two reads moved the rows (compaction renumbers them)."""
+        import pyarrow.compute as pc
+
+        def scan():
+            query = self.table.search().select(["at"]).with_row_id(True).limit(max(self.table.count_rows(), 1))
+            return (query.where(where) if where else query).to_arrow()
+
+        stamps = self.guarded_read(scan)
+        at = stamps["at"]
+        if len(at.drop_null()) > limit:
+            cutoff = pc.min(pc.take(at, pc.top_k_unstable(at, k=limit)))
+            stamps = stamps.filter(pc.fill_null(pc.greater_equal(at, cutoff), False))
+        if len(stamps) > 4 * limit:
+            return None
+        if not len(stamps):
+            return []
+        expected = dict(zip(stamps["_rowid"].to_pylist(), stamps["at"].to_pylist(), strict=True))
+        rows = self.guarded_read(lambda: self.table.take_row_ids(list(expected)).select(TEXT_COLUMNS)
+                                 .with_row_id().to_list())
+        if len(rows) != len(expected) or any(expected.get(r["_rowid"], "?") != r["at"] for r in rows):
+            return None
+        rows.sort(key=lambda r: (r["at"] or "", r["created"] or "", r["seq"] or 0), reverse=True)
+        return [row_to_note(r) for r in rows[:limit]]
+
+    def _newest_at(self, where: str | None, limit: int) -> str | None:
+        """The `at` of the `limit`-th newest matching note (None: there are no more than `limit`), from the
+        `at` column alone: at 1M notes, reading four ordering columns of every row took ~2 s and 800 MB."""
+        import pyarrow.compute as pc
+
+        def run():
+            query = self.table.search().select(["at"]).limit(max(self.table.count_rows(), 1))
+            return (query.where(where) if where else query).to_arrow()["at"]
+
+        stamps = self.guarded_read(run).drop_null()
+        if len(stamps) <= limit:
+            return None
+        return pc.min(pc.take(stamps, pc.top_k_unstable(stamps, k=limit))).as_py()
+
+    def count_by(self, column: str, notebook: str | None = None) -> dict[str, int]:
+        """How many notes hold each value of a plain column (`status`, `kind`): one column read."""
+        counts: dict[str, int] = {}
+        for row in self._query(self._where(notebook), [column]):
+            counts[row[column]] = counts.get(row[column], 0) + 1
+        return dict(sorted(counts.items()))
+
+    def unfinished_ids(self, notebook: str | None = None) -> list[str]:
+        """Ids of the notes with LLM work left (not `ready`), oldest first; only the ordering columns are read."""
+        rows = self._query(self._where(notebook, f"status != {sql_str(READY)}"), ["id", "created", "at", "seq"])
+        return [r["id"] for r in sorted(rows, key=lambda r: (r["created"] or "", r["at"] or "", r["seq"] or 0))]
+
+    def _where(self, notebook: str | None, *clauses: str | None | bool) -> str | None:
+        """A read's filter: the notebook (when the store holds others too) and every clause given."""
+        return all_of(self._notebook_filter(notebook), *clauses)
+
+    def _notebook_filter(self, notebook: str | None) -> str | None:
+        """The notebook a read must filter on: None when every note is in it (the usual one-notebook store).
+        A filter that keeps every row still costs each vector and keyword search a pass over all of them
+        (~3 ms each at 100k); the answer is remembered per table version."""
+        if notebook is None:
+            return None
+        key = (self.version_of(self.table), notebook)
+        if key not in self._sole_notebook:
+            others = self.guarded_read(lambda: self.table.count_rows(f"notebook != {sql_str(notebook)}"))
+            self._sole_notebook = {key: others == 0}
+        return None if self._sole_notebook[key] else notebook
+
+    def count(self, notebook: str | None = None, unfinished: bool = False) -> int:
+        """Rows of a notebook (None: all); `unfinished`: only those with LLM work left. Read from the
+        table's metadata and one column, never the rows."""
+        where = self._where(notebook, f"status != {sql_str(READY)}" if unfinished else None)
+        return self.guarded_read(lambda: self.table.count_rows(where) if where else self.table.count_rows())
+
+    def resolve(self, prefix: str, notebook: str | None = None) -> str:
+        """Full id for a unique id prefix (among one notebook's notes: another notebook's ids neither
+        make a prefix ambiguous nor show up in the error), or a clear error."""
+        cleaned = _id_prefix(prefix)
+        rows = _ids_like(self, cleaned, notebook, ["id"])
+        return _unique_id(cleaned, [r["id"] for r in rows])
+
+    def find(self, prefix: str, notebook: str | None = None) -> Note:
+        """The note of a unique id prefix, as `get(resolve(prefix))` in one read: on a shared store each
+        read is a scalar-index lookup and a few ranged GETs per column, so two reads cost twice that."""
+        cleaned = _id_prefix(prefix)
+        rows = _ids_like(self, cleaned, notebook, TEXT_COLUMNS)
+        chosen = _unique_id(cleaned, [r["id"] for r in rows])
+        return row_to_note(next(r for r in rows if r["id"] == chosen))
+
+    def ids_starting(self, prefix: str, notebook: str, limit: int = 500) -> list[dict[str, Any]]:
+        """(id, content, at) rows whose id starts with `prefix` (shell completion)."""
+        return self._query(self._where(notebook, f"id LIKE {sql_str(prefix + '%')}"), ["id", "content", "at"], limit)
+
+    def changed_by(self, note_id: str) -> list[Note]:
+        """Notes whose version history names `note_id` (the notes it evolved), with vectors."""
+        return [n for n in self._notes(f"history LIKE {sql_str('%' + note_id + '%')}", True) if n.id != note_id]
+
+    def notes_with_hash(self, content_hash: str) -> list[Note]:
+        return self._notes(f"content_hash = {sql_str(content_hash)}")
+
+    def turns_saying(self, notebook: str, content: str, speaker: str | None) -> list[Note]:
+        """Chat turns (in a session) with exactly this text and speaker: where a re-imported log may resume."""
+        said_by = "speaker IS NULL" if speaker is None else f"speaker = {sql_str(speaker)}"
+        return self._notes(self._where(notebook, "kind = 'turn'", "session_id IS NOT NULL",
+                                        f"content = {sql_str(content)}", said_by))
+
+    # -- sessions ---------------------------------------------------------------------------------
+    def session_turns(self, session_id: str, notebook: str | None = None) -> list[Note]:
+        """A session's notes in order (turns by position, journal entries by time)."""
+        notes = self._notes(self._where(notebook, f"session_id = {sql_str(session_id)}"))
+        return sorted(notes, key=lambda n: (n.seq, n.at, n.created))
+
+    def session_notes(self, notebook: str, prefix: str = "") -> list[Note]:
+        """Every note of the notebook that belongs to a session (whose id starts with `prefix`)."""
+        which = f"session_id LIKE {sql_str(prefix + '%')}" if prefix else "session_id IS NOT NULL"
+        return self._notes(self._where(notebook, which))
+
+    def notebook_of_session(self, session_id: str) -> str | None:
+        rows = self._query(f"session_id = {sql_str(session_id)}", ["notebook"], limit=1)
+        return rows[0]["notebook"] if rows else None
+
+    def journal_rows_before(self, day: str) -> list[dict[str, Any]]:
+        """(session_id, notebook, at) of every journal entry (`kind` note, in a session) before `day`."""
+        return self._query(f"kind = 'note' AND session_id IS NOT NULL AND at < {sql_str(day)}",
+                           ["session_id", "notebook", "at"])
+
+    def session_windows(self, centres: list[Note], radius: int, notebook: str | None = None
+                        ) -> dict[str, list[Note]]:
+        """For each chat turn in `centres`, the turns of its session within `radius` places of it, nearest
+        first (one read for all of them)."""
+        turns = [n for n in centres if n.session_id and n.kind == "turn"]
+        if not turns or radius < 1:
+            return {}
+        # Two IN lists (a superset, narrowed below) read several times faster than an OR of ranges.
+        seqs = ", ".join(str(q) for q in sorted({n.seq + d for n in turns for d in range(-radius, radius + 1)}))
+        sessions = in_list("session_id", sorted({n.session_id for n in turns}))
+        rows = self._notes(self._where(notebook, "kind = 'turn'", sessions, f"seq IN ({seqs})"))
+        out: dict[str, list[Note]] = {}
+        for centre in turns:
+            around = [n for n in rows if n.session_id == centre.session_id and n.id != centre.id
+                      and abs(n.seq - centre.seq) <= radius]
+            out[centre.id] = sorted(around, key=lambda n: (abs(n.seq - centre.seq), n.seq))
+        return out
