@@ -187,7 +187,7 @@ def build(store: Path, journal: Path, model: str, threads: int, replay: Path | N
 
 # -- scoring ------------------------------------------------------------------------------------------
 def _keys(name: str) -> set[str]:
-    from zettel_amem.tiers.service.grounding import strip_particles
+    from zettel_amem.tiers.grounding import strip_particles
 
     from zettel_amem.core.text import name_key
 
@@ -251,7 +251,7 @@ def read_graph(home: Path) -> dict:
         relations.append({"id": rel.id, "subject": canonical[rel.subject].name, "predicate": rel.predicate,
                           "object": canonical[rel.object].name, "split": split_of(rel.valid_from),
                           "valid_from": rel.valid_from[:10], "invalid_from": (rel.invalid_from or "")[:10] or None})
-    from zettel_amem.tiers.service.grounding import load_check_counts
+    from zettel_amem.tiers.grounding import load_check_counts
 
     return {"mentions": mentions, "relations": relations, "checks": load_check_counts(home)}
 
@@ -263,7 +263,7 @@ def _ratio(hit: int, total: int) -> float | None:
 def _matches(gold: Gold, rel: dict) -> list[int]:
     """Gold relations a stored one states: its predicate mapped to the vocabulary (ends swapped for an
     inverse wording such as "is replaced by")."""
-    from zettel_amem.tiers.service.grounding import map_predicate
+    from zettel_amem.tiers.grounding import map_predicate
 
     mapped = map_predicate(rel["predicate"])
     if mapped is None:

@@ -24,8 +24,8 @@ REWORDED = {  # every JSON task's prompt, reworded from its first line on; only 
 
 def _schemas(settings: Settings) -> dict[str, dict]:
     """Every schema the library passes to `complete_json`, by the task its title names."""
-    from zettel_amem.tiers.service.episodes import summary_schema
-    from zettel_amem.tiers.service.extraction import ask_same, extract_schema
+    from zettel_amem.tiers.episodes import summary_schema
+    from zettel_amem.tiers.extraction import ask_same, extract_schema
 
     from zettel_amem.amem.construct import annotate_schema
     from zettel_amem.amem.link import link_schema

@@ -4,8 +4,8 @@ invalidation only by a newer fact of a functional predicate, the undo, and answe
 from __future__ import annotations
 
 import pytest
-from zettel_amem.tiers.service.extraction import conflicts
-from zettel_amem.tiers.service.grounding import (
+from zettel_amem.tiers.extraction import conflicts
+from zettel_amem.tiers.grounding import (
     ENTITY_TYPES,
     check,
     is_noun_phrase,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from zettel_amem.tiers.service.episodes import abstract_of
+from zettel_amem.tiers.episodes import abstract_of
 
 from tests.fake_llm import FakeLLM
 from zettel_amem.core.config import ZkError
