@@ -21,12 +21,11 @@ from pathlib import Path
 
 
 def audit(home: Path) -> dict:
-    from zettel_amem.tiers.grounding import WRITERS, is_noun_phrase, occurs, supporting_sentence
-    from zettel_amem.tiers.sessions import Sessions
-
     from zettel_amem.core.text import one_line
     from zettel_amem.memory import Memory
     from zettel_amem.storage.tier_store import TierStore
+    from zettel_amem.tiers.grounding import WRITERS, is_noun_phrase, occurs, supporting_sentence
+    from zettel_amem.tiers.sessions import Sessions
 
     memory = Memory(home)
     store = TierStore(lambda: memory.store)

@@ -187,9 +187,8 @@ def build(store: Path, journal: Path, model: str, threads: int, replay: Path | N
 
 # -- scoring ------------------------------------------------------------------------------------------
 def _keys(name: str) -> set[str]:
-    from zettel_amem.tiers.grounding import strip_particles
-
     from zettel_amem.core.text import name_key
+    from zettel_amem.tiers.grounding import strip_particles
 
     return {k for k in (name_key(name), name_key(strip_particles(name))) if k}
 

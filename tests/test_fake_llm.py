@@ -24,13 +24,12 @@ REWORDED = {  # every JSON task's prompt, reworded from its first line on; only 
 
 def _schemas(settings: Settings) -> dict[str, dict]:
     """Every schema the library passes to `complete_json`, by the task its title names."""
-    from zettel_amem.tiers.episodes import summary_schema
-    from zettel_amem.tiers.extraction import ask_same, extract_schema
-
     from zettel_amem.amem.construct import annotate_schema
     from zettel_amem.amem.link import link_schema
     from zettel_amem.answering.answer import answer_schema
     from zettel_amem.core.models import Entity
+    from zettel_amem.tiers.episodes import summary_schema
+    from zettel_amem.tiers.extraction import ask_same, extract_schema
 
     fake = FakeLLM()
     ask_same(fake, Prompts(), "Kim Minsu", Entity(id="e" * 16, name="김민수"), "person")

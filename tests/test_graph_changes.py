@@ -6,9 +6,9 @@ the user can see and undo. Pure rules, then the promotion chain with the mock mo
 from __future__ import annotations
 
 import pytest
-from zettel_amem.tiers.grounding import Fact, Rules, carried_over, check, named_like, role_relations
 
 from tests.test_tiers import journal
+from zettel_amem.tiers.grounding import Fact, Rules, carried_over, check, named_like, role_relations
 
 TYPES = frozenset({"person", "project", "place", "organisation", "technology"})
 HOST = Fact(("온비서", "Onbiseo"), "hosted on", ("Heroku",), "organisation")

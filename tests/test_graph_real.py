@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 
 import pytest
-from zettel_amem.tiers.grounding import WRITERS
 
 from zettel_amem.core.text import name_key
 from zettel_amem.memory import Memory
+from zettel_amem.tiers.grounding import WRITERS
 
 pytestmark = pytest.mark.slow
 

@@ -4,6 +4,9 @@ invalidation only by a newer fact of a functional predicate, the undo, and answe
 from __future__ import annotations
 
 import pytest
+
+from tests.test_tiers import journal
+from zettel_amem.core.models import Relation
 from zettel_amem.tiers.extraction import conflicts
 from zettel_amem.tiers.grounding import (
     ENTITY_TYPES,
@@ -15,9 +18,6 @@ from zettel_amem.tiers.grounding import (
     supporting_sentence,
     trusted,
 )
-
-from tests.test_tiers import journal
-from zettel_amem.core.models import Relation
 
 ALL = frozenset(ENTITY_TYPES)
 

@@ -5,6 +5,7 @@ come from first-person sentences. No model: `grounding.check` over hand-made ext
 from __future__ import annotations
 
 import pytest
+
 from zettel_amem.tiers.grounding import ENTITY_TYPES, Rules, check, rule_predicate, trusted, writer_relations
 
 ALL = frozenset(ENTITY_TYPES)

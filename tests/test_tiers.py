@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from zettel_amem.tiers.episodes import abstract_of
 
 from tests.fake_llm import FakeLLM
 from zettel_amem.core.config import ZkError
 from zettel_amem.core.models import EPISODE_PENDING, EPISODE_READY, READY
 from zettel_amem.memory import Memory
+from zettel_amem.tiers.episodes import abstract_of
 from zettel_amem.tiers.service import Tiers
 
 
