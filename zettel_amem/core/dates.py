@@ -20,6 +20,9 @@ A phrase that names no time of day ("어제", "last friday") means: at the curre
 `--at`, the start of that day for `--since`, `--until` and `zk on`. A phrase whose time was not
 understood ("yesterday 25:00") is refused rather than quietly moved, and a date whose day and month
 could be swapped ("03/04") is read month first and reported in one line.
+
+Every phrase is read from `now()`, which `ZK_TODAY=YYYY-MM-DD` pins to noon of that day (`today()`), so
+`zk on 어제`, `--since 7d` and `zk prune --older-than` read the same pinned day as `zk ask`.
 """
 
 from __future__ import annotations
@@ -128,7 +131,7 @@ def _natural(text: str, now: datetime) -> datetime | None:
 
 def parse(value: str, now: datetime | None = None) -> When:
     """Read a date as the user wrote it; ZkError with one line naming what was understood if it can't."""
-    now = (now or datetime.now()).replace(microsecond=0)
+    now = (now or _now()).replace(microsecond=0)
     text = value.strip()
     if not text:
         raise ZkError(f"cannot read the date '{value}' ({_HINT})")
@@ -208,8 +211,9 @@ def _understood(text: str, now: datetime) -> str:
 
 def resolve(value: str | None, role: str = "at", now: datetime | None = None) -> tuple[str, str]:
     """(ISO time, note) for an option value. `role`: "at" keeps the current time of day for a phrase
-    that names none; "since", "until" and "day" take the start of that day (an ISO date already does)."""
-    now = (now or datetime.now()).replace(microsecond=0)
+    that names none; "since", "until" and "day" take the start of that day (an ISO date already does).
+    Without `now`: `now()` (ZK_TODAY pins it)."""
+    now = (now or _now()).replace(microsecond=0)
     if value is None:
         return now.isoformat(), ""
     when = parse(value, now)
@@ -241,12 +245,35 @@ def parse_when(value: str | None, role: str = "at") -> str:
 def today() -> date:
     """Today's date; the environment variable ZK_TODAY=YYYY-MM-DD pins it (benchmarks and tests ask a
     journal "as of" a fixed day, so an answer never depends on when it was run)."""
+    pinned = _pinned_day()
+    return pinned if pinned is not None else date.today()
+
+
+PINNED_TIME = time(12)  # ZK_TODAY's time of day (`now`)
+
+
+def now() -> datetime:
+    """The moment every "today", "어제", "7d" and "3 days ago" is read from (seconds precision): the clock,
+    or with ZK_TODAY pinned, noon of that day. Noon and not the clock's time of day, so a pinned run reads
+    the same moments whenever it runs (the point of pinning), and "N hours ago" stays on the pinned day for
+    N < 12. Creation stamps (`models.now_iso`) keep the real clock."""
+    pinned = _pinned_day()
+    if pinned is not None:
+        return datetime.combine(pinned, PINNED_TIME)
+    return datetime.now().replace(microsecond=0)
+
+
+_now = now  # for the functions whose `now` parameter hides it
+
+
+def _pinned_day() -> date | None:
+    """ZK_TODAY's date, None when unset; ZkError for a value that is not an ISO date."""
     import os
 
     pinned = os.environ.get("ZK_TODAY", "").strip()
-    if pinned:
-        try:
-            return date.fromisoformat(pinned)
-        except ValueError:
-            raise ZkError(f"ZK_TODAY must be a date like 2026-12-01, not '{pinned}'") from None
-    return date.today()
+    if not pinned:
+        return None
+    try:
+        return date.fromisoformat(pinned)
+    except ValueError:
+        raise ZkError(f"ZK_TODAY must be a date like 2026-12-01, not '{pinned}'") from None
