@@ -1,0 +1,76 @@
+"""Each CONTRIBUTING.md recipe, performed with a dummy on a copy of the package: the dummy is wired in
+(the running code sees it) and every size limit still holds. An extension point has room to grow: adding
+one more item must not push a function or class over its limit, or touch a function that grows."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_code_shape import too_long
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def checkout(tmp_path) -> Path:
+    """A copy of the checkout's package, templates and pyproject (the templates are found as in a checkout)."""
+    ignore = shutil.ignore_patterns("__pycache__", "*.js")
+    shutil.copytree(ROOT / "zettel_amem", tmp_path / "zettel_amem", ignore=ignore)
+    shutil.copytree(ROOT / "templates", tmp_path / "templates", ignore=ignore)
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    return tmp_path
+
+
+def insert(path: Path, anchor: str, text: str, after: bool = True) -> None:
+    """Put `text` right after (or before) the one place `anchor` is written in `path`."""
+    source = path.read_text(encoding="utf-8")
+    assert source.count(anchor) == 1, f"the recipe's anchor {anchor!r} is not written once in {path.name}"
+    at = source.index(anchor) + (len(anchor) if after else 0)
+    path.write_text(source[:at] + text + source[at:], encoding="utf-8")
+
+
+def run(checkout: Path, code: str, *env_pairs: tuple[str, str]) -> str:
+    """Python code run on the copy (a fresh interpreter: what the recipe changed is what it imports)."""
+    env = {**os.environ, "PYTHONPATH": str(checkout), **dict(env_pairs)}
+    done = subprocess.run([sys.executable, "-c", code], cwd=checkout, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+def limits_hold(checkout: Path) -> None:
+    assert too_long(checkout / "zettel_amem") == []
+
+
+def test_add_an_import_format(checkout):
+    package = checkout / "zettel_amem" / "ingest"
+    (package / "dummy_log.py").write_text('''"""A dummy format: one turn per line, "who|what"."""
+
+from __future__ import annotations
+
+from .turns import Turn
+
+
+def parse_dummy_log(stream, default_session):
+    for index, raw in enumerate(stream):
+        speaker, _, text = raw.decode("utf-8").strip().partition("|")
+        if text:
+            yield Turn(text, speaker or None, None, default_session, None, index, index + 1)
+
+
+def detect(probe):
+    return None
+''', encoding="utf-8")
+    insert(package / "formats.py", '    Format("markdown", ', '    Format("dummy_log", ".dummy_log:parse_dummy_log", '
+           'STREAMED, ".dummy_log:detect"),\n', after=False)
+    out = run(checkout, "import io; from zettel_amem.ingest import formats as f; fmt = f.get('dummy_log'); "
+                        "print(f.names()[-2]); "
+                        "turns = list(f._load(fmt.parser)(io.BytesIO('Ann|안녕\\n'.encode()), 's1')); "
+                        "print(turns[0].speaker, turns[0].text)")
+    assert out.split("\n")[:2] == ["dummy_log", "Ann 안녕"]
+    limits_hold(checkout)
