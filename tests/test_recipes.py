@@ -4,6 +4,7 @@ one more item must not push a function or class over its limit, or touch a funct
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -73,4 +74,37 @@ def detect(probe):
                         "turns = list(f._load(fmt.parser)(io.BytesIO('Ann|안녕\\n'.encode()), 's1')); "
                         "print(turns[0].speaker, turns[0].text)")
     assert out.split("\n")[:2] == ["dummy_log", "Ann 안녕"]
+    limits_hold(checkout)
+
+
+def test_add_a_setting(checkout):
+    config = checkout / "zettel_amem" / "core" / "config.py"
+    insert(config, "    max_links: int = ranged(5, 0, 50)  # outgoing links per note\n",
+           "    dummy_cap: int = ranged(3, 0, 10)  # a dummy cap\n")
+    home = checkout / "home"
+    home.mkdir()
+    code = ("from pathlib import Path; from zettel_amem.core.config import Settings; "
+            "from zettel_amem.core.errors import InvalidInput\n"
+            "try:\n    print(Settings.load(Path('home')).dummy_cap)\n"
+            "except InvalidInput as exc:\n    print(exc)")
+    (home / "config.toml").write_text("dummy_cap = 7\n", encoding="utf-8")
+    assert run(checkout, code).strip() == "7"
+    (home / "config.toml").write_text("dummy_cap = 11\n", encoding="utf-8")
+    assert run(checkout, code).strip().endswith("config.toml: must be between 0 and 10")
+    limits_hold(checkout)
+
+
+def test_add_an_mcp_tool(checkout):
+    tools = checkout / "zettel_amem" / "mcp" / "tools.py"
+    tools.write_text(tools.read_text(encoding="utf-8") + '''
+
+@tool("How many notes the notebook holds.")
+def note_count(zk: ZkTools) -> SearchOut:
+    return SearchOut(episodes=[], notes=[])
+''', encoding="utf-8")
+    out = run(checkout, "import asyncio, json; from zettel_amem.mcp.server import build_server; "
+                        "server = build_server('home', 'default'); "
+                        "print(json.dumps([t.name for t in asyncio.run(server.list_tools())]))",
+              ("ZK_NO_WORKER", "1"))
+    assert json.loads(out.strip().splitlines()[-1])[-1] == "note_count"
     limits_hold(checkout)
