@@ -125,10 +125,13 @@ def by_mention(question: Question, evidence: list[Evidence]) -> Evidence | None:
     return min(same, key=lambda e: e.note.at)
 
 
-def answer_when(question: Question, evidence: list[Evidence], story: bool = True) -> tuple[str, list[str]]:
-    """The event's date: a date written in a near-best note (absolute), else the best note's day; for
-    an event no note words, the note `by_mention` finds (with `story`)."""
-    chosen = by_mention(question, evidence) if story else None
+def answer_when(question: Question, evidence: list[Evidence]) -> tuple[str, list[str]]:
+    """The event's date: a date written in a near-best note (absolute), else the best note's day. A plan
+    for a later month gives way to that month's note (`fulfilled`); else an event no note words is dated
+    by the note `by_mention` finds (a plan and the event it planned outweigh the story of a subject)."""
+    planned = fulfilled(evidence)
+    chosen = by_mention(question, evidence) if planned is evidence else None
+    evidence = planned
     candidates = [chosen] if chosen else on_subject(evidence, WHEN_SHARE)[:3]
     evidence = [chosen] + [e for e in evidence if e is not chosen] if chosen else evidence
     for item in candidates:
@@ -311,25 +314,44 @@ def quantity(question: Question, evidence: list[Evidence]) -> list[Evidence]:
     return evidence if first is None else [first] + [e for e in evidence if e is not first]
 
 
-def answer_one(question: Question, evidence: list[Evidence]) -> tuple[str, list[str]]:
-    """One question (not multi) answered from its ranked evidence."""
-    planned = evidence
-    if question.kind in ("when", "plain"):
-        evidence = fulfilled(evidence)
-    if question.kind == "plain":
-        evidence = quantity(question, evidence)
-    best = evidence[0].note
-    if question.kind == "when":  # a plan and the event it planned outweigh the story of a subject
-        return answer_when(question, evidence, story=evidence is planned)
-    if question.kind == "now":
-        return answer_now(question, evidence)
-    if question.kind in ("count", "list"):
-        return answer_list(question, evidence)
-    if question.kind == "why":  # the near-best note that gives a reason ("…않아서", "because …"); for "why
-        # did X stop/move …?", the one that records the change
-        cue = _CHANGE if _CHANGE_ASKED.search(question.text) else _REASON
-        best = next((e.note for e in on_subject(evidence, WHY_SHARE) if cue.search(e.note.content)), best)
+def answer_why(question: Question, evidence: list[Evidence]) -> tuple[str, list[str]]:
+    """The near-best note that gives a reason ("…않아서", "because …"), whole; for "why did X stop/move
+    …?", the one that records the change; else the best note."""
+    cue = _CHANGE if _CHANGE_ASKED.search(question.text) else _REASON
+    best = next((e.note for e in on_subject(evidence, WHY_SHARE) if cue.search(e.note.content)), evidence[0].note)
     return whole(best), [best.id]
+
+
+def answer_plain(question: Question, evidence: list[Evidence]) -> tuple[str, list[str]]:
+    """The best note, whole, after a plan gives way to the note of its month (`fulfilled`) and, for "how
+    many <unit>?", a note writing that number comes first (`quantity`)."""
+    best = quantity(question, fulfilled(evidence))[0].note
+    return whole(best), [best.id]
+
+
+def answer_best(question: Question, evidence: list[Evidence]) -> tuple[str, list[str]]:
+    """A kind with no answerer of its own: the best note, whole."""
+    best = evidence[0].note
+    return whole(best), [best.id]
+
+
+# One question's answer from its ranked evidence, by the kind `questions.kind_of` gave it (each row's
+# function takes the question and its evidence, best first). A new kind: a row in questions.KINDS, a
+# function of this signature, and its row here.
+Answerer = Callable[[Question, list[Evidence]], tuple[str, list[str]]]
+ANSWERERS: dict[str, Answerer] = {
+    "when": answer_when,
+    "now": answer_now,
+    "count": answer_list,
+    "list": answer_list,
+    "why": answer_why,
+    "plain": answer_plain,
+}
+
+
+def answer_one(question: Question, evidence: list[Evidence]) -> tuple[str, list[str]]:
+    """One question (not multi) answered from its ranked evidence by its kind's answerer (`ANSWERERS`)."""
+    return ANSWERERS.get(question.kind, answer_best)(question, evidence)
 
 
 def answer_parts(question: Question, notes: list[Note], cosines: Cosines) -> tuple[str, list[str]]:

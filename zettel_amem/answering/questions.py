@@ -23,6 +23,17 @@ _WHY = re.compile(r"왜|이유|어째서|\b(why|how come|what made|reason)\b", r
 _COUNT = re.compile(r"몇\s*(번|회|차례|군데|권)|\bhow many (times|books|places|cities)\b|\bhow often\b", re.I)
 _LIST = re.compile(r"뭐뭐|누구누구|어디\s*어디|무엇무엇|어떤\s*\S+들|\S+들[을은이]\s|"
                    r"\b(who have been|which \w+s\b|what \w+s have|have i\b.*\?|has \w+ used)", re.I)
+# The question kinds and their cues, in the order `kind_of` tries them: the first match decides, so a
+# question with two cues ("why … now?") takes the earlier row's kind. A new kind is a row here (placed
+# before the rows whose cues it should win over) and an answerer in journal_answer.ANSWERERS.
+KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("why", _WHY),
+    ("when", _WHEN),
+    ("count", _COUNT),
+    ("now", _NOW),
+    ("list", _LIST),
+)
+PLAIN = "plain"  # no cue: the best note's best sentence
 # Two questions in one: "… and what/who …", "… and how much …", "…였고 …", "…와/과 …는?".
 _MULTI_EN = re.compile(r"\s*(?:,\s*)?\band\b\s+(?=(?:what|who|where|when|how|which|with what|why)\b)", re.I)
 _MULTI_KO = re.compile(r"(?<=[였했이였])고\s+|(?<=[가-힣])(?:과|와)\s+(?=[가-힣]+[은는]\?)")
@@ -51,18 +62,10 @@ class Question:
 
 
 def kind_of(text: str) -> str:
-    """The kind of one question (not "multi": `analyse` finds the parts)."""
-    if _WHY.search(text):
-        return "why"
-    if _WHEN.search(text):
-        return "when"
-    if _COUNT.search(text):
-        return "count"
-    if _NOW.search(text):
-        return "now"
-    if _LIST.search(text + " "):
-        return "list"
-    return "plain"
+    """The kind of one question (not "multi": `analyse` finds the parts): the first row of `KINDS` whose
+    cue the question holds, else "plain"."""
+    padded = text + " "  # the list cue "…들을 " ends in a space, which a question's last word lacks
+    return next((name for name, cue in KINDS if cue.search(padded)), PLAIN)
 
 
 def split_parts(text: str) -> list[str]:

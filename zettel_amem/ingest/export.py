@@ -57,20 +57,10 @@ _TEXT_FIELDS = ("context", "kind", "session_id", "speaker", "source", "content_h
 _LIST_FIELDS = ("keywords", "tags", "links", "user_tags")
 
 
-def _record_to_note(data: object) -> tuple[Note, list[str]]:
-    """One export line as a Note, every field checked; raises ValueError naming the first bad field.
-    Returns the note and the link targets that were dropped (not note ids)."""
-    if not isinstance(data, dict) or data.get("type", "note") != "note":
-        raise ValueError("not a note record")
-    if not isinstance(data.get("id"), str):
-        raise ValueError("its id is missing or not a string")
-    content = data.get("content")
-    if not isinstance(content, str):
-        raise ValueError("its content is missing or not a string")
-    try:
-        validate_content(content)
-    except ZkError as exc:
-        raise ValueError(str(exc)) from None
+def _check_field_types(data: dict) -> None:
+    """Each scalar and list field of an export line has the type the store keeps (dates ISO, texts strings,
+    lists of strings, 64-bit whole numbers, kind note/turn); raises ValueError naming the first that does
+    not. Kept apart from `_record_to_note`, which checks what a note needs beyond types."""
     for name in ("at", "created"):
         value = data.get(name)
         if name == "at" or value:
@@ -91,6 +81,23 @@ def _record_to_note(data: object) -> tuple[Note, list[str]]:
             raise ValueError(f"'{name}' is not a whole number")  # (the store holds 64-bit ones)
     if (data.get("kind") or "note") not in ("note", "turn"):
         raise ValueError(f"'kind' is not note or turn: {str(data.get('kind'))[:40]!r}")
+
+
+def _record_to_note(data: object) -> tuple[Note, list[str]]:
+    """One export line as a Note, every field checked; raises ValueError naming the first bad field.
+    Returns the note and the link targets that were dropped (not note ids)."""
+    if not isinstance(data, dict) or data.get("type", "note") != "note":
+        raise ValueError("not a note record")
+    if not isinstance(data.get("id"), str):
+        raise ValueError("its id is missing or not a string")
+    content = data.get("content")
+    if not isinstance(content, str):
+        raise ValueError("its content is missing or not a string")
+    try:
+        validate_content(content)
+    except ZkError as exc:
+        raise ValueError(str(exc)) from None
+    _check_field_types(data)
     notebook = data.get("notebook") or "main"
     if not isinstance(notebook, str) or not notebook.strip() or has_control_chars(notebook):
         raise ValueError("'notebook' is not a notebook name")

@@ -326,6 +326,35 @@ class _Importer:
 REMOTE_BATCH = 1000  # turns per commit on a shared (object-store) notebook
 
 
+def _checked_source(source: Path | BinaryIO | str, fmt: str) -> Path | BinaryIO:
+    """The source as a Path (a str made one, `~` expanded) or the stream itself, once the format is one zk
+    knows and a path exists and is a folder only for a format that reads folders; raises ZkError (or
+    NotFound) before anything is read."""
+    if isinstance(source, str):
+        source = Path(source)
+    if fmt != "auto" and fmt not in formats.REGISTRY:
+        raise ZkError(f"unknown format '{fmt}'; choose auto or one of: {', '.join(formats.names())}")
+    if isinstance(source, Path):
+        source = source.expanduser()
+        if not source.exists():
+            raise NotFound(f"no such file or folder: {source}")
+        if source.is_dir() and not formats.reads_folders(fmt):
+            folders = [f.name for f in formats.REGISTRY.values() if f.read == formats.FILES]
+            raise ZkError(f"{source} is a folder; only --format {' or '.join(folders)} imports folders")
+    return source
+
+
+def _parsed(source: Path | BinaryIO, fmt: str) -> tuple[Iterator[Turn | ParseProblem], int | None]:
+    """The source's turns and problems, read lazily, and their total for progress: exact for a format read
+    whole (parsed from one in-memory document anyway: counted), else `_estimate_total`'s (None when it
+    cannot tell)."""
+    items: Iterator[Turn | ParseProblem] = formats.parse(source, fmt, default_session=DEFAULT_SESSION)
+    if formats.get(fmt).read == WHOLE:
+        parsed = list(items)
+        return iter(parsed), len(parsed)
+    return items, _estimate_total(source, fmt)
+
+
 def import_source(memory: Memory, source: Path | BinaryIO, fmt: str = "auto", *,
                   source_name: str | None = None, batch_size: int = 64,
                   on_progress: Progress | None = None,
@@ -342,17 +371,7 @@ def import_source(memory: Memory, source: Path | BinaryIO, fmt: str = "auto", *,
     once the format is known (detected or given), before any turn is read.
     Problems with single lines or turns land in `report.failed`; only an unusable source raises ZkError.
     """
-    if isinstance(source, str):
-        source = Path(source)
-    if fmt != "auto" and fmt not in formats.REGISTRY:
-        raise ZkError(f"unknown format '{fmt}'; choose auto or one of: {', '.join(formats.names())}")
-    if isinstance(source, Path):
-        source = source.expanduser()
-        if not source.exists():
-            raise NotFound(f"no such file or folder: {source}")
-        if source.is_dir() and not formats.reads_folders(fmt):
-            folders = [f.name for f in formats.REGISTRY.values() if f.read == formats.FILES]
-            raise ZkError(f"{source} is a folder; only --format {' or '.join(folders)} imports folders")
+    source = _checked_source(source, fmt)
     name = source_name or (source.name if isinstance(source, Path) else "stdin")
     try:
         if fmt == "auto":
@@ -364,14 +383,7 @@ def import_source(memory: Memory, source: Path | BinaryIO, fmt: str = "auto", *,
                               "zk's own backups); `--format text` imports it line by line")
         if on_format:
             on_format(fmt)
-        total: int | None = None
-        items: Iterator[Turn | ParseProblem] = formats.parse(source, fmt, default_session=DEFAULT_SESSION)
-        if formats.get(fmt).read == WHOLE:  # parsed from one in-memory document anyway: count it
-            parsed = list(items)
-            total = len(parsed)
-            items = iter(parsed)
-        else:
-            total = _estimate_total(source, fmt)
+        items, total = _parsed(source, fmt)
         enrich = (memory.settings.enrich_turns if enrich is None else enrich) or formats.get(fmt).own_writing
         if memory.store.remote:  # each commit is requests, and each batch looks up the hashes of the ones before
             batch_size = max(batch_size, REMOTE_BATCH)

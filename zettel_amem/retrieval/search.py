@@ -179,6 +179,28 @@ class Searcher:
             hit.passages = matched.get(hit.note.id, [])
         return hits
 
+    def _neighbours(self, hits: list[Hit], follow_links: bool, radius: int
+                    ) -> tuple[list[Hit], dict[str, Note], dict[str, list[str]], dict[str, list[Note]]]:
+        """What `search` expands its hits with: the hits in full (`_in_full`), the notes they link to and
+        link from them by id (`follow_links`), each hit's linking notes (id -> ids, oldest first) and its
+        session turns within `radius` (`session_windows`)."""
+        # The hits in full with their linked notes and the notes linking to them (one read), and their
+        # session turns (another), at once.
+        store, reads, ids = self.parts.store, background(), [h.note.id for h in hits]
+        wanted = [*ids, *(i for h in hits for i in h.note.links)] if follow_links else ids
+        full_job = reads.submit(store.notes_and_linking, wanted, ids if follow_links else [])
+        windows_job = reads.submit(self.session_windows, [h.note for h in hits], radius)
+        found, linking = full_job.result()
+        hits = self._in_full(hits, found)
+        windows = windows_job.result()
+        back: dict[str, list[str]] = {}  # hit id -> the notes linking to it, oldest first
+        hit_ids = set(ids)
+        for note in linking:
+            found.setdefault(note.id, note)
+            for target in hit_ids.intersection(note.links):
+                back.setdefault(target, []).append(note.id)
+        return hits, found, back, windows
+
     def search(self, query: str, k: int | None = None, *, follow_links: bool = True,
                budget_tokens: int | None = None, use_vector: bool = True, use_keywords: bool = True,
                use_enrichment: bool = True, session_smoothing: bool = True, session_turns: int | None = None,
@@ -207,21 +229,7 @@ class Searcher:
             hits = smooth_by_session(hits, self.session_windows([h.note for h in hits], len(weights)), weights)
         hits = hits[:k]
         radius = self.parts.settings.search_session_turns if session_turns is None else session_turns
-        # The hits in full with their linked notes and the notes linking to them (one read), and their
-        # session turns (another), at once.
-        store, reads, ids = self.parts.store, background(), [h.note.id for h in hits]
-        wanted = [*ids, *(i for h in hits for i in h.note.links)] if follow_links else ids
-        full_job = reads.submit(store.notes_and_linking, wanted, ids if follow_links else [])
-        windows_job = reads.submit(self.session_windows, [h.note for h in hits], radius)
-        found, linking = full_job.result()
-        hits = self._in_full(hits, found)
-        windows = windows_job.result()
-        back: dict[str, list[str]] = {}  # hit id -> the notes linking to it, oldest first
-        hit_ids = set(ids)
-        for note in linking:
-            found.setdefault(note.id, note)
-            for target in hit_ids.intersection(note.links):
-                back.setdefault(target, []).append(note.id)
+        hits, found, back, windows = self._neighbours(hits, follow_links, radius)
         if not follow_links and not windows:
             return hits if budget_tokens is None else expand(hits, lambda n: [], budget_tokens, False)
 

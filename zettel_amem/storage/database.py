@@ -17,7 +17,7 @@ import os
 import re
 import struct
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
@@ -37,7 +37,7 @@ REMOTE_STALENESS_S = 1.0  # an object-store read may use a table version this ol
 LAG_TRIES = 3
 REMOTE_COMMIT_TRIES = 5  # a shared store's commit preempted by another machine's is run again (guarded_write)
 COMMIT_CONFLICTS = ("Retryable commit conflict", "Commit conflict for version", "Incompatible transaction")
-REMOTE_KEEP_VERSIONS = timedelta(minutes=10)  # a shared store's old versions live this long (see _cleanup_age)
+REMOTE_KEEP_VERSIONS = timedelta(minutes=10)  # a shared store's old versions live this long (see cleanup_age)
 MAX_VECTOR_DELTAS = 4  # extra segments of a vector index (new rows since training) before they are merged
 # Data file names inside a manifest (protobuf; the names are plain strings in it).
 _DATA_FILE = re.compile(rb"(?:[01]{24}[0-9a-f]{26}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})"
@@ -199,6 +199,24 @@ def meta_problem(meta: Any) -> str | None:
     return None
 
 
+def tables_behind_meta(db_path: Path, meta: dict[str, Any]) -> str | None:
+    """Why the tables in `db_path` are older than meta.json says (a table missing, or its newest commits
+    lost), or None: a file check like the ones above (`Database.compare_with_meta`)."""
+    for name, recorded in sorted((meta.get("tables") or {}).items()):
+        table_dir = db_path / f"{name}.lance"
+        version = int(recorded.get("version") or 0)
+        if not table_dir.is_dir():
+            return (f"the {name} table is missing, but meta.json records {recorded.get('rows', '?')} row(s) "
+                    f"at version {version}")
+        if manifest_path(table_dir, version) is not None:
+            continue
+        newest = (manifest_versions(table_dir) or [0])[-1]
+        if newest < version:
+            return (f"the {name} table is at version {newest}, but meta.json records version {version} "
+                    f"with {recorded.get('rows', '?')} row(s): its newest commit(s) are missing")
+    return None
+
+
 def check_meta(meta: dict[str, Any], embedder_name: str, dim: int) -> None:
     """Refuse a store written by a newer zk or with another embedder (an empty meta: a new store)."""
     if not meta:
@@ -312,21 +330,7 @@ class Database:
         never older: an older table lost its newest manifest(s), and a write now would silently build
         on the old version and overwrite the lost one's number. (An object store does not lose commits
         the way a synced folder does, and other machines commit too: not checked there.)"""
-        if self.remote:
-            return None
-        for name, recorded in sorted((meta.get("tables") or {}).items()):
-            table_dir = self.db_path / f"{name}.lance"
-            version = int(recorded.get("version") or 0)
-            if not table_dir.is_dir():
-                return (f"the {name} table is missing, but meta.json records {recorded.get('rows', '?')} row(s) "
-                        f"at version {version}")
-            if manifest_path(table_dir, version) is not None:
-                continue
-            newest = (manifest_versions(table_dir) or [0])[-1]
-            if newest < version:
-                return (f"the {name} table is at version {newest}, but meta.json records version {version} "
-                        f"with {recorded.get('rows', '?')} row(s): its newest commit(s) are missing")
-        return None
+        return None if self.remote else tables_behind_meta(self.db_path, meta)
 
     @staticmethod
     def read_meta(home: Path) -> dict[str, Any]:
@@ -457,16 +461,6 @@ class Database:
         except Exception as exc:  # noqa: BLE001 - a damaged file surfaces here as any Lance error
             raise StoreDamaged(f"cannot read the store at {self.where}: {lance_message(exc)}") from None
 
-    def _cleanup_age(self) -> dict:
-        """Which old versions upkeep drops. Locally: all of them at once (a deleted note's text must not
-        survive on disk), and files no version names (a killed commit's). On a shared store another
-        machine may be reading an older version or be in the middle of a commit whose files no version
-        names yet: only versions older than REMOTE_KEEP_VERSIONS, and never unnamed files (LanceDB drops
-        those itself after a week)."""
-        if self.remote:
-            return {"older_than": REMOTE_KEEP_VERSIONS, "delete_unverified": False}
-        return {"older_than": timedelta(0), "delete_unverified": True}
-
     def lance_dataset(self, table):
         """The table as a pylance dataset at its newest version: on an object store the table object may
         not know yet of a commit made through pylance a moment ago (see connect)."""
@@ -474,33 +468,57 @@ class Database:
         return table.to_lance()
 
     def upkeep(self, name: str, table, purge: bool = False) -> None:
-        """The idle worker's upkeep of one table, in time that grows with the rows written since, not with
-        the table: merge the small fragments, fold the new rows into every index, drop old versions.
-        LanceDB's `optimize` folds new rows into a vector index by rebuilding the whole of it: 116 s at 100k
-        notes for 3 new rows, under the write lock that `zk add` waits for. Through pylance the new rows of
-        a vector index become a small extra segment instead; those segments are merged with one another,
-        never with the trained index, once there are MAX_VECTOR_DELTAS of them.
-        `purge` (after a delete): rewrite every data file that still holds a deleted row, however few;
-        compaction's default leaves a file alone below 10 % deleted rows, and the deleted text in it."""
-        os.environ.setdefault("LANCE_LOG", "error")  # "partition 9 is empty, skipping" is not news
-        import lance  # noqa: F401 - pylance, imported here only: the parts of Lance lancedb does not expose
+        """The idle worker's upkeep of one table (`optimize_table`: merge the small fragments, fold the new
+        rows into every index, drop old versions), under the write lock like any commit, then recorded.
+        `purge` (after a delete): also rewrite every data file that still holds a deleted row."""
+        load_pylance()  # before the lock and the guard: a missing pylance is not a damaged store
 
         def run() -> None:
-            self.lance_dataset(table).optimize.compact_files(materialize_deletions_threshold=0.0 if purge else 0.1)
-            indexes = table.list_indices()
-            other = [i.name for i in indexes if not i.index_type.startswith("Ivf")]
-            if other:
-                self.lance_dataset(table).optimize.optimize_indices(index_names=other)  # cheap: scalar and full-text
-            for index in indexes:
-                if index.index_type.startswith("Ivf"):  # a vector index
-                    deltas = (index.num_segments or 1) - 1  # the newest segments; the first is the trained one
-                    merge = deltas if deltas >= MAX_VECTOR_DELTAS else 0
-                    self.lance_dataset(table).optimize.optimize_indices(index_names=[index.name],
-                                                                        num_indices_to_merge=merge)
-            self.lance_dataset(table).cleanup_old_versions(**self._cleanup_age())
+            optimize_table(table, lambda: self.lance_dataset(table), purge, self.remote)
             self.refresh(table)
 
         with self.write_lock(), warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
             self.guarded_write(run)
             self.record(name, table)
+
+
+# -- a table's upkeep: Lance's compaction, index folding and version cleanup, apart from the guards above --
+def load_pylance() -> None:
+    """Import pylance (for upkeep only: the parts of Lance lancedb does not expose), quieted."""
+    os.environ.setdefault("LANCE_LOG", "error")  # "partition 9 is empty, skipping" is not news
+    import lance  # noqa: F401 - pylance, imported here only
+
+
+def optimize_table(table, dataset: Callable[[], Any], purge: bool, remote: bool) -> None:
+    """Upkeep of one table, in time that grows with the rows written since, not with the table: merge the
+    small fragments, fold the new rows into every index, drop old versions (`cleanup_age`). `dataset()`:
+    the table as a pylance dataset at its newest version (each step commits a new one).
+    LanceDB's `optimize` folds new rows into a vector index by rebuilding the whole of it: 116 s at 100k
+    notes for 3 new rows, under the write lock that `zk add` waits for. Through pylance the new rows of
+    a vector index become a small extra segment instead; those segments are merged with one another,
+    never with the trained index, once there are MAX_VECTOR_DELTAS of them.
+    `purge` (after a delete): rewrite every data file that still holds a deleted row, however few;
+    compaction's default leaves a file alone below 10 % deleted rows, and the deleted text in it."""
+    dataset().optimize.compact_files(materialize_deletions_threshold=0.0 if purge else 0.1)
+    indexes = table.list_indices()
+    other = [i.name for i in indexes if not i.index_type.startswith("Ivf")]
+    if other:
+        dataset().optimize.optimize_indices(index_names=other)  # cheap: scalar and full-text
+    for index in indexes:
+        if index.index_type.startswith("Ivf"):  # a vector index
+            deltas = (index.num_segments or 1) - 1  # the newest segments; the first is the trained one
+            merge = deltas if deltas >= MAX_VECTOR_DELTAS else 0
+            dataset().optimize.optimize_indices(index_names=[index.name], num_indices_to_merge=merge)
+    dataset().cleanup_old_versions(**cleanup_age(remote))
+
+
+def cleanup_age(remote: bool) -> dict:
+    """Which old versions upkeep drops. Locally: all of them at once (a deleted note's text must not
+    survive on disk), and files no version names (a killed commit's). On a shared store another
+    machine may be reading an older version or be in the middle of a commit whose files no version
+    names yet: only versions older than REMOTE_KEEP_VERSIONS, and never unnamed files (LanceDB drops
+    those itself after a week)."""
+    if remote:
+        return {"older_than": REMOTE_KEEP_VERSIONS, "delete_unverified": False}
+    return {"older_than": timedelta(0), "delete_unverified": True}

@@ -170,6 +170,52 @@ def _ids_like(store: NoteRows, cleaned: str, notebook: str | None, columns: list
     return []
 
 
+# -- `NoteRows.newest`'s reads by the `at` column alone (a big notebook's whole rows are never all read) --
+def _newest_taken(store: NoteRows, where: str | None, limit: int) -> list[Note] | None:
+    """`newest` on a shared store in two reads: the `at` column with row ids, then the whole rows of the
+    newest few taken by row id. The general path reads the ordering columns of those rows, then looks
+    their ids up in the id index: two more reads, and a scalar-index lookup costs five ranged GETs
+    once the index outgrows a single one. None (use the general path) when many notes share the
+    cutoff's time, or when a commit between the two reads moved the rows (compaction renumbers them)."""
+    import pyarrow.compute as pc
+
+    def scan():
+        query = store.table.search().select(["at"]).with_row_id(True).limit(max(store.table.count_rows(), 1))
+        return (query.where(where) if where else query).to_arrow()
+
+    stamps = store.guarded_read(scan)
+    at = stamps["at"]
+    if len(at.drop_null()) > limit:
+        cutoff = pc.min(pc.take(at, pc.top_k_unstable(at, k=limit)))
+        stamps = stamps.filter(pc.fill_null(pc.greater_equal(at, cutoff), False))
+    if len(stamps) > 4 * limit:
+        return None
+    if not len(stamps):
+        return []
+    expected = dict(zip(stamps["_rowid"].to_pylist(), stamps["at"].to_pylist(), strict=True))
+    rows = store.guarded_read(lambda: store.table.take_row_ids(list(expected)).select(TEXT_COLUMNS)
+                              .with_row_id().to_list())
+    if len(rows) != len(expected) or any(expected.get(r["_rowid"], "?") != r["at"] for r in rows):
+        return None
+    rows.sort(key=lambda r: (r["at"] or "", r["created"] or "", r["seq"] or 0), reverse=True)
+    return [row_to_note(r) for r in rows[:limit]]
+
+
+def _newest_at(store: NoteRows, where: str | None, limit: int) -> str | None:
+    """The `at` of the `limit`-th newest matching note (None: there are no more than `limit`), from the
+    `at` column alone: at 1M notes, reading four ordering columns of every row took ~2 s and 800 MB."""
+    import pyarrow.compute as pc
+
+    def run():
+        query = store.table.search().select(["at"]).limit(max(store.table.count_rows(), 1))
+        return (query.where(where) if where else query).to_arrow()["at"]
+
+    stamps = store.guarded_read(run).drop_null()
+    if len(stamps) <= limit:
+        return None
+    return pc.min(pc.take(stamps, pc.top_k_unstable(stamps, k=limit))).as_py()
+
+
 class NoteRows(Database):
     """Reads and writes of whole notes; the private query helpers every store job shares."""
 
@@ -283,11 +329,11 @@ class NoteRows(Database):
         where = self._where(notebook, since and f"at >= {sql_str(since)}", until and f"at < {sql_str(until)}",
                             "array_length(user_tags) > 0" if keep else None)
         if limit and keep is None and self.remote:
-            found = self._newest_taken(where, limit)
+            found = _newest_taken(self, where, limit)
             if found is not None:
                 return found
         if limit and keep is None:  # one column of every matching row, then the ordering columns of a few
-            cutoff = self._newest_at(where, limit)
+            cutoff = _newest_at(self, where, limit)
             where = all_of(None, where, cutoff is not None and f"at >= {sql_str(cutoff)}")
         columns = ["id", "at", "created", "seq", *(["user_tags"] if keep else [])]
         rows = [r for r in self._query(where, columns) if keep is None or keep(r["user_tags"] or [])]
@@ -295,49 +341,6 @@ class NoteRows(Database):
         ids = [r["id"] for r in rows[:limit] if r["id"]] if limit else [r["id"] for r in rows]
         found = self.get_many(ids)
         return [found[i] for i in ids if i in found]
-
-    def _newest_taken(self, where: str | None, limit: int) -> list[Note] | None:
-        """`newest` on a shared store in two reads: the `at` column with row ids, then the whole rows of the
-        newest few taken by row id. The general path reads the ordering columns of those rows, then looks
-        their ids up in the id index: two more reads, and a scalar-index lookup costs five ranged GETs
-        once the index outgrows a single one. None (use the general path) when many notes share the
-        cutoff's time, or when a commit between the two reads moved the rows (compaction renumbers them)."""
-        import pyarrow.compute as pc
-
-        def scan():
-            query = self.table.search().select(["at"]).with_row_id(True).limit(max(self.table.count_rows(), 1))
-            return (query.where(where) if where else query).to_arrow()
-
-        stamps = self.guarded_read(scan)
-        at = stamps["at"]
-        if len(at.drop_null()) > limit:
-            cutoff = pc.min(pc.take(at, pc.top_k_unstable(at, k=limit)))
-            stamps = stamps.filter(pc.fill_null(pc.greater_equal(at, cutoff), False))
-        if len(stamps) > 4 * limit:
-            return None
-        if not len(stamps):
-            return []
-        expected = dict(zip(stamps["_rowid"].to_pylist(), stamps["at"].to_pylist(), strict=True))
-        rows = self.guarded_read(lambda: self.table.take_row_ids(list(expected)).select(TEXT_COLUMNS)
-                                 .with_row_id().to_list())
-        if len(rows) != len(expected) or any(expected.get(r["_rowid"], "?") != r["at"] for r in rows):
-            return None
-        rows.sort(key=lambda r: (r["at"] or "", r["created"] or "", r["seq"] or 0), reverse=True)
-        return [row_to_note(r) for r in rows[:limit]]
-
-    def _newest_at(self, where: str | None, limit: int) -> str | None:
-        """The `at` of the `limit`-th newest matching note (None: there are no more than `limit`), from the
-        `at` column alone: at 1M notes, reading four ordering columns of every row took ~2 s and 800 MB."""
-        import pyarrow.compute as pc
-
-        def run():
-            query = self.table.search().select(["at"]).limit(max(self.table.count_rows(), 1))
-            return (query.where(where) if where else query).to_arrow()["at"]
-
-        stamps = self.guarded_read(run).drop_null()
-        if len(stamps) <= limit:
-            return None
-        return pc.min(pc.take(stamps, pc.top_k_unstable(stamps, k=limit))).as_py()
 
     def count_by(self, column: str, notebook: str | None = None) -> dict[str, int]:
         """How many notes hold each value of a plain column (`status`, `kind`): one column read."""

@@ -6,7 +6,7 @@
 
 Each stage is resumable like a note's (a crash leaves the episode at its last stage). Promotion never
 runs inside `zk add` or `zk ask`: the CLI queues it and the background worker (or `zk process`) drains
-it after the notes. Forgetting (`zk rm`, `zk prune`) is here too: it undoes what promotion wrote.
+it after the notes. Forgetting (`zk rm`, `zk prune`) starts here too; what it undoes is in forgetting.py.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from ..core.dates import parse_when
 from ..core.errors import InvalidInput, NotFound
 from ..core.models import (
     EPISODE_PENDING,
-    EPISODE_PRUNED,
     EPISODE_READY,
     EPISODE_SUMMARISED,
     Entity,
@@ -34,13 +33,13 @@ from ..core.models import (
     Relation,
     Usage,
     canonical_map,
-    episode_id_for,
     now_iso,
 )
 from ..core.text import name_key, one_line
 from ..storage.tier_store import TierStore
 from .episodes import abstract_of, summarise
 from .extraction import ask_same, conflicts, extract, same_by_spelling
+from .forgetting import forget_episode_of, forget_relations_of, prune_summaries
 from .grounding import FUNCTIONAL, Fact, Rules, add_found, carried_over, record_checks
 from .sessions import Sessions
 
@@ -192,7 +191,7 @@ class Promotion:
         settings = self.memory.settings
         with guard():
             self._check(episode)
-            self._forget_relations_of(episode.id)  # a re-summarised episode replaces its own facts
+            forget_relations_of(self.store, episode.id)  # a re-summarised episode replaces its own facts
             if not episode.summary.strip() or not settings.graph_enabled():
                 episode.status = EPISODE_READY  # nothing to read, or no graph for this model (#31)
                 self.store.put_episodes([episode])
@@ -231,18 +230,6 @@ class Promotion:
             result.relations, result.invalidated = len(new), sum(1 for r in [*new, *changed] if r.invalid_from)
             episode.status, episode.error = EPISODE_READY, ""
             self.store.put_episodes([episode])
-
-    def _forget_relations_of(self, episode_id: str) -> None:
-        """Remove an episode's relations and undo the invalidations they caused (before re-extraction)."""
-        mine = self.store.relations_of_episode(episode_id)
-        if not mine:
-            return
-        ids = {r.id for r in mine}
-        restored = self.store.relations_invalidated_by(sorted(ids))
-        for rel in restored:
-            rel.invalid_from = rel.invalidated_by = None
-        self.store.put_relations(restored)
-        self.store.delete_relations(list(ids))
 
     def _resolve_entity(self, name: str, kind: str, episode: Episode, usage: Usage,
                         guard: Callable[[], AbstractContextManager]) -> tuple[Entity, bool]:
@@ -337,39 +324,10 @@ class Promotion:
         from ..runtime.worker import step_lock
 
         with step_lock(self.memory.home):  # not while the worker is extracting from one
-            # Only finished episodes: a pending one has not given its facts to the graph yet.
-            expired = [e for e in self.store.episodes(self.memory.notebook, status=[EPISODE_READY])
-                       if e.end < cutoff]
-            for episode in expired:
-                episode.summary = episode.abstract = ""
-                episode.vector, episode.status = None, EPISODE_PRUNED
-            if expired:
-                self.store.put_episodes(expired, keep_vectors=False)
-                self.store.compact()  # the old summaries must not survive in older table versions
-        return [e.id for e in expired]
+            return prune_summaries(self.store, self.memory.notebook, cutoff)
 
     def forget_note(self, note: Note) -> None:
         """After `zk rm`: the note's words must not live on in its session's summary or the facts drawn
         from it. The summary is cleared at once (and the episode queued to be summarised again from the
-        remaining turns); the episode's relations are removed."""
-        if not note.session_id:
-            return
-        episode = self.store.episode(episode_id_for(note.session_id))
-        if episode is None:
-            return
-        self._forget_relations_of(episode.id)
-        # Entities only this episode named go too (re-extraction brings back what the other turns say).
-        named = self.store.entities(episode.notebook, with_vector=True)
-        only_here = [e.id for e in named if e.episodes == [episode.id]]
-        elsewhere = [e for e in named if episode.id in e.episodes and e.id not in only_here]
-        for entity in elsewhere:
-            entity.episodes = [i for i in entity.episodes if i != episode.id]
-        self.store.put_entities(elsewhere)
-        self.store.delete_entities(only_here)
-        remaining = self.sessions.turns(note.session_id, episode.notebook)
-        episode.summary = episode.abstract = ""
-        episode.vector, episode.turns, episode.created = None, len(remaining), now_iso()
-        if episode.status != EPISODE_PRUNED:  # a pruned episode stays pruned (its summary is gone anyway)
-            episode.status = EPISODE_PENDING if remaining else EPISODE_PRUNED
-        self.store.put_episodes([episode], keep_vectors=False)
-        self.store.compact()
+        remaining turns); the episode's relations are removed (forgetting.py)."""
+        forget_episode_of(self.store, self.sessions, note)

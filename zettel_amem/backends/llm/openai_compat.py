@@ -201,12 +201,12 @@ class OpenAICompatLLM:
                     extensions=extensions) as response:
                 if response.status_code >= 400:
                     response.read()
-                    raise LLMError(self._http_error(response))
+                    raise LLMError(_http_error(response, self.base_url, self.model))
                 for piece in self._pieces(response, counts):
                     counts["pieces"] += 1
                     yield piece
         except httpx.HTTPError as exc:
-            raise LLMError(self._transport_error(exc, deadline)) from None
+            raise LLMError(_transport_error(exc, deadline, self.base_url)) from None
         finally:
             try:
                 usage = _usage(counts["body"] or {}, start, self.base_url)
@@ -219,7 +219,7 @@ class OpenAICompatLLM:
         """The text pieces of a streamed answer (or the whole text of a server that ignored stream=true)."""
         if "event-stream" not in response.headers.get("content-type", ""):
             response.read()
-            counts["body"] = self._whole_body(response)
+            counts["body"] = _whole_body(response, self.base_url)
             text, _ = _message(counts["body"], None, self.base_url)
             if text:
                 yield text
@@ -259,7 +259,7 @@ class OpenAICompatLLM:
     def _guard(self, deadline: _Deadline):
         """`_cut_at(deadline)`, or the timeout error at once when no time is left."""
         if deadline.left() <= 0:
-            raise LLMError(self._late(deadline))
+            raise LLMError(_late(deadline, self.base_url))
         return _cut_at(deadline)
 
     @staticmethod
@@ -291,57 +291,17 @@ class OpenAICompatLLM:
                 if self._retry(attempt, deadline):
                     attempt += 1
                     continue
-                raise LLMError(self._transport_error(exc, deadline)) from None
+                raise LLMError(_transport_error(exc, deadline, self.base_url)) from None
             # A refused response_format form (llama-cpp-python's server says so with a 500) is not retried.
             if response.status_code in (400, 422, 500) and "response_format" in payload and re.search(
                     r"response_format|json_schema", response.text, re.IGNORECASE):
-                raise _Refused(self._http_error(response))
+                raise _Refused(_http_error(response, self.base_url, self.model))
             if response.status_code in _RETRY_STATUS and self._retry(attempt, deadline):
                 attempt += 1
                 continue
             if response.status_code >= 400:
-                raise LLMError(self._http_error(response))
-            return self._whole_body(response)
-
-    def _whole_body(self, response) -> dict[str, Any]:
-        try:
-            body = response.json()
-        except ValueError:
-            raise LLMError(f"the LLM server at {self.base_url} returned a response that is not JSON: "
-                           f"{_short(response.text)!r}") from None
-        if not isinstance(body, dict):
-            raise LLMError(f"the LLM server at {self.base_url} returned unexpected JSON: {_short(response.text)!r}")
-        return body
-
-    def _late(self, deadline: _Deadline) -> str:
-        return f"the LLM server at {self.base_url} did not answer within {deadline.seconds:g} s (timeout)"
-
-    def _transport_error(self, exc: Exception, deadline: _Deadline) -> str:
-        import httpx
-
-        if isinstance(exc, httpx.ConnectTimeout) and deadline.left() > 0:
-            return f"cannot reach the LLM server at {self.base_url} (connection timed out); is it running?"
-        if isinstance(exc, httpx.TimeoutException) or deadline.left() <= 0:
-            return self._late(deadline)
-        if isinstance(exc, httpx.ConnectError):
-            return f"cannot reach the LLM server at {self.base_url} (connection refused); is it running?"
-        return f"the LLM server at {self.base_url} failed: {type(exc).__name__}: {_short(str(exc))}"
-
-    def _http_error(self, response) -> str:
-        detail = response.text
-        try:
-            err = response.json()
-            err = err.get("error", err) if isinstance(err, dict) else err
-            detail = err.get("message", err.get("detail", detail)) if isinstance(err, dict) else detail
-        except ValueError:
-            pass
-        code = response.status_code
-        if code == 404 and "model" in str(detail).lower():
-            return f"the LLM server at {self.base_url} has no model '{self.model}': {_short(str(detail))}"
-        if code in (401, 403):
-            return (f"the LLM server at {self.base_url} refused the request ({code}); set the API key "
-                    "(config [llm] api_key_env, default ZK_LLM_API_KEY)")
-        return f"the LLM server at {self.base_url} answered {code}: {_short(str(detail))}"
+                raise LLMError(_http_error(response, self.base_url, self.model))
+            return _whole_body(response, self.base_url)
 
     def _check_model(self, deadline: _Deadline) -> None:
         """Once per process: is the model served? (A wrong name must not be silently replaced.)"""
@@ -371,7 +331,7 @@ class OpenAICompatLLM:
                 if self._retry(attempt, deadline):
                     attempt += 1
                     continue
-                raise LLMError(self._transport_error(exc, deadline)) from None
+                raise LLMError(_transport_error(exc, deadline, self.base_url)) from None
         if response.status_code >= 400:
             return None
         try:
@@ -382,6 +342,54 @@ class OpenAICompatLLM:
 
     def close(self) -> None:
         self._client.close()
+
+
+# -- what a failed request says: one line a user can act on, naming the server (`where`) ---------------
+def _whole_body(response, where: str) -> dict[str, Any]:
+    """The response's JSON object; LLMError when it is not JSON or not an object."""
+    try:
+        body = response.json()
+    except ValueError:
+        raise LLMError(f"the LLM server at {where} returned a response that is not JSON: "
+                       f"{_short(response.text)!r}") from None
+    if not isinstance(body, dict):
+        raise LLMError(f"the LLM server at {where} returned unexpected JSON: {_short(response.text)!r}")
+    return body
+
+
+def _late(deadline: _Deadline, where: str) -> str:
+    return f"the LLM server at {where} did not answer within {deadline.seconds:g} s (timeout)"
+
+
+def _transport_error(exc: Exception, deadline: _Deadline, where: str) -> str:
+    """A request that got no response (refused, timed out, cut at the deadline), as one line."""
+    import httpx
+
+    if isinstance(exc, httpx.ConnectTimeout) and deadline.left() > 0:
+        return f"cannot reach the LLM server at {where} (connection timed out); is it running?"
+    if isinstance(exc, httpx.TimeoutException) or deadline.left() <= 0:
+        return _late(deadline, where)
+    if isinstance(exc, httpx.ConnectError):
+        return f"cannot reach the LLM server at {where} (connection refused); is it running?"
+    return f"the LLM server at {where} failed: {type(exc).__name__}: {_short(str(exc))}"
+
+
+def _http_error(response, where: str, model: str) -> str:
+    """An error status as one line: the server's own message, or what to do (a missing model, the API key)."""
+    detail = response.text
+    try:
+        err = response.json()
+        err = err.get("error", err) if isinstance(err, dict) else err
+        detail = err.get("message", err.get("detail", detail)) if isinstance(err, dict) else detail
+    except ValueError:
+        pass
+    code = response.status_code
+    if code == 404 and "model" in str(detail).lower():
+        return f"the LLM server at {where} has no model '{model}': {_short(str(detail))}"
+    if code in (401, 403):
+        return (f"the LLM server at {where} refused the request ({code}); set the API key "
+                "(config [llm] api_key_env, default ZK_LLM_API_KEY)")
+    return f"the LLM server at {where} answered {code}: {_short(str(detail))}"
 
 
 def _message(body: dict[str, Any], usage: Usage | None, where: str) -> tuple[str, str | None]:
