@@ -108,3 +108,18 @@ def note_count(zk: ZkTools) -> SearchOut:
               ("ZK_NO_WORKER", "1"))
     assert json.loads(out.strip().splitlines()[-1])[-1] == "note_count"
     limits_hold(checkout)
+
+
+def test_add_a_question_kind(checkout):
+    answering = checkout / "zettel_amem" / "answering"
+    insert(answering / "questions.py", '    ("now", _NOW),\n',
+           '    ("where", re.compile(r"어디|\\bwhere\\b", re.I)),\n', after=False)
+    insert(answering / "journal_answer.py", "ANSWERERS: dict[str, Answerer] = {\n", '    "where": answer_where,\n')
+    answerer = 'def answer_where(question, evidence):\n    return "somewhere", []\n\n\n'
+    insert(answering / "journal_answer.py", "ANSWERERS: dict[str, Answerer] = {\n", answerer, after=False)
+    out = run(checkout, "from zettel_amem.answering.questions import analyse, kind_of; "
+                        "from zettel_amem.answering.journal_answer import answer_one; "
+                        "print(kind_of('Where did I run now?'), kind_of('지금 어디서 달려?')); "
+                        "print(answer_one(analyse('Where did I run?'), [])[0])")
+    assert out.split("\n")[:2] == ["where where", "somewhere"]
+    limits_hold(checkout)

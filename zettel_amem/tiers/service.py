@@ -3,6 +3,7 @@ per job over one `Memory`:
 
     tiers.sessions    sessions.py      find, list and close sessions (closing queues an episode)
     tiers.promotion   promotion.py     summarise -> extract -> dedup + time, resumable; forgetting
+                                       (`zk rm`, `zk prune`) in forgetting.py
     tiers.context     context.py       L0 hints, L1 expand, the memory block `zk ask` adds
     tiers.graph       graph_queries.py L2: an entity's relations (current and past), merges by hand
 
