@@ -45,7 +45,9 @@ def test_llm_failure_keeps_note_pending_and_process_completes_it(memory, fake_ll
 def test_failure_between_stages_resumes_at_linking(memory, fake_llm):
     first = add_ready(memory, "Booked a physio appointment for my knee.", "2026-03-30T10:00")
     note = memory.add("The physio said my knee needs two weeks of rest.", "2026-04-02T10:00")
-    fake_llm.link = lambda user, ids: (_ for _ in ()).throw(__import__("zettel_amem.backends.llm").backends.llm.LLMError("x"))
+    from zettel_amem.backends.llm import LLMError
+
+    fake_llm.link = lambda user, ids: (_ for _ in ()).throw(LLMError("x"))
     result = memory.process(note.id)
     assert result.status == CONSTRUCTED  # construction committed, linking still owed
     fake_llm.link = lambda user, ids: {"links": ids, "updates": []}

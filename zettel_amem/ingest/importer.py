@@ -49,8 +49,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from ..core import dates
 from ..core.errors import NotFound, ZkError
-from ..core.models import READY, Note, now_iso, session_id_for
+from ..core.models import READY, Note, session_id_for
 from ..memory import Memory, content_hash
 from . import formats
 from .formats import STREAMED, WHOLE
@@ -155,7 +156,7 @@ class _Importer:
         self.batch_size = max(1, batch_size)
         self.on_progress = on_progress
         self.total = total
-        self.import_time = now_iso()
+        self.import_time = dates.now().isoformat()  # ZK_TODAY pins it, as it pins `zk add`'s time
         self.batch: list[Note] = []
         self.done = 0  # parsed items (turns and problems) consumed so far
         self.occurrences: dict[str, int] = {}  # base hash -> times seen (one small entry per turn)
