@@ -61,28 +61,33 @@ def _complete_id(ctx: typer.Context, incomplete: str) -> list[tuple[str, str]]:
 
 
 def id_arg(help: str = "Note id or unique prefix."):
+    """A note-id argument whose ids complete from the store in the shell."""
     return typer.Argument(..., metavar="ID", autocompletion=_complete_id, help=help)
 
 
 def open_memory(**kwargs):
+    """The notebook chosen with --home and -n (nothing is loaded until it is used)."""
     from ..memory import Memory
 
     return Memory(State.home, notebook=State.notebook, **kwargs)
 
 
 def open_tiers():
+    """The upper tiers (sessions, episodes, graph) of the chosen notebook."""
     from ..tiers.service import Tiers
 
     return Tiers(open_memory())
 
 
 def tiers_of(memory):
+    """The upper tiers over a notebook already open."""
     from ..tiers.service import Tiers
 
     return Tiers(memory)
 
 
 def home_path():
+    """The local data directory chosen with --home (this machine's folder for an object-store home)."""
     from ..core.config import home_dir
 
     return home_dir(State.home)
