@@ -78,8 +78,9 @@ def _meaningful_constants(tree: ast.AST) -> Iterator[ast.Constant]:
 
 
 # The same words with other meanings, each checked by hand: `zk export --format` writes formats of its own
-# (cli.export), a vault's sync entry has a "text" field, and "text" names a JSON type in a model's reply.
-OTHER_MEANINGS = {("jsonl", "cli/__init__.py"), ("markdown", "cli/__init__.py"), ("text", "ingest/vault.py"),
+# (cli/imports.py's export), a vault's sync entry has a "text" field, and "text" names a JSON type in a
+# model's reply.
+OTHER_MEANINGS = {("jsonl", "cli/imports.py"), ("markdown", "cli/imports.py"), ("text", "ingest/vault.py"),
                   ("text", "backends/llm/openai_compat.py")}
 
 

@@ -7,6 +7,7 @@ import numpy as np
 
 from zettel_amem.runtime.worker import drain
 from zettel_amem.storage.store import FRAGMENTS_BEFORE_COMPACTION
+from zettel_amem.views import Views
 
 
 def fragments(memory) -> int:
@@ -80,10 +81,11 @@ def test_list_returns_the_newest_first_with_limits_dates_and_tags(memory):
     notes = [memory.add(text, at) for text, at in [
         ("oldest #Run", "2026-01-01T08:00"), ("middle", "2026-02-01T08:00"), ("newer #run", "2026-03-01T08:00"),
         ("newest", "2026-04-01T08:00")]]
-    assert [n.content for n in memory.list(limit=2)] == ["newest", "newer #run"]
-    assert [n.content for n in memory.list()] == [n.content for n in reversed(notes)]
-    assert [n.content for n in memory.list(tag="RUN")] == ["newer #run", "oldest #Run"]
-    assert [n.content for n in memory.list(since="2026-02-01", until="2026-03-15")] == ["newer #run", "middle"]
+    views = Views(memory)
+    assert [n.content for n in views.notes(limit=2)] == ["newest", "newer #run"]
+    assert [n.content for n in views.notes()] == [n.content for n in reversed(notes)]
+    assert [n.content for n in views.notes(tag="RUN")] == ["newer #run", "oldest #Run"]
+    assert [n.content for n in views.notes(since="2026-02-01", until="2026-03-15")] == ["newer #run", "middle"]
 
 
 def test_status_counts_without_reading_notes(memory):

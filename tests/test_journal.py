@@ -17,6 +17,7 @@ from zettel_amem.core.dates import parse, resolve
 from zettel_amem.memory import Memory
 from zettel_amem.storage.database import SCHEMA_VERSION
 from zettel_amem.storage.store import note_to_row
+from zettel_amem.views import Views
 
 EDITOR = '''\
 import json, os, pathlib, sys
@@ -417,7 +418,7 @@ def test_schema_1_store_gains_user_tags_from_its_notes(zk_home, embedder, tmp_pa
                                                                         "no tags in this one": []}
     assert json.loads((old_home / "meta.json").read_text())["schema_version"] == SCHEMA_VERSION
     migrated.add("after #migration", "2026-03-03")
-    assert migrated.tag_counts()[0]["count"] == 1 and len(migrated.list(tag="migration")) == 1
+    assert Views(migrated).tags()[0]["count"] == 1 and len(Views(migrated).notes(tag="migration")) == 1
 
 
 # -- on the real bundled model ------------------------------------------------------------------------

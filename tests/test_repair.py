@@ -21,6 +21,7 @@ from tests import harness
 from tests.harness import one_line
 from zettel_amem.memory import Memory
 from zettel_amem.storage.database import manifest_path, manifest_versions
+from zettel_amem.views import Views
 
 NOTES_DIR = Path("lancedb") / "notes.lance"
 
@@ -133,7 +134,7 @@ def test_1_power_cut_damage_opens_the_newest_readable_version_and_repair_succeed
 @pytest.mark.parametrize("how", ["gone", "empty"])
 def test_2_a_lost_edit_is_named_and_its_text_read_back(home, embedder, how):
     memory = Memory(home, embedder=embedder)
-    note = memory.list(limit=1)[0]
+    note = Views(memory).notes(limit=1)[0]
     memory.edit(note.id, "the edit the power cut took")
     damage(newest_manifest(home / NOTES_DIR), how)
 
@@ -150,7 +151,7 @@ def test_2_a_lost_edit_is_named_and_its_text_read_back(home, embedder, how):
 
 def test_2_an_edit_whose_data_file_is_cut_is_named_as_restored_older(home, embedder):
     memory = Memory(home, embedder=embedder)
-    note = memory.list(limit=1)[0]
+    note = Views(memory).notes(limit=1)[0]
     memory.edit(note.id, "the edit whose file was cut")
     damage(newest_data_file(home / NOTES_DIR), "cut")
 

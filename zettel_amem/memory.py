@@ -7,6 +7,8 @@ a model) and runs the A-MEM pipeline:
     process()  construct -> link -> evolve, each stage committed atomically and resumable (pipeline.py)
     search()   hybrid retrieval + linked-neighbour expansion within a token budget (search.py)
     ask()      search, then a short grammar-bound answer that cites note ids (answer.py)
+
+The read-only views over a notebook (its notes newest first, one day, the #tags) are `views.Views`.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from .core.location import resolve as resolve_location
 from .core.models import OUTBOX, PENDING, Note, ProcessResult, journal_period, now_iso, session_id_for
 from .core.passages import attach_passages
 from .core.prompts import Prompts
-from .core.text import has_control_chars, has_lone_surrogate, hashtags, nfc, one_line, tag_key
+from .core.text import has_control_chars, has_lone_surrogate, hashtags, nfc
 from .parts import Parts
 from .retrieval.retrieve import Hit
 from .retrieval.search import Searcher, background
@@ -73,17 +75,6 @@ def validate_content(content: str) -> str:
         raise NoteTooLong(f"the note is too long ({len(stripped):,} characters; the limit is {MAX_NOTE_CHARS:,} "
                       "per note)")
     return stripped
-
-
-def count_tags(notes: list[Note]) -> list[dict]:
-    """The user's #tags among `notes`: tag (its first spelling), number of notes, last used; most used first."""
-    counts: dict[str, dict] = {}
-    for note in sorted(notes, key=lambda n: n.at):
-        for tag in note.user_tags:
-            row = counts.setdefault(tag_key(tag), {"tag": tag, "count": 0, "last": ""})
-            row["count"] += 1
-            row["last"] = max(row["last"], note.at)
-    return sorted(counts.values(), key=lambda r: (-r["count"], tag_key(r["tag"])))
 
 
 class Memory:
@@ -318,36 +309,6 @@ class Memory:
 
     def backlinks(self, note_id: str) -> list[str]:
         return self.store.backlinks(note_id)
-
-    def id_completions(self, typed: str, limit: int = 50) -> list[tuple[str, str]]:
-        """Shell completion: (short id, "date first words") of the notebook's notes whose id starts with
-        `typed`, newest first. Nothing for a home without a store (completion must not create one)."""
-        typed = typed.strip().lower()
-        if not Store.read_meta(self.home) or not all(ch in "0123456789abcdef" for ch in typed):
-            return []
-        rows = self.store.ids_starting(typed, self.notebook)
-        rows.sort(key=lambda r: r["at"], reverse=True)
-        size = 8 if len(typed) < 8 else 32
-        return [(r["id"][:size], r["at"][:10] + " " + one_line(r["content"], 50)) for r in rows[:limit]]
-
-    def neighbours(self, note: Note) -> list[Note]:
-        ids = [*note.links, *self.backlinks(note.id)]
-        found = self.store.get_many(ids)
-        return [found[i] for i in dict.fromkeys(ids) if i in found]
-
-    def list(self, since: str | None = None, until: str | None = None, limit: int | None = None,
-             tag: str | None = None) -> list[Note]:
-        """Notes newest first; `tag`: only those carrying that #tag of the user's (any case, "#" optional)."""
-        if limit is not None and limit < 1:
-            raise ZkError("the limit must be at least 1")
-        key = tag_key(tag) if tag is not None else None
-        return self.store.newest(self.notebook, limit, since=parse_when(since, "since") if since else None,
-                                 until=parse_when(until, "until") if until else None,
-                                 keep=None if key is None else lambda tags: any(tag_key(t) == key for t in tags))
-
-    def tag_counts(self) -> list[dict]:
-        """The user's #tags in this notebook (`count_tags`)."""
-        return count_tags(self.store.notes(self.notebook, tagged=True))
 
     # -- search and answers (search.py, answer.py) -----------------------------------------------------
     def search(self, query: str, k: int | None = None, **options) -> list[Hit]:

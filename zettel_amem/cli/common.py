@@ -1,0 +1,122 @@
+"""What every command shares: the Typer app with the global options (--home, -n, --model), the notebook
+they choose (`open_memory`, `open_tiers`), and the helpers for arguments, dates and JSON output.
+
+The commands live in one module per group (notes, browse, find, imports, tiers, admin) and are registered
+from the COMMANDS table in cli/__init__.py. Heavy modules (LanceDB, embedders, llama.cpp) load inside
+commands, so `zk --help` stays instant.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import typer
+
+from ..core.errors import ZkError
+
+# add_completion: `zk --install-completion` / `--show-completion` (Typer's, for the shell it detects);
+# `zk completion SHELL` prints the script for a named shell. Note ids complete from the store.
+app = typer.Typer(add_completion=True, no_args_is_help=True, rich_markup_mode=None,
+                  help="zk: a local-first Zettelkasten that organises itself (A-MEM).")
+
+JSON_OPT = typer.Option(False, "--json", help="Print JSON for scripts.")
+
+
+class State:
+    home: str | None = None
+    notebook: str = "main"
+    notebook_given: bool = False  # `-n` on the command line: a restore then goes into that notebook
+
+
+@app.callback()
+def _global(home: str | None = typer.Option(None, "--home", help="Data directory, or s3://BUCKET/PREFIX for a "
+                                               "notebook shared by several machines (default: $ZK_HOME or the "
+                                               "user data dir)."),
+            notebook: str | None = typer.Option(None, "--notebook", "-n", help="Notebook to use (default: main)."),
+            model: str | None = typer.Option(None, "--model", "-m", help="LLM for this command: a .gguf path, "
+                                             "qwen2.5-0.5b, smollm2-135m, or openai:MODEL@http://HOST:PORT/v1 "
+                                             "for an OpenAI-compatible server (default: $ZK_LLM_MODEL, "
+                                             "config.toml, then the bundled Qwen).")) -> None:
+    State.home = home
+    State.notebook = notebook if notebook is not None else "main"
+    State.notebook_given = notebook is not None
+    if model:  # through the environment, so the background worker this command starts uses it too
+        os.environ["ZK_LLM_MODEL"] = model
+
+
+def _complete_id(ctx: typer.Context, incomplete: str) -> list[tuple[str, str]]:
+    """Shell completion of a note id: ids of the notebook (from --home/-n on the command line) starting with
+    what was typed, each with its date and first words. Any failure completes nothing: completion must
+    never print an error into the user's command line."""
+    try:
+        from ..memory import Memory
+        from ..views import Views
+
+        root = ctx.find_root().params
+        memory = Memory(root.get("home"), notebook=root.get("notebook") or "main")
+        return Views(memory).id_completions(incomplete)
+    except Exception:  # noqa: BLE001
+        return []
+
+
+def id_arg(help: str = "Note id or unique prefix."):
+    """A note-id argument whose ids complete from the store in the shell."""
+    return typer.Argument(..., metavar="ID", autocompletion=_complete_id, help=help)
+
+
+def open_memory(**kwargs):
+    """The notebook chosen with --home and -n (nothing is loaded until it is used)."""
+    from ..memory import Memory
+
+    return Memory(State.home, notebook=State.notebook, **kwargs)
+
+
+def open_tiers():
+    """The upper tiers (sessions, episodes, graph) of the chosen notebook."""
+    from ..tiers.service import Tiers
+
+    return Tiers(open_memory())
+
+
+def tiers_of(memory):
+    """The upper tiers over a notebook already open."""
+    from ..tiers.service import Tiers
+
+    return Tiers(memory)
+
+
+def home_path():
+    """The local data directory chosen with --home (this machine's folder for an object-store home)."""
+    from ..core.config import home_dir
+
+    return home_dir(State.home)
+
+
+def read_stdin() -> str:
+    data = sys.stdin.buffer.read()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ZkError(f"standard input is not valid UTF-8 (byte {exc.start})") from None
+
+
+def notes_json(memory, notes, **extra_for) -> list[dict]:
+    """Notes (or hits) as JSON with their real backlinks, found in one scan for all of them."""
+    notes = list(notes)
+    back = memory.store.backlinks_many([getattr(n, "note", n).id for n in notes])
+    return [n.to_json(back.get(getattr(n, "note", n).id, []),
+                      **{k: f(n) for k, f in extra_for.items()}) for n in notes]
+
+
+def date_option(value: str | None, role: str = "at") -> str | None:
+    """A date option as ISO time (natural phrases in English or Korean read here); a guessed reading
+    ("03/04") is reported in one line on stderr."""
+    if value is None:
+        return None
+    from ..core.dates import resolve
+
+    iso, note = resolve(value, role)
+    if note:
+        sys.stderr.write(f"zk: note: {note}\n")
+    return iso
