@@ -123,3 +123,22 @@ def test_add_a_question_kind(checkout):
                         "print(answer_one(analyse('Where did I run?'), [])[0])")
     assert out.split("\n")[:2] == ["where where", "somewhere"]
     limits_hold(checkout)
+
+
+def test_add_a_command(checkout):
+    cli = checkout / "zettel_amem" / "cli"
+    (cli / "browse.py").write_text((cli / "browse.py").read_text(encoding="utf-8") + '''
+
+def hello(name: str = typer.Argument(..., help="Who to greet."), as_json: bool = JSON_OPT) -> None:
+    """Greet someone (a dummy command)."""
+    from . import render
+
+    render.print_json({"hello": name}) if as_json else render.console.print(f"안녕, {render.escape(name)}")
+''', encoding="utf-8")
+    insert(cli / "__init__.py", '    ("stats", browse.stats),\n', '    ("hello", browse.hello),\n')
+    out = run(checkout, "import sys; sys.argv = ['zk', '--help']; from zettel_amem.cli import main; main()")
+    listed = [line.split()[0] for line in out.splitlines() if line.startswith("  ") and line.split()]
+    assert listed.index("stats") + 1 == listed.index("hello") == listed.index("completion") - 1
+    assert run(checkout, "import sys; sys.argv = ['zk', 'hello', '민지', '--json']; "
+                         "from zettel_amem.cli import main; main()").strip() == '{\n  "hello": "민지"\n}'
+    limits_hold(checkout)

@@ -59,13 +59,13 @@ def tags(as_json: bool = JSON_OPT) -> None:
 def sessions(limit: int | None = typer.Option(None, "--limit", min=1, help="At most N sessions."),
              as_json: bool = JSON_OPT) -> None:
     """Sessions, newest first: imported conversations and journal weeks (`zk add` entries; or days)."""
-    from . import render
+    from . import render, render_tiers
 
     found = open_tiers().sessions.list(limit)
     if as_json:
         render.print_json(found)
     else:
-        render.sessions_table(found)
+        render_tiers.sessions_table(found)
 
 
 def stats(as_json: bool = JSON_OPT) -> None:

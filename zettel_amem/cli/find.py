@@ -53,7 +53,7 @@ def search(query: str = typer.Argument(..., help="What to look for."),
 
     `zk expand ID` shows an episode's full summary or a whole note."""
     from ..tiers.service import Tiers
-    from . import render
+    from . import render, render_tiers
 
     memory = open_memory()
     memory.start_embedding(query)  # while the store opens
@@ -63,7 +63,7 @@ def search(query: str = typer.Argument(..., help="What to look for."),
         if as_json:
             render.print_json([{"kind": "episode", **h.to_json()} for h in episodes])
         else:
-            render.episodes_table(episodes)
+            render_tiers.episodes_table(episodes)
         return
     budget = memory.settings.context_budget_tokens if budget is None else budget
     hits = memory.search(query, limit, follow_links=not no_links, budget_tokens=budget or None, tag=tag,
@@ -72,7 +72,7 @@ def search(query: str = typer.Argument(..., help="What to look for."),
         render.print_json(notes_json(memory, hits))
         return
     if episodes:
-        render.episodes_table(episodes)
+        render_tiers.episodes_table(episodes)
     render.hits_table(hits, title="notes" if episodes else None)
     scope = memory.searcher.last_scope
     if scope is not None and scope.narrows:

@@ -33,7 +33,7 @@ def process(limit: int | None = typer.Option(None, "--limit", help="Process at m
             jobs: int | None = JOBS_OPT,
             as_json: bool = JSON_OPT) -> None:
     """Finish pending work now: notes (construction, links, evolution), then sessions into episodes."""
-    from . import render
+    from . import render, render_tiers
 
     memory = open_memory()
     jobs = _jobs(memory, jobs)
@@ -51,7 +51,7 @@ def process(limit: int | None = typer.Option(None, "--limit", help="Process at m
     elif not quiet:
         render.process_summary(results)
         if episodes:
-            render.episode_summary(episodes)
+            render_tiers.episode_summary(episodes)
     if any(r.error for r in [*results, *episodes]):
         raise typer.Exit(1)
 

@@ -82,13 +82,14 @@ def _write_in_editor(template: str | None, at: str | None) -> tuple[str | None, 
     None when the file came back empty or as the template was (nothing to add)."""
     from datetime import datetime
 
+    from ..core import dates
     from ..core.config import home_dir, templates_override_dirs
     from ..core.prompts import Prompts
     from .editor import discard, edit_text, same_text
 
     initial = ""
     if template:
-        when = datetime.fromisoformat(at) if at else datetime.now()
+        when = datetime.fromisoformat(at) if at else dates.now()  # ZK_TODAY pins it, as it pins the note's time
         initial = Prompts(templates_override_dirs(home_dir(State.home))).note_template(template, when)
     text, path = edit_text(initial, "new")
     if not text.strip() or (template and same_text(text, initial)):
@@ -178,7 +179,7 @@ def edit(note_id: str = id_arg(),
 def show(note_id: str = id_arg("Note id, session id (s...) or a unique prefix."),
          as_json: bool = JSON_OPT) -> None:
     """Every field of a note, its links both ways and its version history; or a session's turns."""
-    from . import render
+    from . import render, render_tiers
 
     memory = open_memory()
     if note_id.strip().lower().startswith("s"):  # session ids start with "s", note ids are hex
@@ -190,7 +191,7 @@ def show(note_id: str = id_arg("Note id, session id (s...) or a unique prefix.")
             render.print_json({"session_id": turns[0].session_id, "title": turns[0].source,
                                "turns": notes_json(memory, turns)})
         else:
-            render.session_view(turns)
+            render_tiers.session_view(turns)
         return
     show_note(memory, memory.resolve(note_id), as_json)
 

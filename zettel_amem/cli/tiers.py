@@ -37,7 +37,7 @@ def context(message: str = typer.Argument(..., help="The user's new message, or 
 def expand(item_id: str = id_arg("Episode id (e…), session id (s…) or note id."),
            as_json: bool = JSON_OPT) -> None:
     """L1: the full episode summary (e…), a session's turns (s…), or a whole note."""
-    from . import render
+    from . import render, render_tiers
 
     tiers = open_tiers()
     kind, item = tiers.context.expand(item_id)
@@ -50,11 +50,11 @@ def expand(item_id: str = id_arg("Episode id (e…), session id (s…) or note i
         render.print_json({**data, "turn_ids": [t.id for t in turns]} if kind == "episode"
                           else {**data, "turns": notes_json(tiers.memory, turns)})
     elif kind == "episode":
-        render.episode_view(episode, turns)
+        render_tiers.episode_view(episode, turns)
     else:
         if episode:
-            render.episode_view(episode, turns)
-        render.session_view(turns)
+            render_tiers.episode_view(episode, turns)
+        render_tiers.session_view(turns)
 
 
 def graph(entity: str | None = typer.Argument(None, help="A person, project, place… (omit to list entities)."),
@@ -72,7 +72,7 @@ def graph(entity: str | None = typer.Argument(None, help="A person, project, pla
     """L2: what the graph knows about an entity: relations now and in the past, their episodes, neighbours.
 
     `zk graph --html FILE` draws the whole notebook instead: open FILE in a browser."""
-    from . import render
+    from . import render, render_tiers
 
     tiers = open_tiers()
     if html is not None:
@@ -93,13 +93,13 @@ def graph(entity: str | None = typer.Argument(None, help="A person, project, pla
         if merge_into or unmerge:
             raise ZkError("--merge-into and --unmerge need an ENTITY")
         rows = tiers.graph.entities()
-        render.print_json(rows) if as_json else render.entities_table(rows)
+        render.print_json(rows) if as_json else render_tiers.entities_table(rows)
         return
     if merge_into or unmerge:
         _graph_merge(tiers, entity, merge_into, unmerge, as_json)
         return
     view = tiers.graph.view(entity, depth, date_option(at))
-    render.print_json(view) if as_json else render.console.print(render.graph_tree(view))
+    render.print_json(view) if as_json else render.console.print(render_tiers.graph_tree(view))
 
 
 def _graph_restore(tiers, relation_id: str, as_json: bool) -> None:
@@ -157,14 +157,15 @@ def session_close(ids: list[str] = typer.Argument(None, metavar="[ID]...", help=
                   wait: bool = typer.Option(False, "--wait", help="Summarise now, in the foreground."),
                   as_json: bool = JSON_OPT) -> None:
     """Mark sessions complete: they are summarised into episodes (by the background worker, or now)."""
-    from ..core.models import journal_period, now_iso, session_id_for
+    from ..core import dates
+    from ..core.models import journal_period, session_id_for
     from ..runtime.worker import step_lock, work_lock
     from . import render
 
     tiers = open_tiers()
     memory = tiers.memory
     targets = [tiers.sessions.resolve(i) for i in ids] if ids else [
-        session_id_for(memory.notebook, journal_period(now_iso(), memory.settings.journal_session).key)]
+        session_id_for(memory.notebook, journal_period(dates.now().isoformat(), memory.settings.journal_session).key)]
     episodes = tiers.sessions.close_many(targets)
     results = []
     if wait:
@@ -189,7 +190,7 @@ def session_resummarize(item_id: str = typer.Argument(..., metavar="ID", help="S
                         as_json: bool = JSON_OPT) -> None:
     """Summarise a session again from its raw turns (never from the old summary) and re-extract its facts."""
     from ..runtime.worker import work_lock
-    from . import render
+    from . import render, render_tiers
 
     tiers = open_tiers()
     with work_lock(tiers.memory, wait=True):
@@ -198,7 +199,7 @@ def session_resummarize(item_id: str = typer.Argument(..., metavar="ID", help="S
     if as_json:
         render.print_json({**episode.to_json(), "result": result.__dict__})
     else:
-        render.episode_view(episode, [])
+        render_tiers.episode_view(episode, [])
     if result.error:
         raise typer.Exit(1)
 
