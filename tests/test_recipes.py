@@ -48,6 +48,12 @@ def limits_hold(checkout: Path) -> None:
     assert too_long(checkout / "zettel_amem") == []
 
 
+def wired_in(checkout: Path, expected: list[str], *statements: str) -> None:
+    """The statements, run on the copy, print the expected lines; and every limit still holds."""
+    assert run(checkout, "\n".join(statements)).splitlines() == expected
+    limits_hold(checkout)
+
+
 def test_add_an_import_format(checkout):
     package = checkout / "zettel_amem" / "ingest"
     (package / "dummy_log.py").write_text('''"""A dummy format: one turn per line, "who|what"."""
@@ -69,12 +75,11 @@ def detect(probe):
 ''', encoding="utf-8")
     insert(package / "formats.py", '    Format("markdown", ', '    Format("dummy_log", ".dummy_log:parse_dummy_log", '
            'STREAMED, ".dummy_log:detect"),\n', after=False)
-    out = run(checkout, "import io; from zettel_amem.ingest import formats as f; fmt = f.get('dummy_log'); "
-                        "print(f.names()[-2]); "
-                        "turns = list(f._load(fmt.parser)(io.BytesIO('Ann|안녕\\n'.encode()), 's1')); "
-                        "print(turns[0].speaker, turns[0].text)")
-    assert out.split("\n")[:2] == ["dummy_log", "Ann 안녕"]
-    limits_hold(checkout)
+    wired_in(checkout, ["dummy_log", "Ann 안녕"],
+             "import io; from zettel_amem.ingest import formats as f; fmt = f.get('dummy_log')",
+             "print(f.names()[-2])",
+             "turns = list(f._load(fmt.parser)(io.BytesIO('Ann|안녕\\n'.encode()), 's1'))",
+             "print(turns[0].speaker, turns[0].text)")
 
 
 def test_add_a_setting(checkout):
@@ -117,12 +122,11 @@ def test_add_a_question_kind(checkout):
     insert(answering / "journal_answer.py", "ANSWERERS: dict[str, Answerer] = {\n", '    "where": answer_where,\n')
     answerer = 'def answer_where(question, evidence):\n    return "somewhere", []\n\n\n'
     insert(answering / "journal_answer.py", "ANSWERERS: dict[str, Answerer] = {\n", answerer, after=False)
-    out = run(checkout, "from zettel_amem.answering.questions import analyse, kind_of; "
-                        "from zettel_amem.answering.journal_answer import answer_one; "
-                        "print(kind_of('Where did I run now?'), kind_of('지금 어디서 달려?')); "
-                        "print(answer_one(analyse('Where did I run?'), [])[0])")
-    assert out.split("\n")[:2] == ["where where", "somewhere"]
-    limits_hold(checkout)
+    wired_in(checkout, ["where where", "somewhere"],
+             "from zettel_amem.answering.questions import analyse, kind_of",
+             "from zettel_amem.answering.journal_answer import answer_one",
+             "print(kind_of('Where did I run now?'), kind_of('지금 어디서 달려?'))",
+             "print(answer_one(analyse('Where did I run?'), [])[0])")
 
 
 def test_add_a_command(checkout):
