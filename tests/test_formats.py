@@ -42,7 +42,7 @@ def test_a_format_registered_in_one_line_is_detected_and_imported(zk, monkeypatc
     shown = zk("list", "--json").json()
     assert {(n["speaker"], n["content"]) for n in shown} == {("Alice", "the tab-separated knee report"),
                                                             ("민수", "내일 강남역에서 만나요")}
-    # `zk import --format`'s help is formats.listed(), read when cli.py is first imported (in a test run
+    # `zk import --format`'s help is formats.listed(), read when cli/imports.py is first imported (in a test run
     # that is before this test registers its format), so the registry's listing is what is checked here.
     assert "tsv" in formats.listed()
     # Given by name, it is used whatever the file is called.

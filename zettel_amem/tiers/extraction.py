@@ -10,7 +10,7 @@ Two LLM tasks, both schema-constrained:
 Time needs no model (#31: the 0.5B model's OUTDATED answers ended true facts): a newer checked fact with
 the same subject and a functional predicate ends the older one (`conflicts`); it gets `invalid_from`,
 never deleted.
-The orchestration (store reads and writes, embeddings) lives in `tiers.py`.
+The orchestration (store reads and writes, embeddings) lives in `promotion.py`.
 """
 
 from __future__ import annotations
