@@ -71,7 +71,8 @@ def test_mcp_over_stdio_with_the_official_client(prepared):
 
     async def body(session) -> None:
         tools = {t.name: t for t in (await session.list_tools()).tools}
-        assert set(tools) == {"add_note", "search", "context", "expand", "graph", "show", "links", "ask"}
+        assert set(tools) == {"add_note", "search", "context", "expand", "graph", "show", "links", "ask",
+                              "notes_on_day"}
         assert tools["add_note"].input_schema["required"] == ["text"] and tools["search"].output_schema
         templates = (await session.list_resource_templates()).resource_templates
         assert [t.uri_template for t in templates] == ["zk://note/{id}"]

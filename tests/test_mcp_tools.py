@@ -81,6 +81,19 @@ def test_expand_show_links_and_read_note(tools, two_notes):
     assert session.kind == "session" and second.id in [t.id for t in session.turns]
 
 
+def test_notes_on_day_lists_a_day_oldest_first_read_from_a_phrase(tools, two_notes, monkeypatch):
+    """The day view `zk on` shows, reused by an agent (views.Views.day): a date or a phrase in either language."""
+    first, second = two_notes
+    late = table.add_note(tools, "저녁에 무릎 스트레칭", "2026-03-03T21:00", None)
+    monkeypatch.setenv("ZK_TODAY", "2026-03-04")
+    day = table.notes_on_day(tools, "어제")
+    assert (day.date, [n.id for n in day.notes]) == ("2026-03-03", [second.id, late.id])
+    assert table.notes_on_day(tools, "2026-03-02").notes[0].content.startswith("Knee felt stiff")
+    assert table.notes_on_day(tools, "2026-03-05").notes == []
+    with pytest.raises(ZkError):
+        table.notes_on_day(tools, "not a day at all")
+
+
 def test_graph_of_an_empty_notebook_lists_no_entities(tools, two_notes):
     assert table.graph(tools, None, None, 1).entities == []
 
@@ -111,6 +124,7 @@ CONTRACT = {  # tool -> (required arguments, optional arguments)
     "show": ({"id"}, set()),
     "links": ({"id"}, set()),
     "ask": ({"question"}, set()),
+    "notes_on_day": ({"day"}, set()),
 }
 
 

@@ -136,6 +136,12 @@ class LinksOut(BaseModel):
     backlinks: list[LinkedNote]
 
 
+class DayOut(BaseModel):
+    date: str = Field(description="the day read from the request (YYYY-MM-DD)")
+    read_as: str = Field(default="", description="how a guessed phrase was read; empty when it was no guess")
+    notes: list[NoteOut] = Field(description="the day's notes, oldest first")
+
+
 class AskOut(BaseModel):
     answer: str
     cited: list[str] = Field(description="ids of the notes the answer cites")

@@ -20,6 +20,7 @@ from .models import (
     AddNoteOut,
     AskOut,
     ContextOut,
+    DayOut,
     EntityRow,
     EpisodeOut,
     ExpandOut,
@@ -157,3 +158,13 @@ def ask(zk: ZkTools, question: str) -> AskOut:
     with zk.lock:
         return AskOut(answer=answer.text.strip(), cited=answer.cited(), mode=answer.mode,
                       notes=zk.note_hits(answer.notes))
+
+
+@tool("The notes of one day, oldest first, as `zk on` lists them: a date (2026-03-29) or a phrase "
+      "(yesterday, last friday, 어제, 지난주 금요일), read against today.")
+def notes_on_day(zk: ZkTools, day: str) -> DayOut:
+    from ..views import Day, Views
+
+    when = Day.of(day)  # a phrase that names no day is a ZkError: one line for the agent
+    notes = Views(zk.memory).day(when)
+    return DayOut(date=when.date.isoformat(), read_as=when.note, notes=[NoteOut.of(n) for n in notes])
