@@ -163,6 +163,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--recall-only", action="store_true", help="evidence recall only, no answers")
     parser.add_argument("--build-only", action="store_true", help="build the store and stop")
     parser.add_argument("--stats", action="store_true", help="print the data's statistics and stop (no models)")
+    parser.add_argument("--reader", action="store_true",
+                        help="the model picks which of the best passages answers (answer_journal_reader)")
     parser.add_argument("--out", type=Path, help="write every answer and the summary here (JSON)")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     parser.add_argument("--cli", type=int, metavar="N",
@@ -195,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
         summary = {"half": half, "questions": len(rows), "evidence_recall": recall_summary(rows),
                    "wall_seconds": round(time.perf_counter() - start, 1)}
     else:
-        rows = ask_all(args.store, questions, entries)
+        rows = ask_all(args.store, questions, entries, reader=args.reader)
         for row in rows:
             row.update(recall.get(row["id"], {"recalled": None}))
         summary = summarise(rows)

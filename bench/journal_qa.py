@@ -123,15 +123,17 @@ def build(store: Path, entries: list[tuple[str, str]], today: str = TODAY, marke
     return info
 
 
-def ask_all(store: Path, questions: list[dict], entries: list[tuple[str, str]], model_path: bool = False
-            ) -> list[dict]:
+def ask_all(store: Path, questions: list[dict], entries: list[tuple[str, str]], model_path: bool = False,
+            reader: bool = False) -> list[dict]:
     """Each question through `zk ask`'s path (memory block, then `Memory.ask`), scored. `model_path`:
-    the model answers as it did before #26 (`answer_journal = false`), for comparison."""
+    the model answers as it did before #26 (`answer_journal = false`), for comparison; `reader`: the
+    model picks which of the best passages answers (`answer_journal_reader`)."""
     from zettel_amem.memory import Memory
     from zettel_amem.tiers.service import Tiers
 
     memory = Memory(store)
     memory.settings.answer_journal = not model_path
+    memory.settings.answer_journal_reader = reader or memory.settings.answer_journal_reader
     tiers = Tiers(memory)
     rows = []
     for index, qa in enumerate(questions, 1):
@@ -218,6 +220,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--build-only", action="store_true", help="build the store and stop")
     parser.add_argument("--model-path", action="store_true",
                         help="answer as before #26: the model writes every answer (answer_journal = false)")
+    parser.add_argument("--reader", action="store_true",
+                        help="the model picks which of the best passages answers (answer_journal_reader)")
     parser.add_argument("--out", type=Path, help="write every answer and the summary here (JSON)")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     args = parser.parse_args(argv)
@@ -231,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     questions = select(json.loads(QUESTIONS.read_text(encoding="utf-8")), args.only, args.split, args.limit)
     start = time.perf_counter()
-    rows = ask_all(args.store, questions, entries, args.model_path)
+    rows = ask_all(args.store, questions, entries, args.model_path, args.reader)
     summary = {**summarise(rows), "wall_seconds": round(time.perf_counter() - start, 1)}
     write_out(args.out, summary, rows)
     print(json.dumps(summary, ensure_ascii=False, indent=1) if args.json else table(summary))

@@ -57,3 +57,11 @@ def test_a_kind_without_an_answerer_gets_the_best_note(monkeypatch):
     monkeypatch.setattr(questions, "KINDS", (("where", WHERE), *questions.KINDS))
     reply = answer_journal("Where did I buy the ThinkPad?", NOTES, close_to_all)
     assert reply.cited == ["laptop"] and reply.text.startswith("Bought a ThinkPad X1")
+
+
+def test_when_asks_only_where_a_question_starts():
+    assert kind_of("When did I move?") == kind_of("Where did I live, and when did I move?") == "when"
+    assert kind_of("이사한 날짜는?") == kind_of("언제 이사했어?") == "when"
+    # "when he left" is the time of what is asked, not the question
+    assert kind_of("What did the choir give Marco when he left?") == questions.PLAIN
+    assert kind_of("Who drove me home when the car broke down?") == questions.PLAIN

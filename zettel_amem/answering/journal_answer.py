@@ -41,6 +41,7 @@ from ..core.words import korean_stem, subject_terms
 from .date_guard import guard, note_dates
 from .evidence import Cosines, Evidence, best_sentence, forms, has_term, mentions, rank
 from .questions import Question, analyse
+from .reader import Read
 
 NOW_SHARE = 0.9  # notes scoring within this share of the best are "on the subject" for now/count/list
 # ... and for "now", also every note with all the best note's subject words down to this share (the
@@ -354,6 +355,23 @@ def answer_one(question: Question, evidence: list[Evidence]) -> tuple[str, list[
     return ANSWERERS.get(question.kind, answer_best)(question, evidence)
 
 
+# Kinds whose answer is one passage the model may choose; "now" and counts stay with the rules (time
+# order and distinct days are rules' work).
+READ_KINDS = {"plain", "why", "when"}
+
+
+def read_first(question: Question, evidence: list[Evidence], read: Read | None) -> list[Evidence]:
+    """The evidence with the passage the model read as the answer first (reader.py); unchanged when no
+    model reads, the kind is not read, or the model chose none."""
+    if read is None or question.kind not in READ_KINDS or len(evidence) < 2:
+        return evidence
+    index = read(question.text, [e.note for e in evidence])
+    if not index or not 0 < index < len(evidence):
+        return evidence
+    chosen = evidence[index]
+    return [chosen] + [e for e in evidence if e is not chosen]
+
+
 def answer_parts(question: Question, notes: list[Note], cosines: Cosines) -> tuple[str, list[str]]:
     """Each part on its own; a part that says "she"/"he" asks about whom the previous part's answer
     names ("Who gave me the camera and what does she do now?": the giver, not the camera)."""
@@ -435,11 +453,14 @@ def declined_text(question: Question, reason: str) -> str:
 
 
 def answer_journal(text: str, notes: list[Note], cosines: Cosines, translate: Translate | None = None,
-                   updating: Callable[[list[Note]], list[Note]] | None = None) -> JournalReply:
+                   updating: Callable[[list[Note]], list[Note]] | None = None, read: Read | None = None
+                   ) -> JournalReply:
     """Answer a journal question from `notes` (the retrieved ones) — see the module docstring.
     `translate(terms, language)` gives the question's terms in the journal's other language (the
     model), so "dog" finds "강아지"; without it, words match only as written (and romanised).
-    `updating(notes)`: the passages that update any of them (typed links), read for "now" questions."""
+    `updating(notes)`: the passages that update any of them (typed links), read for "now" questions.
+    `read(question, passages)`: which of the best passages answers (the model, reader.py), for the kinds
+    in `READ_KINDS`."""
     question = analyse(text)
     if updating is not None and "now" in {question.kind, *(p.kind for p in question.parts)}:
         known = {n.id for n in notes}
@@ -454,6 +475,6 @@ def answer_journal(text: str, notes: list[Note], cosines: Cosines, translate: Tr
     if question.kind == "multi":
         answer, cited = answer_parts(question, notes, cosines)
     else:
-        answer, cited = answer_one(question, evidence)
+        answer, cited = answer_one(question, read_first(question, evidence, read))
     answer, _removed = guard(answer, notes, text)
     return JournalReply(answer, cited)

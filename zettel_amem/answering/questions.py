@@ -18,7 +18,10 @@ from ..core.text import nfc
 from ..core.words import subject_terms
 
 _NOW = re.compile(r"지금|요즘|현재|이제|\b(now|currently|current|these days|nowadays|at the moment)\b", re.I)
-_WHEN = re.compile(r"언제|며칠|몇\s*월|날짜|\b(when|what date|what day|which day|which date)\b", re.I)
+# "when" asks only where a question starts ("When did…", "…, and when did…"): "what did she give him when
+# he left?" asks what, and "when he left" is its time.
+_WHEN = re.compile(r"언제|며칠|몇\s*월|날짜|(?:^|[,;:]\s*|\band\s+)when\b|"
+                   r"\b(what date|what day|which day|which date)\b", re.I)
 _WHY = re.compile(r"왜|이유|어째서|\b(why|how come|what made|reason)\b", re.I)
 _COUNT = re.compile(r"몇\s*(번|회|차례|군데|권)|\bhow many (times|books|places|cities)\b|\bhow often\b", re.I)
 _LIST = re.compile(r"뭐뭐|누구누구|어디\s*어디|무엇무엇|어떤\s*\S+들|\S+들[을은이]\s|"

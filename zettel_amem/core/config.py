@@ -166,6 +166,10 @@ class Settings:
     # ... with the question's subject words also in the journal's other language, found among the notes'
     # own words by the embedder (term_bridge.py, no model call), so "dog" finds "강아지".
     answer_journal_translate: bool = True
+    # ... and the model reads the best `answer_reader_passages` passages and picks the one that answers
+    # (reader.py): its choice, never its words (#36 item 6; measured in docs/benchmarks.md).
+    answer_journal_reader: bool = False
+    answer_reader_passages: int = ranged(5, 2, 10)
     answer_attribution_pool: int = ranged(30, 1, 1000)
     answer_attribution_vector_weight: float = ranged(2.0, 0, 10)
     answer_attribution_margin: float = ranged(0.97, 0, 1)
