@@ -28,7 +28,8 @@ class FakeLLM:
     """Answers every JSON task by its schema title: a queued reply first, else the task's rule.
 
     The rules are attributes a test may replace: `annotate(user) -> dict`, `link(user, candidate_ids)`,
-    `summarise(user)`, `extract(user)`, `same(user)`, `read(user, count)`, and `answer` (the text).
+    `summarise(user)`, `extract(user)`, `same(user)`, `read(user, count)`, `read_all(user, count)`, and
+    `answer` (the text).
     `fail = True` makes every call raise LLMError, like a model that crashed. `calls` records every
     call with its `task`.
     """
@@ -45,6 +46,7 @@ class FakeLLM:
         self.link = lambda user, ids: {"links": ids[:1], "updates": []}
         self.answer = "The knee notes say so."
         self.read = lambda user, count: {"passage": 0}  # which passage answers (reader.py): none
+        self.read_all = lambda user, count: {"passages": []}  # ... which record a time it happened: none
         # Upper tiers: a summary is the session's first turns; entities are capitalised words and
         # "X uses Y" sentences become "uses database" relations; no unsure name is the same.
         self.summarise = lambda user: {"facts": [re.sub(r"^\S+ \S+ ", "", line)
@@ -98,6 +100,8 @@ class FakeLLM:
             return self.extract(user)
         if task == "same_entity":
             return self.same(user)
+        if task == "read" and "passages" in props:  # which passages record a time it happened
+            return self.read_all(user, len(props["passages"]["items"]["enum"]))
         if task == "read":
             return self.read(user, len(props["passage"]["enum"]) - 1)
         ids = props["ids"].get("items", {}).get("enum", [])  # answer: short, citing the first note given

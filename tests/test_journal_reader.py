@@ -54,13 +54,25 @@ def test_none_chosen_or_a_failed_call_keeps_the_rules_answer(journal, fake_llm):
     assert failed.text == rules and failed.reason.startswith("the model fake failed (the server at")
 
 
-def test_now_and_count_questions_are_left_to_the_rules(journal, fake_llm):
+def test_now_questions_are_left_to_the_rules(journal, fake_llm):
     journal.settings.answer_journal_reader = True
-    ask_through(journal, "How many times did we sing the canon?")
     ask_through(journal, "What temperature does Marco want the room at now?")
     assert fake_llm.tasks() == []
     ask_through(journal, "When was Marco's last rehearsal?")
     assert fake_llm.tasks() == ["read"]
+
+
+def test_a_count_counts_the_passages_the_model_read_as_times_it_happened(journal, fake_llm):
+    rules = ask_through(journal, "How many times did we sing the canon?")
+    journal.settings.answer_journal_reader = True
+    lines = []
+    fake_llm.read_all = lambda user, count: (lines.extend(re.findall(r"^\[\d+\].*$", user, re.MULTILINE)) or
+                                             {"passages": [1 + i for i, line in enumerate(lines) if "sang" in line]})
+    answer = ask_through(journal, "How many times did we sing the canon?")
+    assert rules.text != answer.text and answer.text.startswith("1 time: We sang the canon twice")
+    assert "found it in 1 of the best 3 passages" in answer.reason and fake_llm.tasks() == ["read"]
+    fake_llm.read_all = lambda user, count: {"passages": []}  # none: the rules' count stands
+    assert ask_through(journal, "How many times did we sing the canon?").text == rules.text
 
 
 def test_the_prompt_shows_few_clipped_passages_and_the_reply_is_one_number(journal, fake_llm):

@@ -31,7 +31,7 @@ from ..core.prompts import language_of
 from ..core.text import keyword_terms, name_pattern, nfc, statements
 from ..retrieval.retrieve import CoverageIndex, Hit, render_hit
 from .journal_answer import answer_journal
-from .reader import choose
+from .reader import ModelReader
 from .term_bridge import bridge_terms
 
 if TYPE_CHECKING:
@@ -202,7 +202,6 @@ class Answerer:
         self._vectors: dict[str, Any] = {}
         self._words: dict[str, Any] = {}
         self._updaters: list[Note] = []  # what `updating_units` read for the last journal answer
-        self._read = ""  # what the model's reading did for the last journal answer (status line)
 
     def ask(self, question: str, k: int | None = None, budget_tokens: int | None = None, *,
             today: str | None = None, hits: list[Hit] | None = None, memory_block: str = "",
@@ -244,9 +243,9 @@ class Answerer:
             pool.setdefault(hit.note.id, hit)
         units = self.with_passage_vectors([h.note for h in pool.values()])
         translate = self.translate if self.parts.settings.answer_journal_translate else None
-        self._read = ""
-        read = self.read if self.parts.settings.answer_journal_reader else None
-        reply = answer_journal(question, units, self.note_cosines, translate, self.updating_units, read)
+        reader = ModelReader(self.parts.llm, self.parts.prompts, self.parts.settings.answer_reader_passages,
+                             mask_spec(self.model_name())) if self.parts.settings.answer_journal_reader else None
+        reply = answer_journal(question, units, self.note_cosines, translate, self.updating_units, reader)
         units += [u for u in self._updaters if u.id not in {x.id for x in units}]
         by_id = {u.id: u for u in units}
         quotes = [{"entry_id": entry_id_of(i), "passage_id": i, "at": by_id[i].at, "text": by_id[i].content}
@@ -257,18 +256,8 @@ class Answerer:
                      if i not in pool and i in updaters})
         given = hits + [pool[i] for i in cited if i not in {h.note.id for h in hits} and i in pool]
         return Answer(pieces=iter([reply.text]), notes=given, text=reply.text, cited_ids=cited,
-                      mode=reply.mode, reason=reply.reason or self._read or NO_MODEL_CALLED, quotes=quotes)
-
-    def read(self, question: str, passages: list[Note]) -> int | None:
-        """Which of the best passages answers (reader.py): the model reads the first
-        `answer_reader_passages`; what it did is kept for the answer's status line."""
-        count = self.parts.settings.answer_reader_passages
-        chosen, failed = choose(self.parts.llm, self.parts.prompts, question, passages[:count])
-        model = f"the model {mask_spec(self.model_name())}"
-        self._read = (f"{model} failed ({failed}); the rules chose" if failed else
-                      f"{model} chose passage {chosen + 1} of the best {count}" if chosen is not None else
-                      f"{model} read the best {count} passages and chose none") + "; the answer is your notes' words"
-        return chosen
+                      mode=reply.mode, reason=reply.reason or (reader and reader.said) or NO_MODEL_CALLED,
+                      quotes=quotes)
 
     def model_name(self) -> str:
         llm = self.parts.llm

@@ -41,7 +41,7 @@ from ..core.words import korean_stem, subject_terms
 from .date_guard import guard, note_dates
 from .evidence import Cosines, Evidence, best_sentence, forms, has_term, mentions, rank
 from .questions import Question, analyse
-from .reader import Read
+from .reader import Reader
 
 NOW_SHARE = 0.9  # notes scoring within this share of the best are "on the subject" for now/count/list
 # ... and for "now", also every note with all the best note's subject words down to this share (the
@@ -251,7 +251,8 @@ def answer_list(question: Question, evidence: list[Evidence]) -> tuple[str, list
     items = [quote(e.note, spelled(question)) for e in chosen]
     text = "; ".join(items)
     if question.kind == "count":
-        text = (f"{len(items)}번: " if korean(question) else f"{len(items)} times: ") + text
+        text = (f"{len(items)}번: " if korean(question) else
+                f"{len(items)} time{'s' if len(items) != 1 else ''}: ") + text
     return text, [e.note.id for e in chosen]
 
 
@@ -355,17 +356,21 @@ def answer_one(question: Question, evidence: list[Evidence]) -> tuple[str, list[
     return ANSWERERS.get(question.kind, answer_best)(question, evidence)
 
 
-# Kinds whose answer is one passage the model may choose; "now" and counts stay with the rules (time
-# order and distinct days are rules' work).
+# Kinds whose answer is one passage the model may choose ("now" stays with the rules: time order is
+# rules' work); a count's passages are the model's to pick, its distinct days the rules'.
 READ_KINDS = {"plain", "why", "when"}
 
 
-def read_first(question: Question, evidence: list[Evidence], read: Read | None) -> list[Evidence]:
-    """The evidence with the passage the model read as the answer first (reader.py); unchanged when no
-    model reads, the kind is not read, or the model chose none."""
+def read_first(question: Question, evidence: list[Evidence], read: Reader | None) -> list[Evidence]:
+    """The evidence with the passage the model read as the answer first (reader.py), or for a count only
+    the passages it read as times it happened; unchanged when no model reads, the kind is not read, or the
+    model chose none."""
+    if read is not None and question.kind == "count":
+        picked = read.all(question.text, [e.note for e in evidence])
+        return [evidence[i] for i in sorted(picked)] if picked else evidence
     if read is None or question.kind not in READ_KINDS or len(evidence) < 2:
         return evidence
-    index = read(question.text, [e.note for e in evidence])
+    index = read.one(question.text, [e.note for e in evidence])
     if not index or not 0 < index < len(evidence):
         return evidence
     chosen = evidence[index]
@@ -453,14 +458,14 @@ def declined_text(question: Question, reason: str) -> str:
 
 
 def answer_journal(text: str, notes: list[Note], cosines: Cosines, translate: Translate | None = None,
-                   updating: Callable[[list[Note]], list[Note]] | None = None, read: Read | None = None
+                   updating: Callable[[list[Note]], list[Note]] | None = None, read: Reader | None = None
                    ) -> JournalReply:
     """Answer a journal question from `notes` (the retrieved ones) — see the module docstring.
     `translate(terms, language)` gives the question's terms in the journal's other language (the
     model), so "dog" finds "강아지"; without it, words match only as written (and romanised).
     `updating(notes)`: the passages that update any of them (typed links), read for "now" questions.
-    `read(question, passages)`: which of the best passages answers (the model, reader.py), for the kinds
-    in `READ_KINDS`."""
+    `read`: the model as reader (reader.py): which of the best passages answers, for the kinds in
+    `READ_KINDS`; which record a time it happened, for counts."""
     question = analyse(text)
     if updating is not None and "now" in {question.kind, *(p.kind for p in question.parts)}:
         known = {n.id for n in notes}
