@@ -377,7 +377,8 @@ def read_first(question: Question, evidence: list[Evidence], read: Reader | None
     return [chosen] + [e for e in evidence if e is not chosen]
 
 
-def answer_parts(question: Question, notes: list[Note], cosines: Cosines) -> tuple[str, list[str]]:
+def answer_parts(question: Question, notes: list[Note], cosines: Cosines, read: Reader | None = None
+                 ) -> tuple[str, list[str]]:
     """Each part on its own; a part that says "she"/"he" asks about whom the previous part's answer
     names ("Who gave me the camera and what does she do now?": the giver, not the camera)."""
     pieces: list[str] = []
@@ -389,7 +390,7 @@ def answer_parts(question: Question, notes: list[Note], cosines: Cosines) -> tup
             if who:
                 text = _PRONOUN.sub(who, part.text, count=1)
                 part = Question(text, part.kind, part.language, [who, *subject_terms(part.text)])
-        piece, ids = answer_one(part, rank(part, notes, cosines))
+        piece, ids = answer_one(part, read_first(part, rank(part, notes, cosines), read))
         previous = next((n for n in notes if ids and n.id == ids[0]), None)
         if piece not in pieces:  # two parts answered by the same note: quoted once
             pieces.append(piece)
@@ -478,7 +479,7 @@ def answer_journal(text: str, notes: list[Note], cosines: Cosines, translate: Tr
     if reason:
         return JournalReply(declined_text(question, reason), [], "declined", reason)
     if question.kind == "multi":
-        answer, cited = answer_parts(question, notes, cosines)
+        answer, cited = answer_parts(question, notes, cosines, read)
     else:
         answer, cited = answer_one(question, read_first(question, evidence, read))
     answer, _removed = guard(answer, notes, text)
