@@ -76,6 +76,16 @@ def link_schema(candidate_ids: list[str], settings: Settings, language: str = "E
     }
 
 
+def link_max_tokens(settings: Settings) -> int:
+    """Room for the longest reply the grammar allows: ids are ~6 tokens each with their quotes, Hangul costs
+    Qwen about a token a character, and ~60 tokens go to keys and punctuation. A flat 160 cut long
+    Korean entries' replies inside their update ("model output was not complete JSON"), and since the call
+    is deterministic the note stayed pending on every retry. Only tokens generated are paid for."""
+    ids = min(settings.max_new_links, settings.max_links) + 1
+    update = 8 + min(UPDATE_CONTEXT_CHARS, settings.max_context_chars) + 2 * MAX_TAG_CHARS + 20
+    return 60 + 6 * ids + settings.evolve_max_neighbours * update
+
+
 def render_candidate(short: str, note: Note) -> str:
     """One compact line per candidate: its start, then its context when it has one (tokens are dear)."""
     who = f"{note.speaker}: " if note.speaker else ""
@@ -124,6 +134,6 @@ def decide_links(llm: LLM, prompts: Prompts, note: Note, candidates: list[Note],
                           at=note.at[:10], content=clip(one_line(note.content), 300), context=note.context,
                           candidates=lines)
     candidate_ids = [short_of[c.id] for c in candidates]
-    data, usage = llm.complete_json(prompts.raw("notes_system").strip(), user,
-                                    link_schema(candidate_ids, settings, language), max_tokens=160)
+    schema = link_schema(candidate_ids, settings, language)
+    data, usage = llm.complete_json(prompts.raw("notes_system").strip(), user, schema, link_max_tokens(settings))
     return parse_decision(data, {s: f for s, f in ids.items() if f != note.id}, settings), usage
