@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..backends.llm import LLM
+from ..backends.llm import LLM, LLMError, salvage_json
 from ..core.models import Entity, Relation, Usage
 from ..core.prompts import Prompts, language_of
 from ..core.text import clip, name_key, one_line, romanise
@@ -96,7 +96,13 @@ def extract(llm: LLM, prompts: Prompts, summary: str, when: str, source: str = "
     """Entities and relations of an episode, read by the model from its summary and then checked against
     `source`, the episode's own notes (grounding.py): what the notes do not say is dropped and counted."""
     user = prompts.render("extract", language=language_of(summary), when=when[:10], facts=summary)
-    data, usage = llm.complete_json(prompts.raw("extract_system").strip(), user, extract_schema(), max_tokens=320)
+    try:
+        data, usage = llm.complete_json(prompts.raw("extract_system").strip(), user, extract_schema(), max_tokens=320)
+    except LLMError as exc:  # cut off by the token limit: the entities and relations it finished are kept
+        data = salvage_json(exc.partial) if exc.partial else None
+        if data is None or exc.usage is None:
+            raise
+        usage = exc.usage
     found = clean_extraction(data)
     return check(found.entities, found.relations, source or summary, types, rules, related), usage
 

@@ -14,7 +14,8 @@ from typing import Any, Protocol
 from ...core.errors import mask_secrets, register_secret
 from ...core.models import Usage
 
-__all__ = ["LLM", "LLMError", "Usage", "load_python_backend", "mask_secrets", "mask_spec", "register_secret"]
+__all__ = ["LLM", "LLMError", "Usage", "load_python_backend", "mask_secrets", "mask_spec", "register_secret",
+           "salvage_json"]
 
 def mask_spec(spec: str) -> str:
     """A model setting as it may be shown: `openai:m@http://user:***@host/v1`."""
@@ -26,9 +27,42 @@ class LLMError(Exception):
     `usage` holds what a call spent before it failed (a cut-off JSON still cost its tokens).
     The message never holds a known secret (`mask_secrets`)."""
 
-    def __init__(self, message: str, usage: Usage | None = None):
+    def __init__(self, message: str, usage: Usage | None = None, partial: str = ""):
         super().__init__(mask_secrets(message))
         self.usage = usage
+        self.partial = partial  # a JSON reply cut off by the token limit, whole (`salvage_json` reads it)
+
+
+def salvage_json(text: str) -> dict[str, Any] | None:
+    """The longest complete prefix of a cut-off JSON object, closed: its finished list items and top-level
+    fields are kept, the item being written when the tokens ran out is dropped whole. None when nothing
+    is complete."""
+    import json
+
+    stack: list[str] = []
+    cuts: list[tuple[int, str]] = []  # (where a finished value ends, the brackets that close it there)
+    in_string = escaped = False
+    for index, char in enumerate(text):
+        if in_string:
+            escaped, in_string = (False, in_string) if escaped else (char == "\\", char != '"')
+            continue
+        if char == '"':
+            in_string = True
+        elif char in "[{":
+            stack.append("]" if char == "[" else "}")
+        elif char in "]}" and stack:
+            stack.pop()
+            cuts.append((index + 1, "".join(reversed(stack))))
+        elif char == "," and (stack[-1:] == ["]"] or len(stack) == 1):  # after a list item or a top field
+            cuts.append((index, "".join(reversed(stack))))
+    for end, closers in reversed(cuts):
+        try:
+            data = json.loads(text[:end] + closers)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(data, dict):
+            return data
+    return None
 
 
 class LLM(Protocol):

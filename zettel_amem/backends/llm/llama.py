@@ -217,7 +217,7 @@ class LlamaCppLLM:
             data = json.loads(text)
         except json.JSONDecodeError:
             # The grammar guarantees valid JSON unless max_tokens cut it off mid-object.
-            raise LLMError(f"model output was not complete JSON: {text[:80]!r}", usage) from None
+            raise LLMError(f"model output was not complete JSON: {text[:80]!r}", usage, partial=text) from None
         if not isinstance(data, dict):
             raise LLMError("model output was not a JSON object", usage)
         return data, usage
