@@ -22,11 +22,12 @@ REWORDED = {  # every JSON task's prompt, reworded from its first line on; only 
 }
 
 
-def _schemas(settings: Settings) -> dict[str, dict]:
-    """Every schema the library passes to `complete_json`, by the task its title names."""
+def _built(settings: Settings) -> list[dict]:
+    """Every schema the library passes to `complete_json` (two tasks have two shapes: read one, read all)."""
     from zettel_amem.amem.construct import annotate_schema
     from zettel_amem.amem.link import link_schema
     from zettel_amem.answering.answer import answer_schema
+    from zettel_amem.answering.reader import read_all_schema, read_schema
     from zettel_amem.core.models import Entity
     from zettel_amem.tiers.episodes import summary_schema
     from zettel_amem.tiers.extraction import ask_same, extract_schema
@@ -35,17 +36,22 @@ def _schemas(settings: Settings) -> dict[str, dict]:
     ask_same(fake, Prompts(), "Kim Minsu", Entity(id="e" * 16, name="김민수"), "person")
     built = [annotate_schema(settings), link_schema(["1234abcd", "5678ef90"], settings),
              summary_schema("English", 5), extract_schema(), answer_schema(["1234abcd"], "where do I run?"),
-             *(c["schema"] for c in fake.calls)]
-    return {schema["title"]: schema for schema in built}
+             read_schema(3), read_all_schema(3), *(c["schema"] for c in fake.calls)]
+    return built
+
+
+def _schemas(settings: Settings) -> dict[str, dict]:
+    """Every schema the library passes to `complete_json`, by the task its title names."""
+    return {schema["title"]: schema for schema in _built(settings)}
 
 
 def test_every_schema_names_a_task_and_the_title_changes_no_grammar():
     import json
 
     grammar = pytest.importorskip("llama_cpp.llama_grammar")
-    schemas = _schemas(Settings())
-    assert sorted(schemas) == sorted(TASKS)
-    for task, schema in schemas.items():
+    assert sorted(_schemas(Settings())) == sorted(TASKS)
+    for schema in _built(Settings()):
+        task = schema["title"]
         untitled = {k: v for k, v in schema.items() if k != "title"}
         # llama.cpp builds the same grammar with or without the title (an annotation, not a constraint),
         # so the in-process model and llama-cpp-python's server generate exactly what they did before.
