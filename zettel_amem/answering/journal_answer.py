@@ -138,13 +138,21 @@ def answer_when(question: Question, evidence: list[Evidence]) -> tuple[str, list
     for item in candidates:
         sentence = best_sentence(item.note, spelled(question))
         days = note_dates(item.note)
-        dated = [d for written, d in days if written in sentence]
-        if not dated and len({d for _, d in days}) == 1:  # a passage that dates one day dates its event
-            dated = [days[0][1]]
+        dated = [d for written, d in days if written in sentence] or told_after(item.note.content, sentence, days)
+        if not dated and item is candidates[0] and len({d for _, d in days}) == 1:
+            dated = [days[0][1]]  # the best passage that dates one day dates its event
         if dated:
             return f"{dated[0].isoformat()} — {whole(item.note, NOTE_CHARS - 14)}", [item.note.id]
     best = evidence[0].note
     return f"{day(best)} — {clip(' '.join(best.content.split()), NOTE_CHARS - 14)}", [best.id]
+
+
+def told_after(content: str, sentence: str, days: list) -> list:
+    """The one day written before `sentence` in its passage ("어제 저녁 … 튀어나왔다. 벌에 쏘였다."): a
+    story's time holds until a new date is written; [] when none or several are."""
+    where = content.find(sentence)
+    before = {d for written, d in days if 0 <= content.find(written) < where}
+    return list(before) if len(before) == 1 else []
 
 
 def answer_now(question: Question, evidence: list[Evidence]) -> tuple[str, list[str]]:

@@ -155,10 +155,20 @@ def entry_id_of(unit_id: str) -> str:
     return unit_id.split("-p", 1)[0]
 
 
+def anchors(previous: Passage, passage: Passage, content: str) -> bool:
+    """Whether `previous` dates what `passage` tells: a passage that writes no date of its own, right after
+    one in the same paragraph that dates one past day ("어제 저녁 산책하다가 … 튀어나왔다. 벌에 쏘였다."):
+    a story's time holds until a new date is written. The passage is then read with it."""
+    past = {d.start for d in previous.dates if d.start == d.end and not d.plan}
+    same_paragraph = "\n" not in content[previous.start + len(previous.text):passage.start]
+    return not passage.dates and len(past) == 1 and same_paragraph
+
+
 def as_notes(notes: list[Note]) -> list[Note]:
     """Each long entry as one Note per passage (id `passage_id`, the entry's time and session, the passage's
-    text), a short note as itself: what answers read, so they quote the sentence that answers, never an
-    entry's first characters."""
+    text, with the next passage of its paragraph and, where it dates it (`anchors`), the one before), a
+    short note as itself: what answers read, so they quote the sentence that answers, never an entry's
+    first characters."""
     from dataclasses import replace
 
     out = []
@@ -166,10 +176,13 @@ def as_notes(notes: list[Note]) -> list[Note]:
         if not note.passages:
             out.append(note)
             continue
-        for passage, following in zip(note.passages, [*note.passages[1:], None]):
-            text = passage.text
-            if following is not None and "\n" not in note.content[passage.start:following.start]:
-                text = note.content[passage.start:following.start + len(following.text)]
+        for passage, previous, following in zip(note.passages, [None, *note.passages[:-1]], [*note.passages[1:], None]):
+            start, end = passage.start, passage.start + len(passage.text)
+            if following is not None and "\n" not in note.content[end:following.start]:
+                end = following.start + len(following.text)
+            if previous is not None and anchors(previous, passage, note.content):
+                start = previous.start
+            text = note.content[start:end]
             unit = passage_id(note.id, passage.index)
             out.append(replace(note, id=unit, content=text, keywords=[], tags=[], context="", links=[], history=[],
                                vector=None, raw_vector=passage.vector, passages=[],
