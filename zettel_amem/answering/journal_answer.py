@@ -148,7 +148,7 @@ def answer_when(question: Question, evidence: list[Evidence]) -> tuple[str, list
 
 
 def told_after(content: str, sentence: str, days: list) -> list:
-    """The one day written before `sentence` in its passage ("어제 저녁 … 튀어나왔다. 벌에 쏘였다."): a
+    """The one day written before `sentence` in its passage ("어제 저녁 강변에서 넘어졌다. 무릎이 까졌다."): a
     story's time holds until a new date is written; [] when none or several are."""
     where = content.find(sentence)
     before = {d for written, d in days if 0 <= content.find(written) < where}

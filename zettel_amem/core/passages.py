@@ -157,7 +157,7 @@ def entry_id_of(unit_id: str) -> str:
 
 def anchors(previous: Passage, passage: Passage, content: str) -> bool:
     """Whether `previous` dates what `passage` tells: a passage that writes no date of its own, right after
-    one in the same paragraph that dates one past day ("어제 저녁 산책하다가 … 튀어나왔다. 벌에 쏘였다."):
+    one in the same paragraph that dates one past day ("어제 저녁 강변에서 넘어졌다. 무릎이 까졌다."):
     a story's time holds until a new date is written. The passage is then read with it."""
     past = {d.start for d in previous.dates if d.start == d.end and not d.plan}
     same_paragraph = "\n" not in content[previous.start + len(previous.text):passage.start]
