@@ -26,6 +26,17 @@ def ask_through(memory, question: str):
     return answer
 
 
+def real_journal(tmp_path_factory, embedder, name: str):
+    """A Memory in a fresh home on the real bundled 0.5B model and `embedder`, answering journal questions
+    from the notes (the tests' config turns that path off: conftest.py)."""
+    from zettel_amem.backends.llm.llama import load_llm
+    from zettel_amem.memory import Memory
+
+    memory = Memory(tmp_path_factory.mktemp(name), llm=load_llm("qwen2.5-0.5b"), embedder=embedder)
+    memory.settings.answer_journal = True
+    return memory
+
+
 def add_dated(memory, entries: list[tuple[str, str]]) -> None:
     """Add each (timestamp, text) without processing: the journal-answer path needs no LLM step."""
     for at, text in entries:

@@ -10,8 +10,7 @@ import re
 
 import pytest
 
-from tests.sample import add_dated, ask_through
-from zettel_amem.memory import Memory
+from tests.sample import add_dated, ask_through, real_journal
 
 pytestmark = pytest.mark.slow
 
@@ -23,10 +22,8 @@ NOTES = [("2026-03-02T21:00", "Marco taught the altos the new canon tonight. He 
 
 @pytest.fixture(scope="module")
 def journal(tmp_path_factory, embedder):
-    from zettel_amem.backends.llm.llama import load_llm
-
-    memory = Memory(tmp_path_factory.mktemp("reader-real"), llm=load_llm("qwen2.5-0.5b"), embedder=embedder)
-    memory.settings.answer_journal = memory.settings.answer_journal_reader = True
+    memory = real_journal(tmp_path_factory, embedder, "reader-real")
+    memory.settings.answer_journal_reader = True
     add_dated(memory, NOTES)
     return memory
 

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.sample import ask_through
-from zettel_amem.memory import Memory
+from tests.sample import ask_through, real_journal
 
 pytestmark = pytest.mark.slow
 
@@ -34,10 +33,7 @@ GYM = [("2026-03-02T21:00", "요즘 헬스장은 집 앞 스포애니에 다닌�
 
 @pytest.fixture(scope="module")
 def journal(tmp_path_factory, embedder):
-    from zettel_amem.backends.llm.llama import load_llm
-
-    memory = Memory(tmp_path_factory.mktemp("long-real"), llm=load_llm("qwen2.5-0.5b"), embedder=embedder)
-    memory.settings.answer_journal = True  # the tests' config turns the journal path off (conftest.py)
+    memory = real_journal(tmp_path_factory, embedder, "long-real")
     memory.add(KOREAN, at="2026-04-07T22:30")
     memory.add(ENGLISH, at="2026-04-08T21:45")
     for at, text in GYM:
