@@ -33,3 +33,17 @@ def test_when_answers_the_day_the_story_dates(memory):
                                             "이번 주말엔 다시 달릴 수 있을 것 같다.")])
     answer = ask_through(memory, "무릎이 까진 날은 언제야?")
     assert answer.text.startswith("2026-05-13"), answer.text
+
+
+TODAY = ("오늘은 오후 근무라서 오전에 늦잠을 잤다. 점심은 편의점 김밥으로 때웠다. "
+         "병동에 새로 온 인턴 이름은 한서진이고 부산에서 올라왔다고 한다. 오후에는 환자 이송이 많았다. "
+         "수간호사님이 다음 달 교육 일정을 알려주셨다. 퇴근길에 엄마한테 전화가 왔다.")
+
+
+def test_today_anchors_nothing():
+    """"오늘은 …" dates the entry's own day, which every passage has already: the next passage stays alone."""
+    units = _units(TODAY)
+    text = units[0].content
+    passages = make_passages(TODAY, "2026-05-14T21:00:00")
+    assert len(passages) > 2 and text.startswith("오늘은")
+    assert [u.content[:12] for u in units] == [p.text[:12] for p in passages]  # each starts with its own

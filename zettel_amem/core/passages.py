@@ -155,11 +155,12 @@ def entry_id_of(unit_id: str) -> str:
     return unit_id.split("-p", 1)[0]
 
 
-def anchors(previous: Passage, passage: Passage, content: str) -> bool:
+def anchors(previous: Passage, passage: Passage, content: str, day: str) -> bool:
     """Whether `previous` dates what `passage` tells: a passage that writes no date of its own, right after
-    one in the same paragraph that dates one past day ("어제 저녁 강변에서 넘어졌다. 무릎이 까졌다."):
-    a story's time holds until a new date is written. The passage is then read with it."""
-    past = {d.start for d in previous.dates if d.start == d.end and not d.plan}
+    one in the same paragraph that dates one day before the entry's own `day` ("어제 저녁 강변에서
+    넘어졌다. 무릎이 까졌다."): a story's time holds until a new date is written. The passage is then read
+    with it."""
+    past = {d.start for d in previous.dates if d.start == d.end and d.start < day}  # "오늘" adds nothing
     same_paragraph = "\n" not in content[previous.start + len(previous.text):passage.start]
     return not passage.dates and len(past) == 1 and same_paragraph
 
@@ -180,7 +181,7 @@ def as_notes(notes: list[Note]) -> list[Note]:
             start, end = passage.start, passage.start + len(passage.text)
             if following is not None and "\n" not in note.content[end:following.start]:
                 end = following.start + len(following.text)
-            if previous is not None and anchors(previous, passage, note.content):
+            if previous is not None and anchors(previous, passage, note.content, note.at[:10]):
                 start = previous.start
             text = note.content[start:end]
             unit = passage_id(note.id, passage.index)
