@@ -62,6 +62,7 @@ def test_a_kind_without_an_answerer_gets_the_best_note(monkeypatch):
 def test_when_asks_only_where_a_question_starts():
     assert kind_of("When did I move?") == kind_of("Where did I live, and when did I move?") == "when"
     assert kind_of("이사한 날짜는?") == kind_of("언제 이사했어?") == "when"
+    assert kind_of("What month did I move?") == kind_of("Which year did we meet?") == "when"  # any time unit
     # "when he left" is the time of what is asked, not the question
     assert kind_of("What did the choir give Marco when he left?") == questions.PLAIN
     assert kind_of("Who drove me home when the car broke down?") == questions.PLAIN

@@ -1,6 +1,6 @@
 """What a journal question asks (#26), read from cue words in Korean and English, without a model.
 
-- **kind**: "now" (the current state: 지금, 요즘, now, currently), "when" (언제, 며칠, when, what date),
+- **kind**: "now" (the current state: 지금, 요즘, now, currently), "when" (언제, 며칠, when, what/which + a time unit),
   "why" (왜, 이유, why, how come), "count" (몇 번, how many times), "list" (뭐뭐, 누구누구, "which
   databases", "who have been"), "multi" (two questions joined: "who … and what …", "…였고 …") or "plain".
 - **terms**: the subject words, with question words and Korean particles/endings stripped ("데이터베이스를"
@@ -21,7 +21,7 @@ _NOW = re.compile(r"지금|요즘|현재|이제|\b(now|currently|current|these d
 # "when" asks only where a question starts ("When did…", "…, and when did…"): "what did she give him when
 # he left?" asks what, and "when he left" is its time.
 _WHEN = re.compile(r"언제|며칠|몇\s*월|날짜|(?:^|[,;:]\s*|\band\s+)when\b|"
-                   r"\b(what date|what day|which day|which date)\b", re.I)
+                   r"\b(?:what|which)\s+(?:date|day|month|year)\b", re.I)
 _WHY = re.compile(r"왜|이유|어째서|\b(why|how come|what made|reason)\b", re.I)
 _COUNT = re.compile(r"몇\s*(번|회|차례|군데|권)|\bhow many (times|books|places|cities)\b|\bhow often\b", re.I)
 _LIST = re.compile(r"뭐뭐|누구누구|어디\s*어디|무엇무엇|어떤\s*\S+들|\S+들[을은이]\s|"
