@@ -40,6 +40,7 @@ import sys
 import tempfile
 import time
 from dataclasses import asdict
+from datetime import date
 from pathlib import Path
 
 from bench.scoring import CATEGORY_NAMES, abstains, bleu1, evidence_ids, evidence_recall, locomo_f1, paper_f1, summarize
@@ -329,6 +330,21 @@ def truncate_sample(sample: dict, max_turns: int) -> dict:
             "qa": questions}
 
 
+def last_day_uncited(answer, today: str) -> bool:
+    """The answer writes the last session's day (the prompt's "today") and no turn it cites dates that day:
+    the date came from the prompt's frame, not from the chat (#36)."""
+    from zettel_amem.answering.date_guard import grounded_days, written_dates
+
+    try:
+        last = date.fromisoformat(today)
+    except ValueError:
+        return False
+    if (last.month, last.day) not in {(d.month, d.day) for _, d in written_dates(answer.text, last.year)}:
+        return False
+    cited = set(answer.cited())
+    return (last.month, last.day) not in grounded_days([h.note for h in answer.notes if h.note.id in cited], "")
+
+
 # -- one conversation × variant ---------------------------------------------------------------------
 def evaluate(sample: dict, variant: str, memory, args, answer_llm) -> list[dict]:
     from zettel_amem.core.text import estimate_tokens
@@ -398,6 +414,7 @@ def evaluate(sample: dict, variant: str, memory, args, answer_llm) -> list[dict]
             record["abstained"] = abstains(record["answer"])
             record["answer_mode"] = answer.mode
             record["cited"] = [mapping.get(i, i) for i in answer.cited()]
+            record["last_day_uncited"] = last_day_uncited(answer, today)
             if category != 5:
                 record["paper_f1"] = paper_f1(record["answer"], qa.get("answer", ""))
                 record["bleu1"] = bleu1(record["answer"], qa.get("answer", ""))
@@ -508,6 +525,7 @@ def main(argv: list[str] | None = None) -> int:
                         "Qwen's tokenizer; 2600 keeps prompt + answer inside a 4096 context)")
     parser.add_argument("--answer", action="store_true", help="answer with the LLM and score")
     parser.add_argument("--max-questions", type=int, default=0)
+    parser.add_argument("--categories", default="", help="comma-separated category ids to ask (default: all)")
     parser.add_argument("--max-turns", type=int, default=0,
                         help="only the first N turns of each conversation, and the questions answerable from them")
     parser.add_argument("--seed", type=int, default=0, help="kept for reproducibility (all steps are greedy)")
@@ -527,6 +545,9 @@ def main(argv: list[str] | None = None) -> int:
     samples = [s for s in data if not wanted or s["sample_id"] in wanted]
     if args.max_turns:
         samples = [truncate_sample(s, args.max_turns) for s in samples]
+    categories = {int(c) for c in args.categories.split(",") if c.strip()}
+    if categories:  # the cache name below carries the filter
+        samples = [{**s, "qa": [qa for qa in s["qa"] if int(qa["category"]) in categories]} for s in samples]
     args.out.mkdir(parents=True, exist_ok=True)
     run_tag = model_tag(args.llm)
     from zettel_amem.backends.embed import load_embedder
@@ -549,7 +570,7 @@ def main(argv: list[str] | None = None) -> int:
             costs.setdefault(f"{ingest}/{sample['sample_id']}", ingest_costs(folder))
             cache = args.out / "records" / f"{variant}-{run_tag if ingest != 'raw' or args.answer else 'no-llm'}-" \
                 f"{'answer' if args.answer else 'retrieval'}-{sample['sample_id']}-{args.max_questions}" \
-                f"{override_tag(overrides)}.jsonl"
+                f"{'-cat' + args.categories.replace(',', '_') if categories else ''}{override_tag(overrides)}.jsonl"
             cache.parent.mkdir(parents=True, exist_ok=True)
             if cache.exists():
                 records = [json.loads(line) for line in cache.read_text(encoding="utf-8").splitlines()]
@@ -573,6 +594,7 @@ def main(argv: list[str] | None = None) -> int:
             summary[variant]["answer_s_p95"] = percentile(answers, 0.95)
     tag = f"{run_tag}-{'answer' if args.answer else 'retrieval'}-{'_'.join(sorted(wanted)) or 'all'}"
     tag += f"-first{args.max_turns}" if args.max_turns else ""
+    tag += f"-cat{args.categories.replace(',', '_')}" if categories else ""
     tag += override_tag(overrides)
     result = {"args": {k: str(v) for k, v in vars(args).items()}, "wall_seconds": round(time.perf_counter() - wall, 1),
               "summary": summary, "ingest_costs": costs, "records": all_records}

@@ -51,6 +51,7 @@ def test_cli_ask_json(zk, monkeypatch):
     result = json.loads(out)
     assert result["answer"].startswith("The knee notes say so.")
     assert [n["id"] for n in result["notes"]] == [note_id] and result["notes"][0]["cited"] is True
+    assert [(q["entry_id"], q["text"]) for q in result["quotes"]] == [(note_id, "Knee hurts since Saturday's run.")]
     assert result["episodes"] == [] and result["facts"] == []
 
 

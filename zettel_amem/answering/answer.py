@@ -30,6 +30,8 @@ from ..core.passages import as_notes, entry_id_of, passage_id, passages_from_jso
 from ..core.prompts import language_of
 from ..core.text import keyword_terms, name_pattern, nfc, statements
 from ..retrieval.retrieve import CoverageIndex, Hit, render_hit
+from .date_guard import held_to_citations
+from .evidence import best_sentence
 from .journal_answer import answer_journal
 from .reader import ModelReader
 from .term_bridge import bridge_terms
@@ -90,6 +92,20 @@ def supporting(text: str, cited: list[str], hits: list[Hit]) -> list[str]:
     words = set(keyword_terms(text))
     shown = {h.note.id: set(keyword_terms(render_hit(h))) for h in hits}
     return [i for i in cited if words & shown.get(i, set())] or cited
+
+
+def quotes_of(text: str, question: str, cited: list[Hit]) -> list[dict[str, str]]:
+    """Per cited note (a matched passage of a long entry), its entry id and the sentence the answer most
+    likely came from: the one sharing most words with the answer, then the question (`zk ask --json`)."""
+    terms = keyword_terms(text) + keyword_terms(question)
+    quotes = []
+    for hit in cited:
+        units = [(passage_id(hit.note.id, p.index), p.text) for p in hit.passages] or [(hit.note.id, hit.note.content)]
+        sentence = {u: best_sentence(Note(id=u, content=t, at=hit.note.at), terms) for u, t in units}
+        unit = max(sentence, key=lambda u: len(set(keyword_terms(sentence[u])) & set(terms)))
+        quotes.append({"entry_id": entry_id_of(hit.note.id), "passage_id": unit, "at": hit.note.at,
+                       "text": sentence[unit]})
+    return quotes
 
 
 def echoes_prompt(text: str, prompt_lines: list[str]) -> bool:
@@ -200,7 +216,7 @@ class Answerer:
         owner's validated search (`Memory.search`), so answering never holds or imports `Memory`."""
         self.parts, self.search = parts, search
         self._vectors: dict[str, Any] = {}
-        self._words: dict[str, Any] = {}
+        self._words: Any = None  # WordVectors, made on first use
         self._updaters: list[Note] = []  # what `updating_units` read for the last journal answer
 
     def ask(self, question: str, k: int | None = None, budget_tokens: int | None = None, *,
@@ -293,14 +309,15 @@ class Answerer:
         return bridge_terms(terms, question, notes, self.word_vectors)
 
     def word_vectors(self, words: list[str]) -> Any:
-        """Passage embeddings of single words, each computed once per Answerer."""
-        import numpy as np
+        """Passage embeddings of single words, each computed once and kept in the cache dir
+        (backends/word_vectors.py: a journal's vocabulary was most of a cold `zk ask`)."""
+        if self._words is None:
+            from ..backends.word_vectors import WordVectors
+            from ..core.config import cache_dir
 
-        missing = [w for w in dict.fromkeys(words) if w not in self._words]
-        if missing:
-            for word, vector in zip(missing, self.parts.embedder.embed_passages(missing)):
-                self._words[word] = np.asarray(vector, dtype=np.float32)
-        return np.vstack([self._words[w] for w in words]) if words else np.zeros((0, 1), dtype=np.float32)
+            embedder = self.parts.embedder
+            self._words = WordVectors(embedder.embed_passages, embedder.name, cache_dir() / "word-vectors")
+        return self._words.vectors(words)
 
     def note_cosines(self, text: str, notes: list[Note]) -> list[float]:
         """Each note's raw-words vector's cosine to `text` (vectors read once per Answerer)."""
@@ -344,6 +361,15 @@ class Answerer:
             data, answer.usage = llm.complete_json(system, user, schema, limit)
             answer.text, answer.cited_ids = read_answer(data, hits)
             answer.cited_ids = supporting(answer.text, answer.cited_ids, hits)
+            by_id = {h.note.id: h.note for h in hits}
+            held = held_to_citations(answer.text, [by_id[i] for i in answer.cited_ids], question,
+                                     language_of(question) == "Korean", [h.note for h in hits])
+            answer.text = held.text
+            answer.cited_ids += [n.id for n in held.tellers if n.id not in answer.cited_ids]
+            if held.replaced:
+                answer.reason = f"a date no cited note gives ({', '.join(held.replaced)}) became the cited note's day"
+            given = {h.note.id: h for h in hits}
+            answer.quotes = quotes_of(answer.text, question, [given[i] for i in answer.cited_ids])
             if not answer.text or echoes_prompt(answer.text, frame):
                 raise LLMError("the model's answer was empty or repeated the question")
         except LLMError as exc:  # the user still gets their own words, with the id, marked as such

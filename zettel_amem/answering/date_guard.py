@@ -5,10 +5,12 @@ the question (a small model's "when?" answer was often today's date)."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from datetime import date, timedelta
 
 from ..core.date_mentions import date_mentions
 from ..core.models import Note
+from ..core.relative_dates import day_text, resolve_relative_dates
 
 _MONTHS = "january february march april may june july august september october november december".split()
 _MONTH = "|".join(m[:3] + r"[a-z]*\.?" for m in _MONTHS)
@@ -97,3 +99,75 @@ def guard(answer: str, notes: list[Note], question: str) -> tuple[str, list[str]
     for written in removed:
         answer = answer.replace(written, "")
     return " ".join(answer.split()), removed
+
+
+def event_day(note: Note) -> date | None:
+    """The day a note dates what it tells: the one day its words give ("yesterday" in a turn of 8 May:
+    7 May), else the day it was written."""
+    days = {d for _, d in note_dates(note)}
+    if len(days) == 1:
+        return days.pop()
+    try:
+        return date.fromisoformat(note.at[:10])
+    except ValueError:
+        return None
+
+
+@dataclass
+class HeldDates:
+    """`held_to_citations`' result: the answer, the dates it replaced, and the given notes whose own words
+    date a day the answer keeps (cited from now on)."""
+
+    text: str
+    replaced: list[str] = field(default_factory=list)
+    tellers: list[Note] = field(default_factory=list)
+
+
+def held_to_citations(answer: str, cited: list[Note], question: str, korean: bool,
+                      given: list[Note] | None = None) -> HeldDates:
+    """A model's answer whose every date a cited note dates (#36). A day no cited note gives (its day, a
+    date it writes or resolves) stands if another `given` note's own words date it (that note is cited
+    too); otherwise it is replaced by the day the first cited note dates its event, or removed when
+    nothing is cited: the prompt's "today" or a neighbour's session day is not an answer. The day a turn
+    was said gives way to the one day its words date ("I went yesterday"); "tomorrow" in the answer is
+    read from the cited turn; a kept ISO date is written as the notes show it ("5 July 2023")."""
+    year = next((int(n.at[:4]) for n in cited if n.at[:4].isdigit()), 2000)
+    known = grounded_days(cited, question)
+    fallback = next((d for d in map(event_day, cited) if d is not None), None)
+    written_on = cited[0].at[:10] if cited else ""
+    held = HeldDates(answer)
+    for written, day in written_dates(answer, year):
+        teller = None if (day.month, day.day) in known else teller_of(day, given or [])
+        if teller is not None:
+            held.tellers.append(teller)
+        elif (day.month, day.day) not in known:
+            held.replaced.append(written)
+            held.text = swap(held.text, written, day_text(fallback, korean) if fallback else "")
+            continue
+        elif day.isoformat() == written_on != str(fallback) and only_a_date(answer, written, question):
+            held.text = swap(held.text, written, day_text(fallback, korean))  # the day it tells, not when said
+            continue
+        if re.fullmatch(r"\d{4}-\d{1,2}-\d{1,2}", written):
+            held.text = swap(held.text, written, day_text(day, korean))
+    if cited:  # "tomorrow" in an answer is the cited turn's tomorrow; only whole days are written out
+        for phrase, value in resolve_relative_dates(held.text, cited[0].at):
+            if written_dates(value, year) and not value.startswith(("about", "약")):
+                held.text = swap(held.text, phrase, value)
+    held.text = " ".join(held.text.split())
+    return held
+
+
+def swap(text: str, written: str, new: str) -> str:
+    """`written` replaced where it stands alone ("7 May 2023" is not touched inside "17 May 2023")."""
+    return re.sub(rf"(?<![\w-]){re.escape(written)}(?![\w-])", lambda _: new, text)
+
+
+def teller_of(day: date, notes: list[Note]) -> Note | None:
+    """The first note whose own words (not its timestamp) date `day`."""
+    return next((n for n in notes if (day.month, day.day) in {(d.month, d.day) for _, d in note_dates(n)}), None)
+
+
+def only_a_date(answer: str, written: str, question: str) -> bool:
+    """The answer is that date alone ("8 May 2023", "On 8 May 2023."), and the question does not name it."""
+    alone = re.fullmatch(rf"(?:on\s+)?{re.escape(written)}\.?", answer.strip(), re.I)
+    return bool(alone) and written not in question

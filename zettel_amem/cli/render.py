@@ -232,7 +232,8 @@ def answer_note(mode: str, reason: str, model: str = "", server: ServerReach | N
     """Say how an answer was made: by which model, extracted from a note (and why), or declined (and why);
     then, in one line, a configured model server that cannot be reached (unless the reason named it)."""
     if mode == "model":
-        err_console.print(f"[dim](answered by the model {escape(model or '?')})", soft_wrap=True)
+        said = f"; {reason}" if reason else ""  # e.g. a date held to the notes it cites
+        err_console.print(f"[dim](answered by the model {escape(model or '?')}{escape(said)})", soft_wrap=True)
     elif mode == "extractive" and model:
         err_console.print(f"[yellow](extractive: the best sentence of the best note; the model {escape(model)} "
                           f"failed: {escape(reason or 'no reason given')})", soft_wrap=True)
