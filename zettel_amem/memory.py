@@ -268,6 +268,18 @@ class Memory:
                         limit: int | None = None, all_notebooks: bool = False) -> list[ProcessResult]:
         return self.pipeline.process_pending(on_progress, limit, all_notebooks)
 
+    def warm_words(self, note_ids: list[str]) -> int:
+        """Embed the words a journal answer bridges across languages (`term_bridge.vocabulary`) for these
+        notes now, so the first `zk ask` after writing them does not (the idle worker calls this; the
+        vectors stay in the cache dir, backends/word_vectors.py). Returns how many words were asked for."""
+        from .answering.term_bridge import vocabulary
+
+        notes = [n for n in self.store.get_many(note_ids).values() if not n.speaker]
+        korean, english = vocabulary(notes) if notes else ([], [])
+        if korean or english:
+            self.answerer.word_vectors(korean + english)
+        return len(korean) + len(english)
+
     # -- history, revert, deletion ----------------------------------------------------------------
     def revert(self, note_id: str, to_version: int | None = None) -> Note:
         """Restore the evolvable fields as they were at `to_version` (default: before the last change)."""

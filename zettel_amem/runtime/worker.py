@@ -144,6 +144,7 @@ def drain(memory, on_progress: Callable[[ProcessResult, int, int], None] | None 
         if not [i for i in memory.pending_ids(all_notebooks=True) if i not in failed] and not (
                 more_work is not None and more_work()):
             _upkeep(memory)  # idle now: merge the fragments single adds left, bring the indexes up to date
+            memory.warm_words([r.id for r in results if not r.error])  # the first `zk ask` need not embed them
             return results
 
 
