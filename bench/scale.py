@@ -157,8 +157,28 @@ def filler_note(memory, pool: SentencePool, rng, at: str, earlier: list[str], **
     return note
 
 
-def filler_notes(memory, n: int, pool: SentencePool, rng):
-    """`n` filler notes in time order: sessions of 10-30 turns, and ~30% plain notes between them."""
+def entry_note(memory, pool: SentencePool, rng, at: str):
+    """One page-long journal entry (`--entries`): 6-12 pool sentences, cut into passages as `zk add` cuts
+    them; each passage's vector is the normalised mean of its sentences' embeddings, the entry's of all."""
+    from zettel_amem.core.models import READY
+    from zettel_amem.core.passages import make_passages
+
+    picks = rng.choice(len(pool), size=min(len(pool), int(rng.integers(6, 13))), replace=False)
+    content = " ".join(pool.sentences[i] for i in picks)
+    note = memory.new_note(content, at, source=SOURCE)
+    note.status = READY
+    whole = unit(pool.vectors[picks].mean(axis=0))
+    note.vector = note.raw_vector = whole.tolist()
+    note.passages = make_passages(content, at)
+    for passage in note.passages:
+        inside = [i for i in picks if pool.sentences[i] in passage.text]
+        passage.vector = (unit(pool.vectors[inside].mean(axis=0)) if inside else whole).tolist()
+    return note
+
+
+def filler_notes(memory, n: int, pool: SentencePool, rng, entries: bool = False):
+    """`n` filler notes in time order: sessions of 10-30 turns, and ~30% plain notes between them; with
+    `entries`, page-long journal entries only."""
     from zettel_amem.core.models import session_id_for
 
     step = SPAN_DAYS * 86400 / max(n, 1)
@@ -169,6 +189,11 @@ def filler_notes(memory, n: int, pool: SentencePool, rng):
         return (START + timedelta(seconds=int(len(earlier) * step))).isoformat()
 
     while len(earlier) < n:
+        if entries:
+            note = entry_note(memory, pool, rng, at())
+            earlier.append(note.id)
+            yield note
+            continue
         if plain < 0.3 * len(earlier):
             note = filler_note(memory, pool, rng, at(), earlier, source=SOURCE)
             plain += 1
@@ -195,7 +220,7 @@ def maintain(memory) -> str:
     return "compact"
 
 
-def build_store(home: Path, n: int, pool: SentencePool, embedder, seed: int = SEED) -> dict:
+def build_store(home: Path, n: int, pool: SentencePool, embedder, seed: int = SEED, entries: bool = False) -> dict:
     """A fresh store of `n` filler notes at `home`; returns how it was built (build.json beside it)."""
     import numpy as np
 
@@ -206,7 +231,7 @@ def build_store(home: Path, n: int, pool: SentencePool, embedder, seed: int = SE
     memory.settings.auto_worker = False
     start = time.perf_counter()
     batch, probe = [], None
-    for note in filler_notes(memory, n, pool, rng):
+    for note in filler_notes(memory, n, pool, rng, entries):
         batch.append(note)
         if probe is None and note.links:
             probe = note.links[0]  # a note that has a backlink: `zk show`/`zk links` show both ways
@@ -218,7 +243,7 @@ def build_store(home: Path, n: int, pool: SentencePool, embedder, seed: int = SE
     build_seconds = time.perf_counter() - start
     start = time.perf_counter()
     how = maintain(memory)
-    info = {"notes": n, "seed": seed, "sentences": len(pool), "build_s": round(build_seconds, 1),
+    info = {"notes": n, "seed": seed, "sentences": len(pool), "entries": entries, "build_s": round(build_seconds, 1),
             "maintain": how, "maintain_s": round(time.perf_counter() - start, 1),
             "probe_id": probe or next(iter(memory.store.ids_starting("", memory.notebook, 1)))["id"],
             "how": HONEST}
@@ -622,6 +647,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="sequential `zk add`s into (a copy of) the largest store ≤ 100k")
     parser.add_argument("--keep", action="store_true", help="keep the stores (a rerun then reuses them)")
     parser.add_argument("--max-sentences", type=int, default=0, help="use only this many sentences (quick checks)")
+    parser.add_argument("--entries", action="store_true",
+                        help="page-long journal entries (6-12 sentences, cut into passages) instead of chats and notes")
     parser.add_argument("--probe", choices=["ask", "warm", "recall"], help=argparse.SUPPRESS)
     parser.add_argument("--home", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--query", default="", help=argparse.SUPPRESS)
@@ -661,7 +688,8 @@ def main(argv: list[str] | None = None) -> int:
     for size in sizes:
         home = args.out / "stores" / str(size) / "home"
         built = home.parent / "build.json"
-        if built.exists() and json.loads(built.read_text(encoding="utf-8"))["sentences"] == len(pool):
+        if built.exists() and json.loads(built.read_text(encoding="utf-8"))["sentences"] == len(pool) and \
+                json.loads(built.read_text(encoding="utf-8")).get("entries", False) == args.entries:
             build = json.loads(built.read_text(encoding="utf-8"))
             start = time.perf_counter()  # the library may have changed since: let it maintain the store again
             build["maintain"] = maintain(Memory(home, embedder=embedder))
@@ -670,7 +698,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             shutil.rmtree(home.parent, ignore_errors=True)
             log(f"{size} notes: building")
-            build = build_store(home, size, pool, embedder)
+            build = build_store(home, size, pool, embedder, entries=args.entries)
             log(f"  built in {build['build_s']} s, {build['maintain']} {build['maintain_s']} s")
         report["sizes"][str(size)] = {**measure_size(home, build, query, queries, recall_queries),
                                       "measured_at": datetime.now().isoformat(timespec="seconds")}

@@ -63,3 +63,28 @@ def test_builder_makes_the_store_it_describes(tmp_path, embedder, monkeypatch):
 
     status = measure_command("status", home, "", info["probe_id"], runs=1)
     assert status["wall_s"] > 0 and status["rss_mb"] > 10, status
+
+
+def test_entries_are_pages_cut_into_passages_with_their_sentences_vectors(tmp_path, embedder, monkeypatch):
+    """`--entries` (#36's search bound on entries of realistic length): every note is a journal entry of 6-12
+    sentences, stored with the passages `zk add` would cut, each passage's vector the mean of its sentences'."""
+    from zettel_amem.core.passages import make_passages, passages_from_json
+
+    monkeypatch.setenv("ZK_NO_WORKER", "1")
+    pool = embed_sentences(split_sentences(TEXT), embedder, tmp_path / "sentences.npz")
+    home = tmp_path / "entries" / "home"
+    info = build_store(home, 30, pool, embedder, seed=2, entries=True)
+    memory = Memory(home, embedder=embedder)
+    notes = memory.store.notes()
+    assert info["entries"] and len(notes) == 30 and all(n.kind == "note" and not n.speaker for n in notes)
+    assert all(6 <= len(split_sentences(n.content)) <= 12 for n in notes)
+    rows = memory.store.passage_rows([n.id for n in notes])
+    index = {s: i for i, s in enumerate(pool.sentences)}
+    for note in notes:
+        passages = passages_from_json(rows[note.id]["passages"])
+        assert [p.text for p in passages] == [p.text for p in make_passages(note.content, note.at)]
+        assert len(passages) >= 2
+        flat = np.asarray(rows[note.id]["passage_vectors"]).reshape(len(passages), -1)
+        inside = [index[s] for s in split_sentences(passages[0].text)]
+        mean = pool.vectors[inside].mean(axis=0)
+        assert np.allclose(flat[0], mean / np.linalg.norm(mean), atol=1e-5)
