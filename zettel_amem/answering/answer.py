@@ -361,14 +361,13 @@ class Answerer:
             data, answer.usage = llm.complete_json(system, user, schema, limit)
             answer.text, answer.cited_ids = read_answer(data, hits)
             answer.cited_ids = supporting(answer.text, answer.cited_ids, hits)
-            by_id = {h.note.id: h.note for h in hits}
-            held = held_to_citations(answer.text, [by_id[i] for i in answer.cited_ids], question,
+            given = {h.note.id: h for h in hits}
+            held = held_to_citations(answer.text, [given[i].note for i in answer.cited_ids], question,
                                      language_of(question) == "Korean", [h.note for h in hits])
             answer.text = held.text
             answer.cited_ids += [n.id for n in held.tellers if n.id not in answer.cited_ids]
             if held.replaced:
                 answer.reason = f"a date no cited note gives ({', '.join(held.replaced)}) became the cited note's day"
-            given = {h.note.id: h for h in hits}
             answer.quotes = quotes_of(answer.text, question, [given[i] for i in answer.cited_ids])
             if not answer.text or echoes_prompt(answer.text, frame):
                 raise LLMError("the model's answer was empty or repeated the question")

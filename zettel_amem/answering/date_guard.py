@@ -101,9 +101,10 @@ def guard(answer: str, notes: list[Note], question: str) -> tuple[str, list[str]
     return " ".join(answer.split()), removed
 
 
-def event_day(note: Note) -> date | None:
+def told_day(note: Note) -> date | None:
     """The day a note dates what it tells: the one day its words give ("yesterday" in a turn of 8 May:
-    7 May), else the day it was written."""
+    7 May), written or relative, else the day it was written. (journal_answer.event_day is the passage
+    version: relative dates only, plans left out.)"""
     days = {d for _, d in note_dates(note)}
     if len(days) == 1:
         return days.pop()
@@ -133,7 +134,7 @@ def held_to_citations(answer: str, cited: list[Note], question: str, korean: boo
     read from the cited turn; a kept ISO date is written as the notes show it ("5 July 2023")."""
     year = next((int(n.at[:4]) for n in cited if n.at[:4].isdigit()), 2000)
     known = grounded_days(cited, question)
-    fallback = next((d for d in map(event_day, cited) if d is not None), None)
+    fallback = next((d for d in map(told_day, cited) if d is not None), None)
     written_on = cited[0].at[:10] if cited else ""
     held = HeldDates(answer)
     for written, day in written_dates(answer, year):
