@@ -97,6 +97,7 @@ class Memory:
         self.pipeline = Pipeline(self.parts)
         self.searcher = Searcher(self.parts)
         self.answerer = Answerer(self.parts, self.search)
+        self.searcher.bridge = self._bridge
 
     # -- lazily loaded parts ----------------------------------------------------------------------
     @property
@@ -267,6 +268,12 @@ class Memory:
     def process_pending(self, on_progress: Callable[[ProcessResult, int, int], None] | None = None,
                         limit: int | None = None, all_notebooks: bool = False) -> list[ProcessResult]:
         return self.pipeline.process_pending(on_progress, limit, all_notebooks)
+
+    def _bridge(self, question: str, notes: list[Note]) -> list[str]:
+        """The question's words in its notes' other language, for search (term_bridge.search_terms)."""
+        from .answering.term_bridge import search_terms
+
+        return search_terms(question, notes, self.answerer.word_vectors)
 
     def warm_words(self, note_ids: list[str]) -> int:
         """Embed the words a journal answer bridges across languages (`term_bridge.vocabulary`) for these

@@ -22,8 +22,9 @@ from collections.abc import Callable
 import numpy as np
 
 from ..core.models import Note
-from ..core.words import KO_QUESTION_WORDS, STOP_WORDS, korean_stem
-from .evidence import forms, has_term
+from ..core.text import romanise
+from ..core.words import KO_QUESTION_WORDS, STOP_WORDS, korean_stem, subject_terms
+from .evidence import forms, has_term, loanword, loose
 
 NEIGHBOURS = 10  # CSLS: a word's hubness is its mean cosine to this many nearest words on the other side
 # a pair scoring below this (CSLS) was mostly a hub word ("place", "order"): not kept (tune half: flat
@@ -120,3 +121,37 @@ def bridge_terms(terms: list[str], question: str, notes: list[Note], embed: Embe
         if first == last or (second == last and back[first] - back[last] <= BACK_MARGIN):
             out[term] = [target[best]]
     return out
+
+
+def name_spellings(terms: list[str], notes: list[Note]) -> list[str]:
+    """The question's names as the notes write them in the other script: "도하" -> "doha", "taeo" ->
+    "태오" (romanised and `loose`d alike; three letters at least, so short syllables do not collide)."""
+    latin: dict[str, set[str]] = {}
+    hangul: dict[str, set[str]] = {}
+    for note in notes:
+        for word in re.findall(r"[A-Za-z]{3,}", note.content):
+            latin.setdefault(loose(word), set()).add(word.lower())
+        for word in re.findall(r"[\uac00-\ud7a3]{2,}", note.content):
+            stem = korean_stem(word)
+            for key in {loose(romanise(stem)), loanword(loose(romanise(stem)))}:
+                hangul.setdefault(key, set()).add(stem)
+    out: list[str] = []
+    for term in terms:
+        if is_korean(term):
+            key = loose(romanise(korean_stem(term)))
+            found = latin.get(key, set()) | latin.get(loanword(key), set())
+        else:
+            found = hangul.get(loose(term), set()) if len(term) >= 3 else set()
+        out.extend(sorted(found))
+    return out
+
+
+def search_terms(question: str, notes: list[Note], embed: Embed) -> list[str]:
+    """Words a search adds to its keyword lists so that a question meets the notes written in the other
+    language: its subject terms' translations among the notes' words (`bridge_terms`) and its names
+    as the notes spell them (`name_spellings`). None when the question and the notes share one language."""
+    if len({is_korean(n.content) for n in notes} | {is_korean(question)}) < 2:
+        return []
+    terms = [t.lower() for t in subject_terms(question)]
+    out = [w for words in bridge_terms(terms, question, notes, embed).values() for w in words]
+    return list(dict.fromkeys(out + name_spellings(terms, notes)))

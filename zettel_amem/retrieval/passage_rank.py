@@ -18,11 +18,15 @@ from ..core.passages import Passage, passages_from_json
 from ..core.text import keyword_terms
 from .retrieve import RRF_K, Hit, Signal, bm25_scores
 
-# e5 scores a passage in the other language than the question ~0.03 lower than one in its own for the same
-# meaning (evidence.py's offset): added back, so "Mom's cataract surgery" can answer "엄마 백내장 수술".
-# Long-entry benchmark, tune half, raw store, k=16: evidence recall 58.3 -> 61.1 %.
+# e5 scores a passage in the other language than the question lower than one in its own for the same
+# meaning, by a gap that varies with the question (0.03 to 0.1). Where both languages have enough
+# candidate passages, each language's cosines are put on one scale (`per_language_scale`): the bulk of
+# either language is unrelated to the question, so its spread is the yardstick. With fewer, the fixed
+# offset of evidence.py is added back.
 CROSS_LANGUAGE_OFFSET = 0.03
+MIN_PER_LANGUAGE = 12
 _HANGUL = re.compile("[\uac00-\ud7a3]")
+_LATIN = re.compile("[A-Za-z]")
 # A second passage of the same entry is shown too when it scores this close to the best one (with RRF:
 # ranked right after it in both lists).
 SECOND_PASSAGE_SHARE = 0.98
@@ -45,7 +49,7 @@ def _units(hits: Sequence[Hit], rows: dict[str, dict[str, Any]]) -> list[tuple[i
 
 
 def passage_signals(query: str, query_vector, hits: Sequence[Hit], rows: dict[str, dict[str, Any]],
-                    weight: float) -> tuple[list[Signal], dict[str, list[Passage]]]:
+                    weight: float, bridged: Sequence[str] = ()) -> tuple[list[Signal], dict[str, list[Passage]]]:
     """Two ranked lists of the candidate notes, each at its best passage's place (by cosine, by BM25),
     and each long entry's matched passages (best, and a second close to it), in the entry's order."""
     import numpy as np
@@ -54,11 +58,10 @@ def passage_signals(query: str, query_vector, hits: Sequence[Hit], rows: dict[st
     if not units:
         return [], {}
     query_vector = np.asarray(query_vector, dtype=np.float32)
-    korean = bool(_HANGUL.search(query))
-    cosines = [float(np.asarray(v, dtype=np.float32) @ query_vector)
-               + (CROSS_LANGUAGE_OFFSET if bool(_HANGUL.search(text)) != korean else 0.0)
-               if v is not None else -1.0 for _, _, text, v in units]
-    keyword = bm25_scores([keyword_terms(text) for _, _, text, _ in units], keyword_terms(query))
+    cosines = per_language_scale([float(np.asarray(v, dtype=np.float32) @ query_vector) if v is not None else None
+                                  for _, _, _, v in units],
+                                 [is_korean(text) for _, _, text, _ in units], is_korean(query))
+    keyword = bm25_scores([keyword_terms(text) for _, _, text, _ in units], keyword_terms(query) + list(bridged))
     by_cosine = sorted(range(len(units)), key=lambda u: -cosines[u])
     by_keyword = sorted((u for u in range(len(units)) if keyword[u] > 0), key=lambda u: -keyword[u])
     fused = [0.0] * len(units)
@@ -68,6 +71,44 @@ def passage_signals(query: str, query_vector, hits: Sequence[Hit], rows: dict[st
     signals = [Signal("passage-vector", _best_per_note(hits, units, by_cosine, cosines), weight),
                Signal("passage-keywords", _best_per_note(hits, units, by_keyword, keyword), weight)]
     return signals, _matched(hits, units, fused)
+
+
+def per_language_scale(cosines: list[float | None], korean: list[bool], query_korean: bool) -> list[float]:
+    """The cosines ranked across languages: each language's as standard scores among its own (both
+    languages with at least MIN_PER_LANGUAGE), else the other language's raised by the fixed offset. One
+    language only: unchanged order. A unit without a vector ranks last."""
+    import numpy as np
+
+    known = [i for i, c in enumerate(cosines) if c is not None]
+    groups = {lang: [i for i in known if korean[i] == lang] for lang in (True, False)}
+    out = [-1.0 if c is None else c + (CROSS_LANGUAGE_OFFSET if korean[i] != query_korean else 0.0)
+           for i, c in enumerate(cosines)]
+    if min(len(g) for g in groups.values()) < MIN_PER_LANGUAGE:
+        return out
+    for group in groups.values():
+        values = np.asarray([cosines[i] for i in group], dtype=np.float64)
+        spread = float(values.std()) or 1.0
+        for i, value in zip(group, values):
+            out[i] = float((value - values.mean()) / spread)
+    lowest = min(out[i] for i in known)
+    return [out[i] if cosines[i] is not None else lowest - 1.0 for i in range(len(out))]
+
+
+def by_language(signal: Signal, query: str) -> Signal:
+    """A note-level vector list re-ordered with its cosines on one scale across languages
+    (`per_language_scale`); the values shown stay the cosines."""
+    korean = [is_korean(note.content) for note, _ in signal.ranked]
+    if len(set(korean)) < 2:
+        return signal
+    scaled = per_language_scale([value for _, value in signal.ranked], korean, is_korean(query))
+    order = sorted(range(len(scaled)), key=lambda i: -scaled[i])
+    return Signal(signal.name, [signal.ranked[i] for i in order], signal.weight)
+
+
+def is_korean(text: str) -> bool:
+    """Written mostly in Korean: a syllable block counts as about three Latin letters."""
+    return 3 * len(_HANGUL.findall(text)) >= len(_LATIN.findall(text)) > 0 or (
+        bool(_HANGUL.search(text)) and not _LATIN.search(text))
 
 
 def _best_per_note(hits: Sequence[Hit], units: list, order: list[int], values: list[float]) -> list:

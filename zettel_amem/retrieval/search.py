@@ -4,12 +4,13 @@ LLM's enrichment), fused, then each hit followed by its session turns and linked
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..core.errors import InvalidInput
 from ..core.models import Note, Scope
 from ..core.text import is_trivial, keyword_terms, name_candidates, tag_key
-from .passage_rank import best_passages, passage_signals
+from .passage_rank import best_passages, by_language, passage_signals
 from .retrieve import Hit, Signal, bm25_ranked, expand, fold_repeats, fuse_signals, smooth_by_session
 
 SCOPE_MAX_SHARE = 0.5  # a scope holding more of the notebook than this narrows nothing: no scope
@@ -45,6 +46,9 @@ class Searcher:
     def __init__(self, parts: Parts):
         self.parts = parts
         self.last_scope: Scope | None = None  # the person scope of the latest search (shown by `zk search`)
+        # (question, the vector list's notes) -> words in the notes' other language to search for too
+        # (set by Memory: answering/term_bridge.search_terms; retrieval itself holds no embedder)
+        self.bridge: Callable[[str, list[Note]], list[str]] | None = None
 
     def _keyword_ranked(self, terms: list[str], pool: int, column: str, tagged: bool = False,
                         within: Scope | None = None) -> list[tuple[Note, float]]:
@@ -94,6 +98,7 @@ class Searcher:
         question about them: with `scoped`, the lists rank only their sessions and the notes naming them
         (`person_scope`), a small scope in place with its own word statistics. Their name is not a
         keyword: every one of their turns carries it, so it would only reward short turns."""
+        self.last_bridged: list[str] = []
         if use_vector:
             self.parts.start_embedding(query)  # embedding runs while the scope and the keyword lists are read
         store, scoping = self.parts.store, scoped and not tagged and self.parts.settings.search_person_scope
@@ -123,6 +128,15 @@ class Searcher:
             if weight > 0:
                 jobs["enriched-vector"] = reads.submit(self._vector_ranked, vector, pool, "vector", tagged, True,
                                                        scope)
+        if use_keywords and use_vector and self.bridge is not None:
+            extra = keyword_terms(" ".join(self.bridge(query, [n for n, _ in jobs["vector"].result()])))
+            extra = [t for t in extra if t not in terms]
+            if extra:  # the keyword lists again, with the question's words in the other language
+                self.last_bridged = extra
+                jobs["keywords"] = reads.submit(self._keyword_ranked, terms + extra, pool, "terms", tagged, scope)
+                if weight > 0:
+                    jobs["enriched-keywords"] = reads.submit(self._keyword_ranked, terms + extra, pool,
+                                                             "enrichment_terms", tagged, scope)
         order = {"vector": 1.0, "keywords": 1.0, "enriched-vector": weight, "enriched-keywords": weight}
         return [Signal(name, jobs[name].result(), w) for name, w in order.items() if name in jobs]
 
@@ -173,7 +187,8 @@ class Searcher:
             return hits
         extra, matched = passage_signals(query, self.parts.query_vector(query), hits,
                                          self.parts.store.passage_rows([h.note.id for h in hits]),
-                                         self.parts.settings.search_passage_weight)
+                                         self.parts.settings.search_passage_weight, self.last_bridged)
+        signals = [by_language(s, query) if s.name in ("vector", "enriched-vector") else s for s in signals]
         hits = fuse_signals(signals + extra, pool)
         for hit in hits:
             hit.passages = matched.get(hit.note.id, [])
