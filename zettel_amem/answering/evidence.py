@@ -15,11 +15,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..core.models import Note
+from ..core.passages import entry_id_of
 from ..core.text import nfc, romanise, sentences
 from .questions import Question
 
 COSINE_BAND = (0.75, 0.9)  # e5-small: unrelated text scores ~0.75, close paraphrases above 0.9
 COSINE_WEIGHT = 1.0
+# A term that another passage of the same entry holds counts this much: "어제 이사를 했다" is the move
+# to 관평동 when the next paragraph of the entry names the new home.
+ENTRY_SHARE = 0.5
 # e5 scores a Korean note lower for an English question (and back): added to such a note's cosine, so
 # that a note in the other language can be the best evidence (and "not recorded" is not decided on it)
 CROSS_LANGUAGE_OFFSET = 0.03
@@ -113,7 +117,12 @@ def rank(question: Question, notes: list[Note], cosines: Cosines) -> list[Eviden
     found = [{t for t in question.terms if mentions(question, t, text)} for text in texts]
     weight = {t: math.log(1 + len(notes) / (1 + sum(t in f for f in found))) for t in question.terms}
     total = sum(weight.values()) or 1.0
-    out = [Evidence(note, sum(weight[t] for t in terms) / total, cosine, terms)
+    in_entry: dict[str, set[str]] = {}  # a passage's entry: the terms its other passages hold
+    for note, terms in zip(notes, found):
+        in_entry.setdefault(entry_id_of(note.id), set()).update(terms)
+    out = [Evidence(note, (sum(weight[t] for t in terms)
+                           + ENTRY_SHARE * sum(weight[t] for t in in_entry[entry_id_of(note.id)] - terms)) / total,
+                    cosine, terms)
            for note, cosine, terms in zip(notes, similarity, found)]
     return sorted(out, key=lambda e: (-e.score, -_stamp(e.note.at)))
 

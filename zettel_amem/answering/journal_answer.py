@@ -48,6 +48,7 @@ NOW_SHARE = 0.9  # notes scoring within this share of the best are "on the subje
 # newest note naming the subject may be far in meaning: "what does Mina do now?"; tune half: flat 0.6-0.75)
 NOW_WIDE = 0.7
 WHEN_SHARE = 0.9  # for "when": a near-best note that writes a date wins over the best without one
+WHEN_WIDE = 0.6  # ... and a note telling the event, from this far down, over a best one that only plans it
 WHY_SHARE = 0.8
 LIST_SHARE = 0.4  # list/count: notes with at least this share of the best note's subject words
 DECLINE_COSINE = 0.86  # decline below this best cosine when no key term is found (tuned: tune split)
@@ -66,6 +67,13 @@ RARE_IN = 3  # a word in at most this many retrieved notes is a value, not the s
 _CHANGE = CHANGE_CUE
 _CHANGE_ASKED = re.compile(r"그만|옮|바꾸|바뀌|끊|떠나|\b(stop|stopped|quit|leave|left|move|moved|switch|replace)",
                            re.I)
+# A sentence that says the thing did not happen, or is still to come, is no time it happened (counts):
+# "헌혈을 못 했다", "하지 않았다", "couldn't", "다음 헌혈은 같이 가잔다", "next time", "will".
+_NOT_HAPPENED = re.compile(r"(?<![가-힣])못\s?[가-힣]|(?<![가-힣])안\s?[했하갔가봤]|지\s?(않|못)[았했]|수\s?없었"
+                           r"|(^|\s)다음\s?(번|주|달)?\s?\S|예정|\b(not|never|no longer|next|will|going to)\b|n't\b",
+                           re.I)
+# A sentence that plans or supposes ("하기로 했다", "이사 가면", "if", "decided to", "will"), not tells.
+_SUPPOSED = re.compile(r"기로\s?했|(?<=[가-힣])면\s|려고|\b(if|will|plan(?:s|ned)? to|going to|decided to)\b", re.I)
 _MONTHS = ("january february march april may june july august september october november december").split()
 _UNDECIDED = re.compile(r"아직 정한 건 없|아직 답은 안|고민 중|정하지 않|\b(nothing is decided|not decided|"
                         r"hasn't happened|haven't decided|keep postponing)\b", re.I)
@@ -130,6 +138,7 @@ def answer_when(question: Question, evidence: list[Evidence]) -> tuple[str, list
     """The event's date: a date written in a near-best note (absolute), else the best note's day. A plan
     for a later month gives way to that month's note (`fulfilled`); else an event no note words is dated
     by the note `by_mention` finds (a plan and the event it planned outweigh the story of a subject)."""
+    evidence = happened_first(question, evidence)
     planned = fulfilled(evidence)
     chosen = by_mention(question, evidence) if planned is evidence else None
     evidence = planned
@@ -147,6 +156,16 @@ def answer_when(question: Question, evidence: list[Evidence]) -> tuple[str, list
     return f"{day(best)} — {clip(' '.join(best.content.split()), NOTE_CHARS - 14)}", [best.id]
 
 
+def happened_first(question: Question, evidence: list[Evidence]) -> list[Evidence]:
+    """When the best passage only plans or supposes the event ("이사 가면 …", "decided to move"), the
+    next one on the subject (within `WHEN_WIDE`) that tells it comes first: "when" is when it happened."""
+    if not _SUPPOSED.search(best_sentence(evidence[0].note, spelled(question))):
+        return evidence
+    told = next((e for e in on_subject(evidence, WHEN_WIDE)[1:]
+                 if e.found and not _SUPPOSED.search(best_sentence(e.note, spelled(question)))), None)
+    return evidence if told is None else [told] + [e for e in evidence if e is not told]
+
+
 def told_after(content: str, sentence: str, days: list) -> list:
     """The one day written before `sentence` in its passage ("어제 저녁 강변에서 넘어졌다. 무릎이 까졌다."): a
     story's time holds until a new date is written; [] when none or several are."""
@@ -162,7 +181,9 @@ def answer_now(question: Question, evidence: list[Evidence]) -> tuple[str, list[
     subject = on_subject(evidence, NOW_SHARE)
     top = max(e.words for e in evidence)
     subject += [e for e in evidence if top and e.words >= top and e.score >= NOW_WIDE * evidence[0].score]
-    newest = max(subject, key=lambda e: e.note.at).note
+    value = asked_value(question)
+    priced = [e for e in on_subject(evidence, VALUE_SHARE) if value and value[0].search(e.note.content)]
+    newest = max(priced or subject, key=lambda e: e.note.at).note  # "how much … now?": the newest price
     newest = superseded(follow_updates(newest, question, evidence), question, evidence)
     return whole(newest), [newest.id]
 
@@ -254,7 +275,9 @@ def answer_list(question: Question, evidence: list[Evidence]) -> tuple[str, list
     if question.kind == "count":  # "how many times did I …": what happened, not what was planned for later,
         # each day once (two passages of one entry, or the evening's note on the morning's event)
         chosen = [e for e in chosen if not planned_month(e.note) and not planned(e.note)] or chosen
+        chosen = [e for e in chosen if not _NOT_HAPPENED.search(best_sentence(e.note, spelled(question)))] or chosen
         chosen = list({event_day(e.note): e for e in reversed(chosen)}.values())[::-1]
+        chosen = list({best_sentence(e.note, spelled(question)): e for e in reversed(chosen)}.values())[::-1]
     chosen = sorted(chosen[:6], key=lambda e: e.note.at)
     items = [quote(e.note, spelled(question)) for e in chosen]
     text = "; ".join(items)
@@ -309,6 +332,32 @@ _NUMBER = (r"(?:\d[\d,.]*|one|two|three|four|five|six|seven|eight|nine|ten|eleve
            r"여섯|일곱|여덟|아홉|열)")
 _HOW_MANY = re.compile(r"몇\s*([가-힣]+)|\bhow (?:many|much|long)\s+([a-z]+?)s?\b", re.I)
 QUANTITY_SHARE = 0.75  # a near-best note that writes the number asked wins over the best without one
+VALUE_SHARE = 0.5  # ... and one writing the price or age asked, from further down
+# A value a question asks for by its words, how a note writes it, and what a decline calls it: a price
+# ("얼마에 팔았어?", "how much did I pay"; not "얼마나 걸렸어", "how much weight") and an age.
+_MONEY = (r"\d[\d,.]*\s*(?:만|천|억)?\s*원|\b\d[\d,.]*\s*(?:won|dollars?|euros?)\b|[$€£₩]\s?\d|\d\s*%|퍼센트"
+          r"|\bpercent\b")
+ASKED_VALUES = (
+    (re.compile(r"얼마(?!\s*나\s*(?:걸|오래|자주|멀|됐|지났|많이|컸|무거))"
+                r"|\bhow much\b(?!\s+(?:weight|time|longer|more|of)\b)|\bcost\b|\bprice\b", re.I),
+     re.compile(_MONEY, re.I), "the amount"),
+    (re.compile(r"몇\s*살|나이|\bhow old\b", re.I),
+     re.compile(r"\d+\s*(?:살|세)(?![가-힣])|\b\d+[- ]years?[- ]old\b|\baged?\s+\d+|(?:스무|서른|마흔|쉰)\s*살", re.I),
+     "the age"),
+)
+
+
+def asked_value(question: Question) -> tuple[re.Pattern[str], str] | None:
+    """(how a note writes it, its name) of the value the question asks for, or None."""
+    return next(((written, name) for asked, written, name in ASKED_VALUES if asked.search(question.text)), None)
+
+
+def valued(question: Question, evidence: list[Evidence]) -> list[Evidence]:
+    """The evidence writing the value the question asks for (a price, an age), in its order; all of it
+    when the question asks for none or no note writes one."""
+    value = asked_value(question)
+    holding = [e for e in evidence if value and value[0].search(e.note.content)]
+    return holding or evidence
 
 
 def quantity(question: Question, evidence: list[Evidence]) -> list[Evidence]:
@@ -316,10 +365,11 @@ def quantity(question: Question, evidence: list[Evidence]) -> list[Evidence]:
     of rehab" over "재활 치료가 끝났다"; "가입자 120명" over "3,400 sign-ups" for "how many people")."""
     match = _HOW_MANY.search(question.text)
     unit = UNITS.get(((match.group(1) or match.group(2) or "") if match else "").lower())
-    if not unit:
+    value = asked_value(question)
+    if not unit and not value:
         return evidence
-    pattern = re.compile(rf"(?<![0-9A-Za-z가-힣]){_NUMBER}\s*(?:{unit})(?![a-z])", re.I)
-    near = on_subject(evidence, QUANTITY_SHARE)
+    pattern = re.compile(rf"(?<![0-9A-Za-z가-힣]){_NUMBER}\s*(?:{unit})(?![a-z])", re.I) if unit else value[0]
+    near = on_subject(evidence, QUANTITY_SHARE if unit else VALUE_SHARE)
     first = next((e for e in near if pattern.search(e.note.content)), None)
     return evidence if first is None else [first] + [e for e in evidence if e is not first]
 
@@ -437,6 +487,11 @@ def decline_reason(question: Question, evidence: list[Evidence]) -> str:
         holders = [e.note for e in evidence if e.found & set(key)]
         if not any(_NAME.search(n.content) for n in holders):
             return f"no note gives the name of {', '.join(key)}"
+    value = asked_value(question)
+    holders = [e for e in evidence if e.found & set(key)]
+    if value and question.kind in ("plain", "now") and holders \
+            and not any(value[0].search(e.note.content) for e in holders):  # asked a price, no note on it gives one
+        return f"no note gives {value[1]} of {', '.join(key)}"
     top = evidence[0]
     # said of the thing asked: "quoted 340 dollars. I still have not decided whether to pay it" decided the quote
     if question.kind in ("plain", "when") and _UNDECIDED.search(best_sentence(top.note, spelled(question))) \

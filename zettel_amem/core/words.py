@@ -19,7 +19,7 @@ _KO_QUESTION_WORDS = {
     "뭐", "뭐야", "뭐였어", "무엇", "무슨", "누구", "누구야", "어디", "어디야", "언제", "언제야", "왜", "어떤",
     "어느", "몇", "지금", "요즘", "현재", "이제", "내", "나", "제", "저", "그", "그때", "얼마나", "어떻게", "했어",
     "했지", "있어", "있지", "하고", "해", "야", "이야", "거", "건", "것", "올해", "처음", "다", "뭐뭐", "누구누구",
-    "했었어", "됐어", "주로", "뭘", "명", "번", "가장", "얼마", "정도"}
+    "했었어", "됐어", "주로", "뭘", "명", "번", "가장", "얼마", "정도", "날짜", "며칠"}
 # past-tense endings in general ("씹었어" -> "씹"), not whole verbs of the benchmark's questions
 VERB_TAILS = ["었어", "았어", "었었어", "았었어"]
 # Korean endings and particles, longest first: what is left is the word's stem ("이사했어" -> "이사").
@@ -40,8 +40,15 @@ STOP_WORDS = frozenset(_EN_QUESTION_WORDS | {
 
 
 
+# 하다's endings before a noun ("이사한 날", "시작했던 일"): cut only where two syllables stay ("대한" stays).
+_ADNOMINAL = ("했던", "하던", "하신", "한")
+
+
 def korean_stem(word: str) -> str:
     """`word` without one trailing particle or verb ending (a stem of at least one syllable)."""
+    for tail in _ADNOMINAL:
+        if word.endswith(tail) and len(word) - len(tail) >= 2:
+            return word[: -len(tail)]
     for tail in _KO_TAILS:  # one tail: "데이터베이스를" -> "데이터베이스"; "이사했어" -> "이사"
         if word.endswith(tail) and len(word) > len(tail):
             return word[: -len(tail)]

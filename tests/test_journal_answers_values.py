@@ -1,0 +1,80 @@
+"""Journal answers on page-long diaries (#36): a price or an age asked is read from a passage that
+writes one (or declined when none on the subject does), a count leaves out what did not happen or is
+still to come, "when" is the passage that tells the event rather than one that supposes it, and a
+passage counts the question's words that the rest of its entry holds. Scripted model (never called),
+real embedder."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.sample import add_dated, ask_through
+from zettel_amem.core.words import korean_stem, subject_terms
+
+
+@pytest.fixture
+def journal(memory):
+    memory.settings.answer_journal = True
+    return memory
+
+
+def test_a_price_asked_is_read_from_the_passage_that_writes_one(journal, fake_llm):
+    add_dated(journal, [
+        ("2026-05-02T21:00", "I'll probably sell the bike once I've moved. The bus is fine for now."),
+        ("2026-07-03T21:30", "드디어 이삿짐 정리 끝. 자전거는 결국 중고 거래로 10만 원에 팔았다. "
+                             "아쉽지만 속이 시원하다."),
+        ("2026-07-05T21:00", "Juno had a bath and rolled in the grass right after. Classic.")])
+    answer = ask_through(journal, "How much did I sell my bike for?")
+    assert "10만 원" in answer.text and "2026-07-03" in answer.text
+    assert fake_llm.tasks().count("answer") == 0
+
+
+def test_how_much_now_is_the_newest_passage_writing_an_amount(journal):
+    add_dated(journal, [
+        ("2026-01-04T21:00", "새해 다짐. 적금을 새로 들었다. 매달 40만 원, 1년짜리."),
+        ("2026-06-10T21:00", "관평동은 월세가 올라서 적금 자동이체를 25만 원으로 줄였다."),
+        ("2026-08-25T21:00", "With the raise I can push the monthly savings transfer back up from September."),
+        ("2026-10-27T22:00", "이번 달 가계부. 적금은 9월부터 한 달에 50만 원씩 잘 들어가고 있다."),
+        ("2026-10-29T21:00", "적금 앱 비밀번호를 또 잊어버려서 은행에 전화했다.")])  # newer, but no amount
+    answer = ask_through(journal, "적금 지금 한 달에 얼마씩 넣어?")
+    assert "50만 원" in answer.text and "2026-10-27" in answer.text
+
+
+def test_an_age_no_passage_on_the_person_writes_is_not_recorded(journal):
+    add_dated(journal, [
+        ("2026-07-28T21:30", "Doha starts next Monday. He spent five years in a hotel pastry kitchen in Seoul."),
+        ("2026-08-25T21:00", "Doha lives ten minutes from me, and he drives. He offered to pick me up."),
+        ("2026-09-01T21:00", "Mrs. Oh turned sixty today; we baked her a cake shaped like an oven.")])
+    answer = ask_through(journal, "How old is Doha?")
+    assert answer.mode == "declined" and "age" in answer.text
+    answered = ask_through(journal, "Where does Doha live?")  # the same person, a value the notes give
+    assert answered.mode != "declined" and "ten minutes" in answered.text
+
+
+def test_a_count_leaves_out_what_did_not_happen_or_is_still_to_come(journal):
+    add_dated(journal, [
+        ("2026-01-20T22:00", "점심 먹고 둔산 헌혈의집에 들렀다. 전혈 헌혈 320ml."),
+        ("2026-05-13T21:10", "어제 퇴근하고 둔산 헌혈의집에서 전혈 헌혈을 했다."),
+        ("2026-07-15T21:30", "어제 퇴근길에 헌혈의집에 들렀는데 헌혈을 못 했다. 헤모글로빈이 기준 미달."),
+        ("2026-07-16T21:30", "가람이가 다음 헌혈은 같이 가잔다."),
+        ("2026-09-09T21:00", "어제 가람이랑 헌혈의집에 갔다. 이번엔 혈장 헌혈로 했다.")])
+    answer = ask_through(journal, "올해 헌혈 몇 번 했어?")
+    assert answer.text.startswith("3번"), answer.text
+    assert "못 했다" not in answer.text and "다음 헌혈" not in answer.text
+
+
+def test_when_is_the_passage_that_tells_the_event_not_the_one_that_supposes_it(journal):
+    add_dated(journal, [
+        ("2026-04-23T22:00", "밤에 부동산 앱을 세 시간 봤다. 관평동 쪽 투룸이 생각보다 괜찮다."),
+        ("2026-06-03T22:00", "물리치료는 어제 마지막으로 받았다. "
+                             "이사 가면 너무 멀어져서 관평동 쪽에서 새로 알아보기로 했다."),
+        ("2026-06-14T21:30", "어제 이사를 했다. 아침 8시에 용달이 왔고 오후 2시에 끝났다.\n\n"
+                             "관평동 새 집은 4층, 동쪽 베란다로 아침 해가 들어온다. 주노는 현관 앞에서 잤다.")])
+    answer = ask_through(journal, "관평동으로 이사한 날짜는?")
+    assert answer.text.startswith("2026-06-13"), answer.text
+
+
+def test_korean_stems_drop_the_ending_before_a_noun_where_two_syllables_stay():
+    assert korean_stem("이사한") == "이사" and korean_stem("시작했던") == "시작"
+    assert korean_stem("대한") == "대한"  # "~에 대한": no stem of one syllable
+    assert subject_terms("관평동으로 이사한 날짜는?") == ["관평동", "이사"]  # "날짜" asks, it names nothing
