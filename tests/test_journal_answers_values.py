@@ -78,3 +78,18 @@ def test_korean_stems_drop_the_ending_before_a_noun_where_two_syllables_stay():
     assert korean_stem("이사한") == "이사" and korean_stem("시작했던") == "시작"
     assert korean_stem("대한") == "대한"  # "~에 대한": no stem of one syllable
     assert subject_terms("관평동으로 이사한 날짜는?") == ["관평동", "이사"]  # "날짜" asks, it names nothing
+
+
+def test_family_words_and_units_meet_the_other_language():
+    from zettel_amem.answering.term_bridge import kin_bridge
+
+    assert kin_bridge("mom") == ["엄마", "어머니"] and kin_bridge("아빠") == ["dad", "father"]
+    assert kin_bridge("restaurant") == []
+
+
+def test_a_unit_asked_inside_a_longer_word_is_still_the_unit(journal):
+    add_dated(journal, [
+        ("2026-01-09T21:30", "루카스가 크루아상 버터는 12도여야 한다고 했다. 오늘은 손이 따뜻해서 버터가 자꾸 녹았다."),
+        ("2026-09-09T21:00", "월요일 아침 첫 크루아상을 구워보니 색이 고르게 나서 하이파이브를 했다. 루카스한테 사진을 보냈다.")])
+    answer = ask_through(journal, "루카스가 크루아상 버터는 몇 도여야 한다고 했어?")
+    assert "12도" in answer.text, answer.text

@@ -58,6 +58,8 @@ GENERIC = {"name", "called", "call", "go", "eat", "start", "started", "lessons",
            "이름", "가", "먹", "시작", "샀", "했", "해", "번", "주", "thing", "things", "much", "kind"}
 _REASON = re.compile(r"때문|라서|해서|아서|어서|니까|위해|덕분|\b(because|since|so that|as|due to|for)\b", re.I)
 _NAME = re.compile(r"이름|\b(name|named|called)\b", re.I)  # "what is X's name?" and a note that gives one
+# ... or writes one in quotes: "엄마 식당 '바다식당'은", "a shop called “Crumb”"
+_GIVES_NAME = re.compile(r"이름|\b(name|named|called)\b|['‘\"“][^'’\"”\s]{2,20}['’\"”]|[『「][^』」]{1,30}[』」]", re.I)
 _PRONOUN = re.compile(r"\b(she|he|her|him|they|them)\b|그녀|그는|그가|걔", re.I)
 _FIRST_PERSON = re.compile(r"\b(I|my|me|mine)\b|(?<![가-힣])(나|내|제)(?![가-힣])", re.I)
 _THIRD_PERSON = re.compile(r"\b(she|he)\b|그녀[가는]|(?<![가-힣])그[가는](?![가-힣])", re.I)
@@ -327,7 +329,9 @@ UNITS = {"주": "주|weeks?", "week": "주|weeks?", "명": "명|people|persons?"
          "person": "명|people|persons?", "분": "분|minutes?", "minute": "분|minutes?", "시간": "시간|hours?",
          "hour": "시간|hours?", "일": "일|days?", "day": "일|days?", "달": "달|개월|months?",
          "개월": "달|개월|months?", "month": "달|개월|months?", "잔": "잔|cups?", "cup": "잔|cups?",
-         "km": "km|킬로", "킬로": "km|킬로", "권": "권|books?", "book": "권|books?"}
+         "km": "km|킬로", "킬로": "km|킬로", "권": "권|books?", "book": "권|books?", "년": "년|years?",
+         "year": "년|years?", "도": "도|degrees?|°|℃", "degree": "도|degrees?|°|℃", "kg": "kg|킬로|kilos?",
+         "kilo": "kg|킬로|kilos?"}
 _NUMBER = (r"(?:\d[\d,.]*|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|한|두|세|네|다섯|"
            r"여섯|일곱|여덟|아홉|열)")
 _HOW_MANY = re.compile(r"몇\s*([가-힣]+)|\bhow (?:many|much|long)\s+([a-z]+?)s?\b", re.I)
@@ -364,7 +368,10 @@ def quantity(question: Question, evidence: list[Evidence]) -> list[Evidence]:
     """For "how many <unit>?", the near-best note writing a number with that unit comes first ("six weeks
     of rehab" over "재활 치료가 끝났다"; "가입자 120명" over "3,400 sign-ups" for "how many people")."""
     match = _HOW_MANY.search(question.text)
-    unit = UNITS.get(((match.group(1) or match.group(2) or "") if match else "").lower())
+    asked = ((match.group(1) or match.group(2) or "") if match else "").lower()
+    # "몇 도여야": the unit is the word's start
+    unit = UNITS.get(asked) or next((UNITS[u] for u in sorted(UNITS, key=len, reverse=True)
+                                     if asked.startswith(u) and not asked.isascii()), None)
     value = asked_value(question)
     if not unit and not value:
         return evidence
@@ -385,8 +392,17 @@ def answer_why(question: Question, evidence: list[Evidence]) -> tuple[str, list[
 def answer_plain(question: Question, evidence: list[Evidence]) -> tuple[str, list[str]]:
     """The best note, whole, after a plan gives way to the note of its month (`fulfilled`) and, for "how
     many <unit>?", a note writing that number comes first (`quantity`)."""
-    best = quantity(question, fulfilled(evidence))[0].note
+    best = named(question, quantity(question, fulfilled(evidence)))[0].note
     return whole(best), [best.id]
+
+
+def named(question: Question, evidence: list[Evidence]) -> list[Evidence]:
+    """For "what is the name of …?", the near-best passage that gives a name (`_GIVES_NAME`) comes first."""
+    if not _NAME.search(question.text) or _GIVES_NAME.search(evidence[0].note.content):
+        return evidence
+    first = next((e for e in on_subject(evidence, QUANTITY_SHARE) if e.found and _GIVES_NAME.search(e.note.content)),
+                 None)
+    return evidence if first is None else [first] + [e for e in evidence if e is not first]
 
 
 def answer_best(question: Question, evidence: list[Evidence]) -> tuple[str, list[str]]:
@@ -485,7 +501,7 @@ def decline_reason(question: Question, evidence: list[Evidence]) -> str:
         return f"no note mentions {topic}"
     if _NAME.search(question.text):  # a name asked: a note on the subject must give one
         holders = [e.note for e in evidence if e.found & set(key)]
-        if not any(_NAME.search(n.content) for n in holders):
+        if not any(_GIVES_NAME.search(n.content) for n in holders):
             return f"no note gives the name of {', '.join(key)}"
     value = asked_value(question)
     holders = [e for e in evidence if e.found & set(key)]

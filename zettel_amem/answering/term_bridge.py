@@ -10,8 +10,9 @@ cosine to its 10 nearest words on the other side, so "hub" words close to everyt
 question-language words of the notes and the term, the candidate's nearest is the term, or the term
 is second within `BACK_MARGIN` of the first (a near-synonym: "강아지" -> "puppy", then "dog").
 English month names and Korean "N월" are matched by the calendar, not by the embedder (e5 puts
-"November" next to "내년"). On the 75-entry bench journal this turned "mom" into "엄마", "rehab" into
-"재활", "씹었" into "chewed" and "물리치료사" into "physio", and left "cat", "gym" and "혈액형" untranslated.
+"November" next to "내년"), family words by a short table (`KIN`: in a journal of long entries the
+embedder missed "mom" -> "엄마"). On the 75-entry bench journal this turned "rehab" into "재활", "씹었"
+into "chewed" and "물리치료사" into "physio", and left "cat", "gym" and "혈액형" untranslated.
 """
 
 from __future__ import annotations
@@ -82,6 +83,18 @@ def month_bridge(term: str) -> list[str]:
     return []
 
 
+# Family words, by meaning (the embedder put "엄마" next to "father"): a journal names its people by them.
+KIN = (("mom", "mother", "엄마", "어머니"), ("dad", "father", "아빠", "아버지"), ("grandma", "grandmother", "할머니"),
+       ("grandpa", "grandfather", "할아버지"), ("wife", "아내"), ("husband", "남편"), ("son", "아들"),
+       ("daughter", "딸"), ("parents", "부모님"))
+
+
+def kin_bridge(term: str) -> list[str]:
+    """ "mom" <-> "엄마", "어머니": a family word's words in the other language."""
+    group = next((g for g in KIN if term.lower() in g), ())
+    return [w for w in group if is_korean(w) != is_korean(term)]
+
+
 def hubness(rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
     """Each row's mean cosine to its NEIGHBOURS nearest columns."""
     if not len(columns):
@@ -93,7 +106,7 @@ def hubness(rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
 
 def bridge_terms(terms: list[str], question: str, notes: list[Note], embed: Embed) -> dict[str, list[str]]:
     """term -> its word in the notes' other language (module docstring); terms without one are left out."""
-    out = {t: month_bridge(t) for t in terms if month_bridge(t)}
+    out = {t: month_bridge(t) or kin_bridge(t) for t in terms if month_bridge(t) or kin_bridge(t)}
     korean_question = bool(re.search("[\uac00-\ud7a3]", question))
     korean_words, english_common = vocabulary(notes)
     written = {w.lower() for n in notes for w in re.findall(r"[A-Za-z]+", n.content)}
