@@ -89,7 +89,8 @@ def test_family_words_and_units_meet_the_other_language():
 
 def test_a_unit_asked_inside_a_longer_word_is_still_the_unit(journal):
     add_dated(journal, [
-        ("2026-01-09T21:30", "루카스가 크루아상 버터는 12도여야 한다고 했다. 오늘은 손이 따뜻해서 버터가 자꾸 녹았다."),
-        ("2026-09-09T21:00", "월요일 아침 첫 크루아상을 구워보니 색이 고르게 나서 하이파이브를 했다. 루카스한테 사진을 보냈다.")])
+        ("2026-01-09T21:30", "크루아상 버터는 12도가 딱 좋단다, 루카스 말로는. 손이 따뜻해서 자꾸 녹았다."),
+        ("2026-03-01T21:00", "루카스는 크루아상은 버터가 전부라고 했다. 버터는 꼭 프랑스산이어야 한다고."),
+        ("2026-09-09T21:00", "첫 크루아상을 구워보니 색이 고르게 났다. 루카스한테 사진을 보냈다.")])
     answer = ask_through(journal, "루카스가 크루아상 버터는 몇 도여야 한다고 했어?")
     assert "12도" in answer.text, answer.text
