@@ -94,3 +94,11 @@ def test_a_unit_asked_inside_a_longer_word_is_still_the_unit(journal):
         ("2026-09-09T21:00", "첫 크루아상을 구워보니 색이 고르게 났다. 루카스한테 사진을 보냈다.")])
     answer = ask_through(journal, "루카스가 크루아상 버터는 몇 도여야 한다고 했어?")
     assert "12도" in answer.text, answer.text
+
+
+def test_an_irregular_past_meets_its_verb(journal):
+    add_dated(journal, [("2026-03-02T21:00", "Looked at cars all afternoon. The dealer was pushy."),
+                        ("2026-04-11T21:00", "I bought a used Avante from my cousin. It smells like his dog."),
+                        ("2026-05-02T21:00", "Washed the car with Juno. He tried to eat the sponge.")])
+    answer = ask_through(journal, "Which car did I buy?")
+    assert "Avante" in answer.text, answer.text

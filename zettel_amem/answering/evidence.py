@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from ..core.models import Note
 from ..core.passages import entry_id_of
 from ..core.text import nfc, romanise, sentences
+from ..core.words import verb_forms
 from .questions import Question
 
 COSINE_BAND = (0.75, 0.9)  # e5-small: unrelated text scores ~0.75, close paraphrases above 0.9
@@ -100,7 +101,8 @@ def _starts_word(piece: str, text_forms: str) -> bool:
 
 def mentions(question: Question, term: str, text_forms: str) -> bool:
     """Whether a text's `forms` hold a term of the question, as asked or in the other language."""
-    return any(has_term(spelling, text_forms) for spelling in question.spellings(term))
+    return any(has_term(spelling, text_forms) for spelling in question.spellings(term)) or any(
+        re.search(rf"(?<![0-9a-z]){form}(?![a-z])", text_forms) for form in verb_forms(term) if form != term)
 
 
 def rank(question: Question, notes: list[Note], cosines: Cosines) -> list[Evidence]:

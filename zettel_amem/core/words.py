@@ -72,3 +72,26 @@ def subject_terms(text: str) -> list[str]:
         if low not in out:
             out.append(low)
     return out
+
+
+# English verbs whose past is not "-ed": a question's "give" meets a note's "gave", and the reverse ("won"
+# and "left" are left out: a currency and a side).
+_IRREGULAR = {
+    "give": ("gave", "given"), "go": ("went", "gone"), "take": ("took", "taken"), "buy": ("bought",),
+    "bring": ("brought",), "make": ("made",), "sell": ("sold",), "pay": ("paid",), "see": ("saw", "seen"),
+    "meet": ("met",), "find": ("found",), "get": ("got", "gotten"), "tell": ("told",), "say": ("said",),
+    "eat": ("ate", "eaten"), "drive": ("drove", "driven"), "ride": ("rode", "ridden"), "run": ("ran",),
+    "lose": ("lost",), "break": ("broke", "broken"), "begin": ("began", "begun"), "teach": ("taught",),
+    "think": ("thought",), "feel": ("felt",), "keep": ("kept",), "send": ("sent",), "spend": ("spent",),
+    "write": ("wrote", "written"), "swim": ("swam", "swum"), "sleep": ("slept",), "fall": ("fell", "fallen"),
+    "hold": ("held",), "lend": ("lent",), "catch": ("caught",), "fly": ("flew", "flown"), "come": ("came",),
+    "become": ("became",), "choose": ("chose", "chosen"), "wear": ("wore", "worn"), "forget": ("forgot",),
+    "sit": ("sat",), "stand": ("stood",), "build": ("built",), "bite": ("bit", "bitten"), "sing": ("sang",),
+    "draw": ("drew", "drawn"), "grow": ("grew", "grown"), "throw": ("threw", "thrown"), "hurt": ("hurt",),
+    "quit": ("quit",), "shut": ("shut",), "cut": ("cut",), "put": ("put",), "lead": ("led",)}
+_VERB_FORMS = {form: (base, *forms) for base, forms in _IRREGULAR.items() for form in (base, *forms)}
+
+
+def verb_forms(word: str) -> tuple[str, ...]:
+    """An English verb's other forms when it is irregular ("gave" -> give, gave, given), else ()."""
+    return _VERB_FORMS.get(word.lower(), ())
