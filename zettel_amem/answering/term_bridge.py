@@ -10,7 +10,7 @@ cosine to its 10 nearest words on the other side, so "hub" words close to everyt
 question-language words of the notes and the term, the candidate's nearest is the term, or the term
 is second within `BACK_MARGIN` of the first (a near-synonym: "강아지" -> "puppy", then "dog").
 English month names and Korean "N월" are matched by the calendar, not by the embedder (e5 puts
-"November" next to "내년"), family words by a short table (`KIN`: in a journal of long entries the
+"November" next to "내년"), family words by a short table (`words.KIN`: in a journal of long entries the
 embedder missed "mom" -> "엄마"). On the 75-entry bench journal this turned "rehab" into "재활", "씹었"
 into "chewed" and "물리치료사" into "physio", and left "cat", "gym" and "혈액형" untranslated.
 """
@@ -24,7 +24,7 @@ import numpy as np
 
 from ..core.models import Note
 from ..core.text import romanise
-from ..core.words import KO_QUESTION_WORDS, STOP_WORDS, korean_stem, subject_terms
+from ..core.words import KO_QUESTION_WORDS, STOP_WORDS, kin_group, korean_stem, subject_terms
 from .evidence import forms, has_term, loanword, loose
 
 NEIGHBOURS = 10  # CSLS: a word's hubness is its mean cosine to this many nearest words on the other side
@@ -83,16 +83,9 @@ def month_bridge(term: str) -> list[str]:
     return []
 
 
-# Family words, by meaning (the embedder put "엄마" next to "father"): a journal names its people by them.
-KIN = (("mom", "mother", "엄마", "어머니"), ("dad", "father", "아빠", "아버지"), ("grandma", "grandmother", "할머니"),
-       ("grandpa", "grandfather", "할아버지"), ("wife", "아내"), ("husband", "남편"), ("son", "아들"),
-       ("daughter", "딸"), ("parents", "부모님"))
-
-
 def kin_bridge(term: str) -> list[str]:
-    """ "mom" <-> "엄마", "어머니": a family word's words in the other language."""
-    group = next((g for g in KIN if term.lower() in g), ())
-    return [w for w in group if is_korean(w) != is_korean(term)]
+    """ "mom" <-> "엄마", "어머니": a family word's words in the other language (`words.KIN`)."""
+    return [w for w in kin_group(term) if is_korean(w) != is_korean(term)]
 
 
 def hubness(rows: np.ndarray, columns: np.ndarray) -> np.ndarray:

@@ -95,3 +95,15 @@ _VERB_FORMS = {form: (base, *forms) for base, forms in _IRREGULAR.items() for fo
 def verb_forms(word: str) -> tuple[str, ...]:
     """An English verb's other forms when it is irregular ("gave" -> give, gave, given), else ()."""
     return _VERB_FORMS.get(word.lower(), ())
+
+
+# Family words, by meaning, in both languages (the embedder put "엄마" next to "father"): a journal names
+# its people by them, in whichever language the day's entry is written.
+KIN = (("mom", "mother", "엄마", "어머니"), ("dad", "father", "아빠", "아버지"), ("grandma", "grandmother", "할머니"),
+       ("grandpa", "grandfather", "할아버지"), ("wife", "아내"), ("husband", "남편"), ("son", "아들"),
+       ("daughter", "딸"), ("parents", "부모님"))
+
+
+def kin_group(word: str) -> tuple[str, ...]:
+    """The family word's group ("mom" -> mom, mother, 엄마, 어머니), or ()."""
+    return next((g for g in KIN if word.lower() in g), ())

@@ -15,6 +15,7 @@ The orchestration (store reads and writes, embeddings) lives in `promotion.py`.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +23,8 @@ from ..backends.llm import LLM, LLMError, salvage_json
 from ..core.models import Entity, Relation, Usage
 from ..core.prompts import Prompts, language_of
 from ..core.text import clip, name_key, one_line, romanise
-from .grounding import ENTITY_TYPES, FUNCTIONAL, VOCABULARY, Checked, Rules, check
+from ..core.words import kin_group
+from .grounding import ENTITY_TYPES, FUNCTIONAL, VOCABULARY, WRITERS, Checked, Rules, check
 
 NAME_CHARS = 40
 PREDICATE_CHARS = 30
@@ -108,13 +110,38 @@ def extract(llm: LLM, prompts: Prompts, summary: str, when: str, source: str = "
 
 
 # -- deduplication ------------------------------------------------------------------------------
+# Titles and honorifics around a name: "민규 씨" is Minkyu, "Dr. Yeom" is 염 원장님's Yeom.
+_TITLES = re.compile(r"^(?:mr|mrs|ms|miss|dr|prof)\.?\s+|\s*(?:씨|님|선생님|원장님|사장님|팀장님|교수님)$", re.I)
+# Sounds that romanisations of Korean names spell either way: Minkyu / 민규 (mingyu), Taeo / 태오.
+_SOUNDS = (("eo", "u"), ("oo", "u"), ("ou", "u"), ("wu", "u"), ("ee", "i"), ("ae", "e"), ("ch", "j"), ("sh", "s"),
+           ("k", "g"), ("t", "d"), ("p", "b"), ("l", "r"), ("c", "g"))
+
+
+def sound_key(name: str) -> str:
+    """A name's key as it sounds: title and honorific dropped, Hangul romanised, and the letters that
+    romanisations spell either way made one ("민규 씨" and "Minkyu" -> "mingyu")."""
+    key = romanise(name_key(_TITLES.sub("", name.strip())))
+    key = re.sub(r"(?<=[b-df-hj-np-tv-z])eu(?![aeiouy])", "", key)  # a loanword's added vowel: 루카스 = Lucas
+    for old, new in _SOUNDS:
+        key = key.replace(old, new)
+    return key
+
+
 def same_by_spelling(a: str, b: str) -> str | None:
     """Why two names are the same entity without asking anyone, or None: identical keys ("온 비서" =
-    "온비서") or identical romanised keys ("온비서" = "Onbiseo")."""
+    "온비서"), identical romanised keys ("온비서" = "Onbiseo"), the same sound without titles ("민규 씨" =
+    "Minkyu"; four letters at least), the same family word ("Mom" = "엄마"), or the writer in either
+    language ("I" = "나")."""
     if name_key(a) == name_key(b):
         return "same name"
     if romanise(name_key(a)) == romanise(name_key(b)):
         return "romanisation"
+    if len(sound_key(a)) >= 4 and sound_key(a) == sound_key(b):
+        return "same sound"
+    if kin_group(a) and kin_group(a) == kin_group(b):
+        return "same family word"
+    if {a.strip(), b.strip()} == set(WRITERS.values()):
+        return "the writer"
     return None
 
 
