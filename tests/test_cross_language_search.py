@@ -86,3 +86,9 @@ def test_a_page_is_korean_when_most_of_its_letters_are():
     assert is_korean("Doha 씨가 자기 집에 안 쓰는 키친에이드가 있다고 빌려주겠다고 했다.")
     assert not is_korean("Mrs. Oh called me into the office after my shift today. 오 사장님 고마워요.")
     assert not is_korean("12 / 34")
+
+
+def test_a_small_journal_bridges_names_and_family_words_but_asks_the_embedder_nothing():
+    notes = [_note("Knee hurts since Saturday's run, stopped at 8km."),
+             _note("나는 주말마다 한강에서 10km 달리기를 한다."), _note("엄마가 태오 얘기를 했다.")]
+    assert search_terms("What did Mom say about Taeo's knee?", notes, embed=_never) == ["엄마", "어머니", "태오"]

@@ -33,6 +33,9 @@ NEIGHBOURS = 10  # CSLS: a word's hubness is its mean cosine to this many neares
 MIN_SCORE = 0.02
 BACK_MARGIN = 0.02  # the term may be the candidate's second-nearest word, this close to the first (tune half:
 # 0.01 lost "rehab" -> "재활" to "rehabilitation"; flat from 0.015 to 0.05)
+# Search bridges by the embedder only when each language has this many words among the notes it read: with
+# two notes, "knee" found "달리기" (a test's journal); names, months and family words are bridged always.
+SEARCH_VOCABULARY = 4 * NEIGHBOURS
 MONTHS = ("january february march april may june july august september october november december").split()
 
 Embed = Callable[[list[str]], np.ndarray]  # words -> unit vectors (one row each)
@@ -159,5 +162,9 @@ def search_terms(question: str, notes: list[Note], embed: Embed) -> list[str]:
     if len({is_korean(n.content) for n in notes} | {is_korean(question)}) < 2:
         return []
     terms = [t.lower() for t in subject_terms(question)]
-    out = [w for words in bridge_terms(terms, question, notes, embed).values() for w in words]
+    korean, english = vocabulary(notes)
+    if min(len(korean), len(english)) >= SEARCH_VOCABULARY:  # CSLS over a handful of words pairs anything
+        out = [w for words in bridge_terms(terms, question, notes, embed).values() for w in words]
+    else:
+        out = [w for t in terms for w in month_bridge(t) + kin_bridge(t)]
     return list(dict.fromkeys(out + name_spellings(terms, notes)))
