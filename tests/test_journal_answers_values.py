@@ -102,3 +102,21 @@ def test_an_irregular_past_meets_its_verb(journal):
                         ("2026-05-02T21:00", "Washed the car with Juno. He tried to eat the sponge.")])
     answer = ask_through(journal, "Which car did I buy?")
     assert "Avante" in answer.text, answer.text
+
+
+def test_a_one_syllable_word_is_matched_as_a_word_and_a_particle_fits_its_noun():
+    from zettel_amem.answering.evidence import forms, has_term
+
+    assert has_term("벌", forms("풀숲에서 벌에 쏘였다.")) and has_term("벌", forms("벌 한 마리"))
+    assert not has_term("벌", forms("벌써 가을이다."))  # a syllable inside another word
+    assert korean_stem("작가") == "작가" and korean_stem("차가") == "차"  # 가 never follows a closed syllable
+    assert korean_stem("책을") == "책" and korean_stem("서울로") == "서울" and korean_stem("집으로") == "집"
+
+
+def test_the_day_something_happened_is_not_a_subject(journal):
+    add_dated(journal, [
+        ("2026-06-10T21:00", "주노는 박스가 쌓여가는 걸 보고 불안한지 밤마다 내 침대 발치에 와서 잔다. 벌써 여름이다."),
+        ("2026-07-19T21:20", "어제 저녁 관평천 산책하다가 주노가 풀숲에 코를 박더니 튀어나왔다. 벌에 쏘였다."),
+        ("2026-08-02T21:00", "주노 산책 날. 비가 와서 짧게 돌았다.")])
+    answer = ask_through(journal, "주노가 벌에 쏘인 날은 언제야?")
+    assert answer.text.startswith("2026-07-18"), answer.text

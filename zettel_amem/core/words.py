@@ -19,7 +19,7 @@ _KO_QUESTION_WORDS = {
     "뭐", "뭐야", "뭐였어", "무엇", "무슨", "누구", "누구야", "어디", "어디야", "언제", "언제야", "왜", "어떤",
     "어느", "몇", "지금", "요즘", "현재", "이제", "내", "나", "제", "저", "그", "그때", "얼마나", "어떻게", "했어",
     "했지", "있어", "있지", "하고", "해", "야", "이야", "거", "건", "것", "올해", "처음", "다", "뭐뭐", "누구누구",
-    "했었어", "됐어", "주로", "뭘", "명", "번", "가장", "얼마", "정도", "날짜", "며칠",
+    "했었어", "됐어", "주로", "뭘", "명", "번", "가장", "얼마", "정도", "날짜", "며칠", "날",
     "한", "할", "된", "될"}  # a stem of one syllable left of "한다고", "할까": the verb "do"
 # past-tense endings in general ("씹었어" -> "씹"), not whole verbs of the benchmark's questions
 VERB_TAILS = ["었어", "았어", "었었어", "았었어"]
@@ -51,9 +51,27 @@ def korean_stem(word: str) -> str:
         if word.endswith(tail) and len(word) - len(tail) >= 2:
             return word[: -len(tail)]
     for tail in _KO_TAILS:  # one tail: "데이터베이스를" -> "데이터베이스"; "이사했어" -> "이사"
-        if word.endswith(tail) and len(word) > len(tail):
+        if word.endswith(tail) and len(word) > len(tail) and _particle_fits(word[-len(tail) - 1], tail):
             return word[: -len(tail)]
     return word
+
+
+# A particle's form follows the last sound of its noun: "차가" but "작가" is a word (가 never follows a
+# closed syllable such as 작); "책을" but "바다을" never comes.
+_AFTER_OPEN = {"가", "는", "를", "와", "랑", "야"}
+_AFTER_CLOSED = {"이", "은", "을", "과", "이랑", "으로", "이야"}
+
+
+def _particle_fits(syllable: str, tail: str) -> bool:
+    code = ord(syllable) - 0xAC00
+    if not 0 <= code < 11172 or (tail not in _AFTER_OPEN and tail not in _AFTER_CLOSED and tail != "로"):
+        return True
+    final = code % 28
+    if tail == "로":
+        return final in (0, 8)  # after a vowel or ㄹ: "서울로"
+    if tail == "으로":
+        return final not in (0, 8)
+    return (final == 0) == (tail in _AFTER_OPEN)
 
 
 def subject_terms(text: str) -> list[str]:
