@@ -47,6 +47,7 @@ def test_a_name_with_an_honorific_is_a_person_whatever_type_it_was_given():
     ("민규 씨", "Minkyu", "same sound"),  # honorific dropped, k/g spelled either way
     ("Lucas", "루카스", "same sound"),  # the loanword's added vowel
     ("Jisoo", "지수", "same sound"),
+    ("Kim Minsu", "김민수", "same sound"),
     ("Bori", "보리", "romanisation"),
     ("Mom", "엄마", "same family word"),
     ("I", "나", "the writer"),

@@ -66,10 +66,11 @@ def test_a_count_counts_the_passages_the_model_read_as_times_it_happened(journal
     rules = ask_through(journal, "How many times did we sing the canon?")
     journal.settings.answer_journal_reader = True
     lines = []
+    # the rules now leave the lesson out too ("sing" meets "sang"); the count is still the model's picks
     fake_llm.read_all = lambda user, count: (lines.extend(re.findall(r"^\[\d+\].*$", user, re.MULTILINE)) or
                                              {"passages": [1 + i for i, line in enumerate(lines) if "sang" in line]})
     answer = ask_through(journal, "How many times did we sing the canon?")
-    assert rules.text != answer.text and answer.text.startswith("1 time: We sang the canon twice")
+    assert answer.text.startswith("1 time: We sang the canon twice") and rules.text.startswith("1 time")
     assert "found it in 1 of the best 3 passages" in answer.reason and fake_llm.tasks() == ["read"]
     fake_llm.read_all = lambda user, count: {"passages": []}  # none: the rules' count stands
     assert ask_through(journal, "How many times did we sing the canon?").text == rules.text

@@ -240,15 +240,16 @@ def test_names_are_deduplicated_and_merges_can_be_undone(memory, fake_llm):
 
 
 def test_unsure_names_ask_the_model_once(memory, fake_llm):
-    # "김민수" romanises to "gimminsu", not "Kim Minsu": the spelling rules cannot tell, the embedding is unsure.
-    fake_llm.same = lambda user: {"same": "Kim Minsu" in user and "김민수" in user}
-    fake_llm.extract = lambda user: {"entities": [{"name": "김민수" if "김민수" in user else "Kim Minsu",
+    # "김민수" sounds "gimminsu", "Minsu Kim" the other way round: the spelling rules cannot tell ("Kim Minsu"
+    # they can: tests/test_graph_long_entries.py), the embedding is unsure.
+    fake_llm.same = lambda user: {"same": "Minsu Kim" in user and "김민수" in user}
+    fake_llm.extract = lambda user: {"entities": [{"name": "김민수" if "김민수" in user else "Minsu Kim",
                                                    "type": "person"}], "relations": []}
-    tiers = journal(memory, [("2026-03-02T10:00", "Lunch with Kim Minsu."), ("2026-03-09T10:00", "김민수랑 저녁.")])
+    tiers = journal(memory, [("2026-03-02T10:00", "Lunch with Minsu Kim."), ("2026-03-09T10:00", "김민수랑 저녁.")])
     same_calls = [c for c in fake_llm.calls if c["task"] == "same_entity"]
     assert len(same_calls) == 1
     rows = tiers.graph.entities()
-    assert {r["canonical"] for r in rows} == {"Kim Minsu"}
+    assert {r["canonical"] for r in rows} == {"Minsu Kim"}
     assert "model judged same" in [r for r in rows if r["name"] == "김민수"][0]["merge_reason"]
 
 
