@@ -89,7 +89,10 @@ def dates_in(text: str) -> set[tuple[int, int]]:
 
 def ungrounded_dates(answer: str, question: str, entries: list[tuple[str, str]]) -> set[tuple[int, int]]:
     """Dates in the answer written in no note, at no note's timestamp and not in the question; a relative
-    date in a note ("어제") counts as written once made absolute from the note's timestamp."""
+    date in a note ("어제", "next Monday") counts as written once made absolute from the note's timestamp
+    (by the older resolver and by the one passages store their dates with, `date_mentions`: "next Monday"
+    in a Tuesday's note is the 6th day after it, a date the note holds, not one from nowhere)."""
+    from zettel_amem.core.date_mentions import date_mentions
     from zettel_amem.core.relative_dates import resolve_relative_dates
 
     known = dates_in(question)
@@ -98,6 +101,9 @@ def ungrounded_dates(answer: str, question: str, entries: list[tuple[str, str]])
         known |= dates_in(text)
         for _phrase, value in resolve_relative_dates(text, at):
             known |= dates_in(value)
+        for mention in date_mentions(text, at):
+            if mention.start == mention.end:  # one day, not a week or a month
+                known.add((int(mention.start[5:7]), int(mention.start[8:10])))
     return dates_in(answer) - known
 
 

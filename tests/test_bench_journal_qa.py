@@ -29,6 +29,9 @@ def test_dates_in_any_form_and_ungrounded_ones():
     assert jq.ungrounded_dates("On December 1", "What happened on December 1?", entries) == set()
     dentist = [("2026-08-29T09:00:00", "어제 치과에서 충치 하나 치료했다.")]
     assert jq.ungrounded_dates("2026-08-28", "언제?", dentist) == set()  # "어제" made absolute
+    hire = [("2026-07-28T21:30:00", "His replacement starts next Monday.")]  # a Tuesday
+    assert jq.ungrounded_dates("2026-08-03", "When did he start?", hire) == set()  # as the passage resolves it
+    assert jq.ungrounded_dates("2026-08-04", "When did he start?", hire) == {(8, 4)}
 
 
 def test_summary_counts_declines_and_splits():
