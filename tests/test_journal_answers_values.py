@@ -120,3 +120,15 @@ def test_the_day_something_happened_is_not_a_subject(journal):
         ("2026-08-02T21:00", "주노 산책 날. 비가 와서 짧게 돌았다.")])
     answer = ask_through(journal, "주노가 벌에 쏘인 날은 언제야?")
     assert answer.text.startswith("2026-07-18"), answer.text
+
+
+def test_where_asks_and_a_bridged_verb_meets_its_other_forms(journal):
+    assert subject_terms("요즘 주로 어디서 달려?") == ["달려"]
+    add_dated(journal, [("2026-02-15T21:00", "Ran 12 km, longest this year. Left knee felt a bit stiff."),
+                        ("2026-09-01T21:00", "Onbiseo 1.0 launched today, and Sora ran the launch."),
+                        ("2026-11-28T08:00", "Morning run with Bori, 3 km around Seoul Forest.")])
+    from zettel_amem.answering.evidence import mentions
+    from zettel_amem.answering.questions import analyse
+
+    question = analyse("How far did I run?")
+    assert mentions(question, "run", "ran 12 km") and mentions(question, "run", "a morning run")

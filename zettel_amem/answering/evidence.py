@@ -107,8 +107,9 @@ def _starts_word(piece: str, text_forms: str) -> bool:
 
 def mentions(question: Question, term: str, text_forms: str) -> bool:
     """Whether a text's `forms` hold a term of the question, as asked or in the other language."""
-    return any(has_term(spelling, text_forms) for spelling in question.spellings(term)) or any(
-        re.search(rf"(?<![0-9a-z]){form}(?![a-z])", text_forms) for form in verb_forms(term) if form != term)
+    return any(has_term(spelling, text_forms) or any(re.search(rf"(?<![0-9a-z]){form}(?![a-z])", text_forms)
+                                                     for form in verb_forms(spelling) if form != spelling)
+               for spelling in question.spellings(term))
 
 
 def rank(question: Question, notes: list[Note], cosines: Cosines) -> list[Evidence]:

@@ -20,7 +20,8 @@ _KO_QUESTION_WORDS = {
     "어느", "몇", "지금", "요즘", "현재", "이제", "내", "나", "제", "저", "그", "그때", "얼마나", "어떻게", "했어",
     "했지", "있어", "있지", "하고", "해", "야", "이야", "거", "건", "것", "올해", "처음", "다", "뭐뭐", "누구누구",
     "했었어", "됐어", "주로", "뭘", "명", "번", "가장", "얼마", "정도", "날짜", "며칠", "날",
-    "한", "할", "된", "될"}  # a stem of one syllable left of "한다고", "할까": the verb "do"
+    # "어디서" asks where; "한", "할", "된", "될" are what "한다고", "할까" leave: the verb "do"
+    "어디서", "어디에서", "어디로", "한", "할", "된", "될"}
 # past-tense endings in general ("씹었어" -> "씹"), not whole verbs of the benchmark's questions
 VERB_TAILS = ["었어", "았어", "었었어", "았었어"]
 # Korean endings and particles, longest first: what is left is the word's stem ("이사했어" -> "이사").
