@@ -127,8 +127,11 @@ def test_where_asks_and_a_bridged_verb_meets_its_other_forms(journal):
     add_dated(journal, [("2026-02-15T21:00", "Ran 12 km, longest this year. Left knee felt a bit stiff."),
                         ("2026-09-01T21:00", "Onbiseo 1.0 launched today, and Sora ran the launch."),
                         ("2026-11-28T08:00", "Morning run with Bori, 3 km around Seoul Forest.")])
-    from zettel_amem.answering.evidence import mentions
+    from zettel_amem.answering.evidence import forms, mentions
     from zettel_amem.answering.questions import analyse
 
-    question = analyse("How far did I run?")
-    assert mentions(question, "run", "ran 12 km") and mentions(question, "run", "a morning run")
+    question = analyse("요즘 주로 어디서 달려?")
+    question.with_alternates({"달려": ["ran"]})  # what the bridge gives
+    assert mentions(question, "달려", forms("Morning run with Bori")) and mentions(question, "달려", forms("Ran 12 km"))
+    assert not mentions(question, "달려", forms("Rainy day at home"))
+    assert ask_through(journal, "요즘 주로 어디서 달려?").text.endswith("(2026-11-28)")
