@@ -46,8 +46,10 @@ def reextract(source: Path, copy: Path, cache: Path, model: str = "qwen2.5-0.5b"
             episode.status = EPISODE_SUMMARISED  # the summary stays; only the extraction runs again
     store.put_episodes(episodes)
     promotion = Promotion(memory, store, Sessions(memory, store))
-    for episode in episodes:
-        promotion.process_episode(episode.id)
+    for number, episode in enumerate(episodes, 1):
+        result = promotion.process_episode(episode.id)
+        print(f"  episode {number}/{len(episodes)}: {result.entities} entities, {result.relations} relations"
+              f"{', ' + result.error if result.error else ''}", flush=True)
     entities = store.entities(notebook)
     by_id = {e.id: e for e in entities}
     for entity in sorted(entities, key=lambda e: (e.type, e.name)):

@@ -49,6 +49,7 @@ class Searcher:
         # (question, the vector list's notes) -> words in the notes' other language to search for too
         # (set by Memory: answering/term_bridge.search_terms; retrieval itself holds no embedder)
         self.bridge: Callable[[str, list[Note]], list[str]] | None = None
+        self.last_bridged: list[str] = []  # what the latest search added (its passage lists use them too)
 
     def _keyword_ranked(self, terms: list[str], pool: int, column: str, tagged: bool = False,
                         within: Scope | None = None) -> list[tuple[Note, float]]:
@@ -98,7 +99,7 @@ class Searcher:
         question about them: with `scoped`, the lists rank only their sessions and the notes naming them
         (`person_scope`), a small scope in place with its own word statistics. Their name is not a
         keyword: every one of their turns carries it, so it would only reward short turns."""
-        self.last_bridged: list[str] = []
+        self.last_bridged = []
         if use_vector:
             self.parts.start_embedding(query)  # embedding runs while the scope and the keyword lists are read
         store, scoping = self.parts.store, scoped and not tagged and self.parts.settings.search_person_scope
