@@ -356,17 +356,10 @@ def asked_value(question: Question) -> tuple[re.Pattern[str], str] | None:
     return next(((written, name) for asked, written, name in ASKED_VALUES if asked.search(question.text)), None)
 
 
-def valued(question: Question, evidence: list[Evidence]) -> list[Evidence]:
-    """The evidence writing the value the question asks for (a price, an age), in its order; all of it
-    when the question asks for none or no note writes one."""
-    value = asked_value(question)
-    holding = [e for e in evidence if value and value[0].search(e.note.content)]
-    return holding or evidence
-
-
 def quantity(question: Question, evidence: list[Evidence]) -> list[Evidence]:
     """For "how many <unit>?", the near-best note writing a number with that unit comes first ("six weeks
-    of rehab" over "재활 치료가 끝났다"; "가입자 120명" over "3,400 sign-ups" for "how many people")."""
+    of rehab" over "재활 치료가 끝났다"; "가입자 120명" over "3,400 sign-ups" for "how many people"); for a
+    price or an age asked (`ASKED_VALUES`), a note writing one from further down (`VALUE_SHARE`)."""
     match = _HOW_MANY.search(question.text)
     asked = ((match.group(1) or match.group(2) or "") if match else "").lower()
     # "몇 도여야": the unit is the word's start
