@@ -22,8 +22,8 @@ from .questions import Question
 
 COSINE_BAND = (0.75, 0.9)  # e5-small: unrelated text scores ~0.75, close paraphrases above 0.9
 COSINE_WEIGHT = 1.0
-# A term that another passage of the same entry holds counts this much: "어제 이사를 했다" is the move
-# to 관평동 when the next paragraph of the entry names the new home.
+# A term that another passage of the same entry holds counts this much: "어제 다녀왔다" is the trip to
+# Busan when the next paragraph of the entry names the city.
 ENTRY_SHARE = 0.5
 # e5 scores a Korean note lower for an English question (and back): added to such a note's cosine, so
 # that a note in the other language can be the best evidence (and "not recorded" is not decided on it)
@@ -93,7 +93,7 @@ def has_term(term: str, text_forms: str) -> bool:
     """Whether a subject term occurs in a text's `forms` (a Korean term also in Latin letters)."""
     if re.search("[\uac00-\ud7a3]", term):
         latin = loose(romanise(term))
-        if len(term) == 1:  # one syllable is a word only as one: "벌에 쏘였다", not "벌써"
+        if len(term) == 1:  # one syllable is a word only as one: "차에 탔다", not "차례"
             return re.search(rf"(?<![\uac00-\ud7a3]){term}(?:{_ONE_SYLLABLE_TAIL})?(?![\uac00-\ud7a3])",
                              text_forms) is not None
         return term in text_forms or _starts_word(latin, text_forms) or _starts_word(loanword(latin), text_forms)

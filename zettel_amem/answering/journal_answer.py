@@ -58,7 +58,7 @@ GENERIC = {"name", "called", "call", "go", "eat", "start", "started", "lessons",
            "이름", "가", "먹", "시작", "샀", "했", "해", "번", "주", "thing", "things", "much", "kind"}
 _REASON = re.compile(r"때문|라서|해서|아서|어서|니까|위해|덕분|\b(because|since|so that|as|due to|for)\b", re.I)
 _NAME = re.compile(r"이름|\b(name|named|called)\b", re.I)  # "what is X's name?" and a note that gives one
-# ... or writes one in quotes: "엄마 식당 '바다식당'은", "a shop called “Crumb”"
+# ... or writes one in quotes: "동네 빵집 '밀밭'은", "a shop called “Crumb”"
 _GIVES_NAME = re.compile(r"이름|\b(name|named|called)\b|['‘\"“][^'’\"”\s]{2,20}['’\"”]|[『「][^』」]{1,30}[』」]", re.I)
 _PRONOUN = re.compile(r"\b(she|he|her|him|they|them)\b|그녀|그는|그가|걔", re.I)
 _FIRST_PERSON = re.compile(r"\b(I|my|me|mine)\b|(?<![가-힣])(나|내|제)(?![가-힣])", re.I)
@@ -70,11 +70,11 @@ _CHANGE = CHANGE_CUE
 _CHANGE_ASKED = re.compile(r"그만|옮|바꾸|바뀌|끊|떠나|\b(stop|stopped|quit|leave|left|move|moved|switch|replace)",
                            re.I)
 # A sentence that says the thing did not happen, or is still to come, is no time it happened (counts):
-# "헌혈을 못 했다", "하지 않았다", "couldn't", "다음 헌혈은 같이 가잔다", "next time", "will".
+# "수영을 못 했다", "하지 않았다", "couldn't", "다음 모임은 같이 가자고", "next time", "will".
 _NOT_HAPPENED = re.compile(r"(?<![가-힣])못\s?[가-힣]|(?<![가-힣])안\s?[했하갔가봤]|지\s?(않|못)[았했]|수\s?없었"
                            r"|(^|\s)다음\s?(번|주|달)?\s?\S|예정|\b(not|never|no longer|next|will|going to)\b|n't\b",
                            re.I)
-# A sentence that plans or supposes ("하기로 했다", "이사 가면", "if", "decided to", "will"), not tells.
+# A sentence that plans or supposes ("하기로 했다", "회사를 옮기면", "if", "decided to", "will"), not tells.
 _SUPPOSED = re.compile(r"기로\s?했|(?<=[가-힣])면\s|려고|\b(if|will|plan(?:s|ned)? to|going to|decided to)\b", re.I)
 _MONTHS = ("january february march april may june july august september october november december").split()
 _UNDECIDED = re.compile(r"아직 정한 건 없|아직 답은 안|고민 중|정하지 않|\b(nothing is decided|not decided|"
@@ -159,7 +159,7 @@ def answer_when(question: Question, evidence: list[Evidence]) -> tuple[str, list
 
 
 def happened_first(question: Question, evidence: list[Evidence]) -> list[Evidence]:
-    """When the best passage only plans or supposes the event ("이사 가면 …", "decided to move"), the
+    """When the best passage only plans or supposes the event ("회사를 옮기면 …", "decided to move"), the
     next one on the subject (within `WHEN_WIDE`) that tells it comes first: "when" is when it happened."""
     if not _SUPPOSED.search(best_sentence(evidence[0].note, spelled(question))):
         return evidence
@@ -362,7 +362,7 @@ def quantity(question: Question, evidence: list[Evidence]) -> list[Evidence]:
     price or an age asked (`ASKED_VALUES`), a note writing one from further down (`VALUE_SHARE`)."""
     match = _HOW_MANY.search(question.text)
     asked = ((match.group(1) or match.group(2) or "") if match else "").lower()
-    # "몇 도여야": the unit is the word's start
+    # "몇 도야", "몇 년째": the unit is the word's start
     unit = UNITS.get(asked) or next((UNITS[u] for u in sorted(UNITS, key=len, reverse=True)
                                      if asked.startswith(u) and not asked.isascii()), None)
     value = asked_value(question)

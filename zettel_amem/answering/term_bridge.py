@@ -133,8 +133,8 @@ def bridge_terms(terms: list[str], question: str, notes: list[Note], embed: Embe
 
 
 def name_spellings(terms: list[str], notes: list[Note]) -> list[str]:
-    """The question's names as the notes write them in the other script: "도하" -> "doha", "taeo" ->
-    "태오" (romanised and `loose`d alike; three letters at least, so short syllables do not collide)."""
+    """The question's names as the notes write them in the other script: "하은" -> "haeun", "junho" ->
+    "준호" (romanised and `loose`d alike; three letters at least, so short syllables do not collide)."""
     latin: dict[str, set[str]] = {}
     hangul: dict[str, set[str]] = {}
     for note in notes:

@@ -42,7 +42,7 @@ STOP_WORDS = frozenset(_EN_QUESTION_WORDS | {
 
 
 
-# 하다's endings before a noun ("이사한 날", "시작했던 일"): cut only where two syllables stay ("대한" stays).
+# 하다's endings before a noun ("시작한 날", "준비했던 일"): cut only where two syllables stay ("대한" stays).
 _ADNOMINAL = ("했던", "하던", "하신", "한")
 
 

@@ -110,18 +110,18 @@ def extract(llm: LLM, prompts: Prompts, summary: str, when: str, source: str = "
 
 
 # -- deduplication ------------------------------------------------------------------------------
-# Titles and honorifics around a name: "민규 씨" is Minkyu, "Dr. Yeom" is 염 원장님's Yeom.
+# Titles and honorifics around a name: "준호 씨" is Junho, "Dr. Han" is 한 원장님's Han.
 _TITLES = re.compile(r"^(?:mr|mrs|ms|miss|dr|prof)\.?\s+|\s*(?:씨|님|선생님|원장님|사장님|팀장님|교수님)$", re.I)
-# Sounds that romanisations of Korean names spell either way: Minkyu / 민규 (mingyu), Taeo / 태오.
+# Sounds that romanisations of Korean names spell either way: Kim / 김 (gim), Chanho / 찬호 (chanho, janho).
 _SOUNDS = (("eo", "u"), ("oo", "u"), ("ou", "u"), ("wu", "u"), ("ee", "i"), ("ae", "e"), ("ch", "j"), ("sh", "s"),
            ("k", "g"), ("t", "d"), ("p", "b"), ("l", "r"), ("c", "g"))
 
 
 def sound_key(name: str) -> str:
     """A name's key as it sounds: title and honorific dropped, Hangul romanised, and the letters that
-    romanisations spell either way made one ("민규 씨" and "Minkyu" -> "mingyu")."""
+    romanisations spell either way made one ("김민수 씨" and "Kim Minsu" -> "gimminsu")."""
     key = romanise(name_key(_TITLES.sub("", name.strip())))
-    key = re.sub(r"(?<=[b-df-hj-np-tv-z])eu(?![aeiouy])", "", key)  # a loanword's added vowel: 루카스 = Lucas
+    key = re.sub(r"(?<=[b-df-hj-np-tv-z])eu(?![aeiouy])", "", key)  # a loanword's added vowel: 데니스 = Denis
     for old, new in _SOUNDS:
         key = key.replace(old, new)
     return key
@@ -129,8 +129,8 @@ def sound_key(name: str) -> str:
 
 def same_by_spelling(a: str, b: str) -> str | None:
     """Why two names are the same entity without asking anyone, or None: identical keys ("온 비서" =
-    "온비서"), identical romanised keys ("온비서" = "Onbiseo"), the same sound without titles ("민규 씨" =
-    "Minkyu"; four letters at least), the same family word ("Mom" = "엄마"), or the writer in either
+    "온비서"), identical romanised keys ("온비서" = "Onbiseo"), the same sound without titles ("준호 씨" =
+    "Junho"; four letters at least), the same family word ("Mom" = "엄마"), or the writer in either
     language ("I" = "나")."""
     if name_key(a) == name_key(b):
         return "same name"

@@ -226,7 +226,7 @@ def strip_particles(name: str, source: str = "") -> str:
 
 
 def _asks_or_promises(hangul: str) -> bool:
-    """A verb's "-ㄹ까", "-ㄹ게", "-ㄹ래" ending ("버릴까", "갈게"): the syllable before it closes with ㄹ."""
+    """A verb's "-ㄹ까", "-ㄹ게", "-ㄹ래" ending ("팔까", "갈게"): the syllable before it closes with ㄹ."""
     if len(hangul) < 2 or hangul[-1] not in "까게래":
         return False
     code = ord(hangul[-2]) - 0xAC00
@@ -277,16 +277,16 @@ _HONORIFIC = re.compile(r"^\s?(님|씨|선생님|팀장|교수|사장|대리|과
 _PLACE_SUFFIX = re.compile(r"(동|시|구|군|읍|면|리|역|시장|공원|숲|산|강|섬|해변|항|공항|마을|집|카페|식당|병원|치과"
                            r"|보호소|연구소|도서관|학교|대학교|본가)$")
 _PLACE_PARTICLE = re.compile(r"^(에서|에|으로|로|까지)")
-# A name written with a person's honorific is a person, whatever type the model gave it ("소연 씨": project).
+# A name written with a person's honorific is a person, whatever type the model gave it ("지훈 씨": project).
 _HONORIFIC_NAME = re.compile(r"[\uac00-\ud7a3]\s?(씨|님)$")
 _NAMED_TYPES = frozenset({"person", "place", "technology", "project"})
 # Words for a kind of thing, never a thing's name.
 _GENERIC = frozenset(name_key(w) for w in ("프로젝트", "회사", "팀", "앱", "서비스", "서버", "집", "방",
                                            "project", "company", "team", "app", "service", "server", "home",
                                            "house", "place", "room"))
-# ... also after a word that only says whose or which one: "새 집", "my place", "the new house".
+# ... also after a word that only says whose or which one: "우리 방", "my place", "the new house".
 _MODIFIER = re.compile(r"^(?:(?:새|우리|내|옛|저희|the|a|my|our|new|old)\s+)+", re.I)
-# A place's position, not a place: "오븐 앞", "집 근처".
+# A place's position, not a place: "책상 앞", "집 근처".
 _POSITION = re.compile(r"\s(앞|뒤|옆|안|밖|위|아래|근처|건너편|쪽)$")
 _SMALL_WORDS = frozenset({"of", "the", "and", "for", "de", "la", "a", "an", "in", "on", "at", "to"})
 
@@ -332,16 +332,16 @@ def named_like(name: str, kind: str, source: str) -> bool:
     if kind not in _NAMED_TYPES or name_key(name) in _KIN:
         return True
     if name_key(name) in _GENERIC or name_key(_MODIFIER.sub("", name)) in _GENERIC:
-        return False  # "회사 프로젝트 온비서 킥오프": the real model named "프로젝트" the project; "새 집"
+        return False  # "회사 프로젝트 온비서 킥오프": the real model named "프로젝트" the project; "우리 방"
     if name.isascii():  # a project too: "Onbiseo", "Project Hail Mary"; not "Knee surgery"
         letters = re.sub(r"[^A-Za-z]", "", name)
-        # every word of a person's, place's or product's name is written as a name: "Forest Animal Hospital",
-        # not "Dad's old tie" (a project or event may be named in words: "Seoul autumn 10 km race")
+        # every word of a person's, place's or product's name is written as a name: "Riverside Dental Clinic",
+        # not "Grandpa's old watch" (a project or event may be named in words: "the spring charity run")
         lowered = [w for w in name.split()[1:] if w[:1].islower() and w.lower() not in _SMALL_WORDS
                    and kind != "project"]
         return len(letters) >= 3 and not lowered and _capitalised_in(name, source)  # "DB", "PM": a word
     if kind == "technology" and " " in name.strip():
-        return False  # a Korean phrase typed technology: "금 간 첫 그릇", "장미 한 송"; not a product's name
+        return False  # a Korean phrase typed technology: "깨진 첫 접시", "꽃 한 다발"; not a product's name
     if kind == "place" and _POSITION.search(name):
         return False
     if kind == "person":
