@@ -9,7 +9,7 @@ from sample import add_dated
 
 from zettel_amem.answering.term_bridge import name_spellings, search_terms
 from zettel_amem.core.models import Note
-from zettel_amem.retrieval.passage_rank import MIN_PER_LANGUAGE, is_korean, per_language_scale
+from zettel_amem.retrieval.passage_rank import MIN_PER_LANGUAGE, mostly_korean, per_language_scale
 
 # An English journal that talks about work a lot, and two Korean entries: only one says where the
 # brother works now, and it names him in Hangul.
@@ -83,9 +83,9 @@ def test_each_language_is_ranked_on_its_own_scale():
 
 
 def test_a_page_is_korean_when_most_of_its_letters_are():
-    assert is_korean("Doha 씨가 자기 집에 안 쓰는 키친에이드가 있다고 빌려주겠다고 했다.")
-    assert not is_korean("Mrs. Oh called me into the office after my shift today. 오 사장님 고마워요.")
-    assert not is_korean("12 / 34")
+    assert mostly_korean("Doha 씨가 자기 집에 안 쓰는 키친에이드가 있다고 빌려주겠다고 했다.")
+    assert not mostly_korean("Mrs. Oh called me into the office after my shift today. 오 사장님 고마워요.")
+    assert not mostly_korean("12 / 34")
 
 
 def test_a_small_journal_bridges_names_and_family_words_but_asks_the_embedder_nothing():

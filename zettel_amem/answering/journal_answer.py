@@ -338,7 +338,7 @@ _HOW_MANY = re.compile(r"몇\s*([가-힣]+)|\bhow (?:many|much|long)\s+([a-z]+?)
 QUANTITY_SHARE = 0.75  # a near-best note that writes the number asked wins over the best without one
 VALUE_SHARE = 0.5  # ... and one writing the price or age asked, from further down
 # A value a question asks for by its words, how a note writes it, and what a decline calls it: a price
-# ("얼마에 팔았어?", "how much did I pay"; not "얼마나 걸렸어", "how much weight") and an age.
+# ("얼마에 팔았어?", "how much was the ferry ticket"; not "얼마나 걸렸어", "how much time") and an age.
 _MONEY = (r"\d[\d,.]*\s*(?:만|천|억)?\s*원|\b\d[\d,.]*\s*(?:won|dollars?|euros?)\b|[$€£₩]\s?\d|\d\s*%|퍼센트"
           r"|\bpercent\b")
 ASKED_VALUES = (
@@ -357,8 +357,8 @@ def asked_value(question: Question) -> tuple[re.Pattern[str], str] | None:
 
 
 def quantity(question: Question, evidence: list[Evidence]) -> list[Evidence]:
-    """For "how many <unit>?", the near-best note writing a number with that unit comes first ("six weeks
-    of rehab" over "재활 치료가 끝났다"; "가입자 120명" over "3,400 sign-ups" for "how many people"); for a
+    """For "how many <unit>?", the near-best note writing a number with that unit comes first ("three weeks
+    of physio" over "물리치료 끝"; "손님 40명" over "2,000 views" for "how many guests"); for a
     price or an age asked (`ASKED_VALUES`), a note writing one from further down (`VALUE_SHARE`)."""
     match = _HOW_MANY.search(question.text)
     asked = ((match.group(1) or match.group(2) or "") if match else "").lower()

@@ -60,7 +60,7 @@ def passage_signals(query: str, query_vector, hits: Sequence[Hit], rows: dict[st
     query_vector = np.asarray(query_vector, dtype=np.float32)
     cosines = per_language_scale([float(np.asarray(v, dtype=np.float32) @ query_vector) if v is not None else None
                                   for _, _, _, v in units],
-                                 [is_korean(text) for _, _, text, _ in units], is_korean(query))
+                                 [mostly_korean(text) for _, _, text, _ in units], mostly_korean(query))
     keyword = bm25_scores([keyword_terms(text) for _, _, text, _ in units], keyword_terms(query) + list(bridged))
     by_cosine = sorted(range(len(units)), key=lambda u: -cosines[u])
     by_keyword = sorted((u for u in range(len(units)) if keyword[u] > 0), key=lambda u: -keyword[u])
@@ -97,15 +97,15 @@ def per_language_scale(cosines: list[float | None], korean: list[bool], query_ko
 def by_language(signal: Signal, query: str) -> Signal:
     """A note-level vector list re-ordered with its cosines on one scale across languages
     (`per_language_scale`); the values shown stay the cosines."""
-    korean = [is_korean(note.content) for note, _ in signal.ranked]
+    korean = [mostly_korean(note.content) for note, _ in signal.ranked]
     if len(set(korean)) < 2:
         return signal
-    scaled = per_language_scale([value for _, value in signal.ranked], korean, is_korean(query))
+    scaled = per_language_scale([value for _, value in signal.ranked], korean, mostly_korean(query))
     order = sorted(range(len(scaled)), key=lambda i: -scaled[i])
     return Signal(signal.name, [signal.ranked[i] for i in order], signal.weight)
 
 
-def is_korean(text: str) -> bool:
+def mostly_korean(text: str) -> bool:
     """Written mostly in Korean: a syllable block counts as about three Latin letters."""
     return 3 * len(_HANGUL.findall(text)) >= len(_LATIN.findall(text)) > 0 or (
         bool(_HANGUL.search(text)) and not _LATIN.search(text))
