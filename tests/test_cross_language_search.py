@@ -51,9 +51,19 @@ def test_a_korean_question_finds_the_english_entry_by_its_words(memory):
 
 def test_names_meet_their_spelling_in_the_other_script():
     notes = [_note("Baek Doha starts on Monday."), _note("태오도 첫 출근을 했다. 루카스한테 사진을 보냈다.")]
-    assert name_spellings(["도하"], notes) == ["doha"]
-    assert name_spellings(["taeo"], notes) == ["태오"]
-    assert name_spellings(["monday", "오"], notes) == []  # no such Hangul word; one syllable is no name
+    assert name_spellings(["도하"], notes) == {"도하": ["doha"]}
+    assert name_spellings(["taeo"], notes) == {"taeo": ["태오"]}
+    assert name_spellings(["monday", "오"], notes) == {}  # no such Hangul word; one syllable is no name
+
+
+def test_names_meet_by_their_sound_where_romanisation_differs():
+    # "루카스" romanises as "rukaseu", "계족산" as "gyejoksan" (and "Gyejoksan" may be spelt "Gyejogsan"): the
+    # sound key makes c/k, l/r and a loanword's added "eu" one
+    notes = [_note("Lucas left for Lyon on Friday."), _note("오늘 계족산 황톳길을 걸었다.")]
+    assert name_spellings(["루카스"], notes) == {"루카스": ["lucas"]}
+    assert name_spellings(["gyejogsan"], notes) == {"gyejogsan": ["계족산"]}
+    assert name_spellings(["루카스"], [_note("a lucas-style fold")]) == {}  # by sound, only a capitalised word
+    assert name_spellings(["lucas"], [_note("Lucas left."), _note("루카스가 떠났다.")]) == {"lucas": ["루카스"]}
 
 
 def test_a_one_language_journal_adds_nothing():

@@ -38,9 +38,10 @@ class Evidence:
     """One note's relevance to a question."""
 
     note: Note
-    words: float  # share of the subject terms it contains
+    words: float  # share of the subject terms it contains (its entry's other passages' at `ENTRY_SHARE`)
     cosine: float  # its vector's cosine to the question
     found: set[str] = field(default_factory=set)
+    own: float = 0.0  # share of the subject terms it contains itself
 
     @property
     def score(self) -> float:
@@ -131,7 +132,7 @@ def rank(question: Question, notes: list[Note], cosines: Cosines) -> list[Eviden
         in_entry.setdefault(entry_id_of(note.id), set()).update(terms)
     out = [Evidence(note, (sum(weight[t] for t in terms)
                            + ENTRY_SHARE * sum(weight[t] for t in in_entry[entry_id_of(note.id)] - terms)) / total,
-                    cosine, terms)
+                    cosine, terms, sum(weight[t] for t in terms) / total)
            for note, cosine, terms in zip(notes, similarity, found)]
     return sorted(out, key=lambda e: (-e.score, -_stamp(e.note.at)))
 

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 
 from ..core.date_mentions import date_mentions
 from ..core.models import Note
+from ..core.passages import entry_id_of
 from ..core.text import CHANGE_CUE, clip, sentences
 from ..core.words import korean_stem, subject_terms
 from .date_guard import guard, note_dates
@@ -51,15 +52,21 @@ WHEN_SHARE = 0.9  # for "when": a near-best note that writes a date wins over th
 WHEN_WIDE = 0.6  # ... and a note telling the event, from this far down, over a best one that only plans it
 WHY_SHARE = 0.8
 LIST_SHARE = 0.4  # list/count: notes with at least this share of the best note's subject words
+COUNT_SHARE = 0.6  # a time it happened names (itself) at least this share of what the best passage names
+LIST_SHOWN = 8  # a list or count quotes at most this many passages (a count still counts them all)
 DECLINE_COSINE = 0.86  # decline below this best cosine when no key term is found (tuned: tune split)
 NOTE_CHARS = 200  # an answer quotes one entry, clipped
 # Words that name no subject of their own: a question about "my cat's name" is about the cat.
 GENERIC = {"name", "called", "call", "go", "eat", "start", "started", "lessons", "lesson", "buy", "bought",
            "이름", "가", "먹", "시작", "샀", "했", "해", "번", "주", "thing", "things", "much", "kind"}
-_REASON = re.compile(r"때문|라서|해서|아서|어서|니까|위해|덕분|\b(because|since|so that|as|due to|for)\b", re.I)
+# -아서/-어서 and its contracted forms ("멀어져서", "추워서", "와서") give a reason, as 때문/니까 do
+_REASON = re.compile(r"때문|라서|해서|아서|어서|[져워와봐줘돼겨쳐셔려]서|니까|위해|덕분"
+                     r"|\b(because|since|so that|as|due to|for)\b", re.I)
 _NAME = re.compile(r"이름|\b(name|named|called)\b", re.I)  # "what is X's name?" and a note that gives one
 # ... or writes one in quotes: "동네 빵집 '밀밭'은", "a shop called “Crumb”"
-_GIVES_NAME = re.compile(r"이름|\b(name|named|called)\b|['‘\"“][^'’\"”\s]{2,20}['’\"”]|[『「][^』」]{1,30}[』」]", re.I)
+# ("called" after a person is a phone call: "I called Mom")
+_GIVES_NAME = re.compile(r"이름|\b(name|named)\b|(?<!\bI )(?<!\bhe )(?<!\bshe )(?<!\bwe )(?<!\bthey )\bcalled\b"
+                         r"|['‘\"“][^'’\"”\s]{2,20}['’\"”]|[『「][^』」]{1,30}[』」]", re.I)
 _PRONOUN = re.compile(r"\b(she|he|her|him|they|them)\b|그녀|그는|그가|걔", re.I)
 _FIRST_PERSON = re.compile(r"\b(I|my|me|mine)\b|(?<![가-힣])(나|내|제)(?![가-힣])", re.I)
 _THIRD_PERSON = re.compile(r"\b(she|he)\b|그녀[가는]|(?<![가-힣])그[가는](?![가-힣])", re.I)
@@ -183,6 +190,8 @@ def answer_now(question: Question, evidence: list[Evidence]) -> tuple[str, list[
     subject = on_subject(evidence, NOW_SHARE)
     top = max(e.words for e in evidence)
     subject += [e for e in evidence if top and e.words >= top and e.score >= NOW_WIDE * evidence[0].score]
+    rare = rarest_term(evidence[0].note, evidence)  # what the best passage is about, of what is asked
+    subject = [e for e in subject if rare in e.found] or subject
     value = asked_value(question)
     priced = [e for e in on_subject(evidence, VALUE_SHARE) if value and value[0].search(e.note.content)]
     newest = max(priced or subject, key=lambda e: e.note.at).note  # "how much … now?": the newest price
@@ -270,23 +279,69 @@ def rarest_sentence(note: Note, question: Question, evidence: list[Evidence]) ->
 
 
 def answer_list(question: Question, evidence: list[Evidence]) -> tuple[str, list[str]]:
-    """Every note on the subject, oldest first; for "how many times", their number first (a note that
-    plans for a later month is no time it happened)."""
+    """Every note on the subject, oldest first; for "how many times", the times it happened
+    (`occasions`), their number first."""
     top = evidence[0].words
     chosen = [e for e in evidence if top and e.words >= LIST_SHARE * top] or evidence[:1]
-    if question.kind == "count":  # "how many times did I …": what happened, not what was planned for later,
-        # each day once (two passages of one entry, or the evening's note on the morning's event)
-        chosen = [e for e in chosen if not planned_month(e.note) and not planned(e.note)] or chosen
-        chosen = [e for e in chosen if not _NOT_HAPPENED.search(best_sentence(e.note, spelled(question)))] or chosen
-        chosen = list({event_day(e.note): e for e in reversed(chosen)}.values())[::-1]
-        chosen = list({best_sentence(e.note, spelled(question)): e for e in reversed(chosen)}.values())[::-1]
-    chosen = sorted(chosen[:6], key=lambda e: e.note.at)
-    items = [quote(e.note, spelled(question)) for e in chosen]
-    text = "; ".join(items)
     if question.kind == "count":
-        text = (f"{len(items)}번: " if korean(question) else
-                f"{len(items)} time{'s' if len(items) != 1 else ''}: ") + text
+        chosen = occasions(question, evidence, chosen)
+    total = len(chosen)
+    chosen = sorted(chosen[:LIST_SHOWN], key=lambda e: e.note.at)
+    text = "; ".join(quote(e.note, spelled(question)) for e in chosen)
+    if question.kind == "count":
+        text = (f"{total}번: " if korean(question) else f"{total} time{'s' if total != 1 else ''}: ") + text
     return text, [e.note.id for e in chosen]
+
+
+def occasions(question: Question, evidence: list[Evidence], chosen: list[Evidence]) -> list[Evidence]:
+    """For "how many times did I …": the passages that tell a time it happened, each occasion once. A
+    passage counts only when it names the subject itself (`tells_subject`: its entry's other passages lend
+    it words for ranking, not an occasion); plans and "못 했다"/"next time" sentences
+    are no time it happened; an undated passage is the time its entry's one dated day tells (`occasion`)."""
+    names_subject = tells_subject(question, evidence)
+    own = [e for e in chosen if names_subject(e)] or chosen
+    own = [e for e in own if not planned_month(e.note) and not planned(e.note)] or own
+    own = [e for e in own if not _NOT_HAPPENED.search(best_sentence(e.note, spelled(question)))] or own
+    days: dict[str, set[str]] = {}
+    for item in own:
+        days.setdefault(entry_id_of(item.note.id), set()).add(event_day(item.note))
+    first: dict[str, Evidence] = {}
+    for item in own:  # best first, so each occasion keeps its best passage
+        first.setdefault(occasion(item.note, days[entry_id_of(item.note.id)]), item)
+    return list({best_sentence(e.note, spelled(question)): e for e in reversed(first.values())}.values())[::-1]
+
+
+def tells_subject(question: Question, evidence: list[Evidence]) -> Callable[[Evidence], bool]:
+    """Whether a passage names the subject itself: at least `COUNT_SHARE` of what the best passage in its
+    language names, and that passage's rarest term (a Korean passage is measured against the Korean ones:
+    "visited" may have no Korean word among the notes where the names have one)."""
+    tops = own_tops(question, evidence)
+    rare = {other: rarest_term(same[0].note, same) for other in (False, True)
+            if (same := [e for e in evidence if other_language(question, e.note) == other])}
+
+    def test(item: Evidence) -> bool:
+        other = other_language(question, item.note)
+        return item.own > 0 and item.own >= COUNT_SHARE * tops[other] and (not rare[other] or rare[other] in item.found)
+    return test
+
+
+def own_tops(question: Question, evidence: list[Evidence]) -> dict[bool, float]:
+    """The most of the question a passage names itself, among the passages in the question's language
+    (False) and in the other (True): a passage is measured against its own language's best, since a word
+    may have no translation among the notes where the names have one."""
+    tops = {False: 0.0, True: 0.0}
+    for item in evidence:
+        other = other_language(question, item.note)
+        tops[other] = max(tops[other], item.own)
+    return tops
+
+
+def occasion(note: Note, entry_days: set[str]) -> str:
+    """The day a passage's event happened: its own past day ("어제"), or, for a passage that writes none,
+    the one earlier day its entry's other passages date (the story the entry tells), else the entry's day."""
+    own = event_day(note)
+    earlier = entry_days - {day(note)}
+    return next(iter(earlier)) if own == day(note) and len(earlier) == 1 else own
 
 
 def planned(note: Note) -> bool:
@@ -313,11 +368,12 @@ def planned_month(note: Note) -> int:
 
 def fulfilled(evidence: list[Evidence]) -> list[Evidence]:
     """When the best note is a plan for a later month, the note of that month that shares two of its
-    subject words (the race run, not the race signed up for) comes first."""
+    subject words (the race run, not the race signed up for), or one and scores near it (`WHEN_WIDE`: the
+    other words may be in the other language), comes first."""
     best = evidence[0]
     month = planned_month(best.note)
     done = [e for e in evidence if month and e.note.at[:4] == best.note.at[:4] and e.note.at[5:7] == f"{month:02d}"
-            and len(e.found & best.found) >= 2]
+            and (len(e.found & best.found) >= 2 or (e.found & best.found and e.score >= WHEN_WIDE * best.score))]
     if not done:
         return evidence
     first = max(done, key=lambda e: e.score)
@@ -370,15 +426,23 @@ def quantity(question: Question, evidence: list[Evidence]) -> list[Evidence]:
         return evidence
     pattern = re.compile(rf"(?<![0-9A-Za-z가-힣]){_NUMBER}\s*(?:{unit})(?![a-z])", re.I) if unit else value[0]
     near = on_subject(evidence, QUANTITY_SHARE if unit else VALUE_SHARE)
-    first = next((e for e in near if pattern.search(e.note.content)), None)
+    top = max(e.words for e in evidence)  # ... or naming nearly as much (in the other language, far in meaning)
+    near += [e for e in evidence[len(near):] if unit and e.words >= QUANTITY_SHARE * top]
+    writing = [e for e in near if pattern.search(e.note.content)]  # of those, the one naming most of what is asked
+    first = max(writing, key=lambda e: e.words) if writing else None
     return evidence if first is None else [first] + [e for e in evidence if e is not first]
 
 
 def answer_why(question: Question, evidence: list[Evidence]) -> tuple[str, list[str]]:
     """The near-best note that gives a reason ("…않아서", "because …"), whole; for "why did X stop/move
-    …?", the one that records the change; else the best note."""
-    cue = _CHANGE if _CHANGE_ASKED.search(question.text) else _REASON
-    best = next((e.note for e in on_subject(evidence, WHY_SHARE) if cue.search(e.note.content)), evidence[0].note)
+    …?", the one that records the change (one that also gives a reason first); else the best note."""
+    near = on_subject(evidence, WHY_SHARE)
+    if _CHANGE_ASKED.search(question.text):  # the change that also says why, else the change
+        near = [e for e in near if _REASON.search(e.note.content)] + near
+        cue = _CHANGE
+    else:
+        cue = _REASON
+    best = next((e.note for e in near if cue.search(e.note.content)), evidence[0].note)
     return whole(best), [best.id]
 
 
@@ -497,7 +561,9 @@ def decline_reason(question: Question, evidence: list[Evidence]) -> str:
         if not any(_GIVES_NAME.search(n.content) for n in holders):
             return f"no note gives the name of {', '.join(key)}"
     value = asked_value(question)
-    holders = [e for e in evidence if e.found & set(key)]
+    tops = own_tops(question, evidence)  # the amount is written in a passage naming much of what is asked
+    holders = [e for e in evidence
+               if e.found & set(key) and e.own >= VALUE_SHARE * tops[other_language(question, e.note)]]
     if value and question.kind in ("plain", "now") and holders \
             and not any(value[0].search(e.note.content) for e in holders):  # asked a price, no note on it gives one
         return f"no note gives {value[1]} of {', '.join(key)}"

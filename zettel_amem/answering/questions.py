@@ -23,7 +23,7 @@ _NOW = re.compile(r"지금|요즘|현재|이제|\b(now|currently|current|these d
 _WHEN = re.compile(r"언제|며칠|몇\s*월|날짜|(?:^|[,;:]\s*|\band\s+)when\b|"
                    r"\b(?:what|which)\s+(?:date|day|month|year)\b", re.I)
 _WHY = re.compile(r"왜|이유|어째서|\b(why|how come|what made|reason)\b", re.I)
-_COUNT = re.compile(r"몇\s*(번|회|차례|군데|권)|\bhow many (times|books|places|cities)\b|\bhow often\b", re.I)
+_COUNT = re.compile(r"몇\s*(번|회|차례|군데|권)|\bhow many (times|books|places|cities|of)\b|\bhow often\b", re.I)
 _LIST = re.compile(r"뭐뭐|누구누구|어디\s*어디|무엇무엇|어떤\s*\S+들|\S+들[을은이]\s|"
                    r"\b(who have been|which \w+s\b|what \w+s have|have i\b.*\?|has \w+ used)", re.I)
 # The question kinds and their cues, in the order `kind_of` tries them: the first match decides, so a

@@ -23,7 +23,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..core.models import Note
-from ..core.text import romanise
+from ..core.text import romanise, sound_key
 from ..core.words import KO_QUESTION_WORDS, STOP_WORDS, kin_group, korean_stem, subject_terms
 from .evidence import forms, has_term, loanword, loose
 
@@ -36,6 +36,7 @@ BACK_MARGIN = 0.02  # the term may be the candidate's second-nearest word, this 
 # Search bridges by the embedder only when each language has this many words among the notes it read: with
 # two notes, "knee" found "달리기" (a test's journal); names, months and family words are bridged always.
 SEARCH_VOCABULARY = 4 * NEIGHBOURS
+SOUND_LETTERS = 4  # a name matched by its sound key only from this many letters ("Lee" meets nothing)
 MONTHS = ("january february march april may june july august september october november december").split()
 
 Embed = Callable[[list[str]], np.ndarray]  # words -> unit vectors (one row each)
@@ -101,7 +102,18 @@ def hubness(rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
 
 
 def bridge_terms(terms: list[str], question: str, notes: list[Note], embed: Embed) -> dict[str, list[str]]:
-    """term -> its word in the notes' other language (module docstring); terms without one are left out."""
+    """term -> its words in the notes' other language (module docstring): a month or family word by its
+    table, else the embedder's word pair, and a name as the notes spell it (`name_spellings`) besides;
+    terms without one are left out."""
+    return with_names(translated(terms, question, notes, embed), name_spellings(terms, notes))
+
+
+def with_names(words: dict[str, list[str]], names: dict[str, list[str]]) -> dict[str, list[str]]:
+    return {t: list(dict.fromkeys(words.get(t, []) + names.get(t, []))) for t in {**words, **names}}
+
+
+def translated(terms: list[str], question: str, notes: list[Note], embed: Embed) -> dict[str, list[str]]:
+    """term -> its word in the notes' other language by table or by the embedder (CSLS, module docstring)."""
     out = {t: month_bridge(t) or kin_bridge(t) for t in terms if month_bridge(t) or kin_bridge(t)}
     korean_question = bool(re.search("[\uac00-\ud7a3]", question))
     korean_words, english_common = vocabulary(notes)
@@ -132,26 +144,32 @@ def bridge_terms(terms: list[str], question: str, notes: list[Note], embed: Embe
     return out
 
 
-def name_spellings(terms: list[str], notes: list[Note]) -> list[str]:
+def name_spellings(terms: list[str], notes: list[Note]) -> dict[str, list[str]]:
     """The question's names as the notes write them in the other script: "하은" -> "haeun", "junho" ->
-    "준호" (romanised and `loose`d alike; three letters at least, so short syllables do not collide)."""
+    "준호" (romanised and `loose`d alike; three letters at least, so short syllables do not collide), and
+    a name as it sounds ("루카스" -> "lucas", "gyejoksan" -> "계족산": `sound_key`, four letters at least,
+    only capitalised Latin words, so a Korean word does not meet an English one)."""
     latin: dict[str, set[str]] = {}
     hangul: dict[str, set[str]] = {}
     for note in notes:
         for word in re.findall(r"[A-Za-z]{3,}", note.content):
             latin.setdefault(loose(word), set()).add(word.lower())
+            if word[0].isupper() and len(sound_key(word)) >= SOUND_LETTERS:
+                latin.setdefault(f"~{sound_key(word)}", set()).add(word.lower())
         for word in re.findall(r"[\uac00-\ud7a3]{2,}", note.content):
             stem = korean_stem(word)
-            for key in {loose(romanise(stem)), loanword(loose(romanise(stem)))}:
+            for key in {loose(romanise(stem)), loanword(loose(romanise(stem))), f"~{sound_key(stem)}"}:
                 hangul.setdefault(key, set()).add(stem)
-    out: list[str] = []
+    out: dict[str, list[str]] = {}
     for term in terms:
+        sound = f"~{sound_key(term)}" if len(sound_key(term)) >= SOUND_LETTERS else ""
         if is_korean(term):
             key = loose(romanise(korean_stem(term)))
-            found = latin.get(key, set()) | latin.get(loanword(key), set())
+            found = latin.get(key, set()) | latin.get(loanword(key), set()) | latin.get(sound, set())
         else:
-            found = hangul.get(loose(term), set()) if len(term) >= 3 else set()
-        out.extend(sorted(found))
+            found = (hangul.get(loose(term), set()) | hangul.get(sound, set())) if len(term) >= 3 else set()
+        if found:
+            out[term] = sorted(found)
     return out
 
 
@@ -167,4 +185,4 @@ def search_terms(question: str, notes: list[Note], embed: Embed) -> list[str]:
         out = [w for words in bridge_terms(terms, question, notes, embed).values() for w in words]
     else:
         out = [w for t in terms for w in month_bridge(t) + kin_bridge(t)]
-    return list(dict.fromkeys(out + name_spellings(terms, notes)))
+    return list(dict.fromkeys(out + [w for words in name_spellings(terms, notes).values() for w in words]))

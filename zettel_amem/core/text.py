@@ -158,6 +158,23 @@ def romanise(text: str) -> str:
     return "".join(out)
 
 
+# Titles and honorifics around a name: "준호 씨" is Junho, "Dr. Han" is 한 원장님's Han.
+_TITLES = re.compile(r"^(?:mr|mrs|ms|miss|dr|prof)\.?\s+|\s*(?:씨|님|선생님|원장님|사장님|팀장님|교수님)$", re.I)
+# Sounds that romanisations of Korean names spell either way: Kim / 김 (gim), Chanho / 찬호 (chanho, janho).
+_SOUNDS = (("eo", "u"), ("oo", "u"), ("ou", "u"), ("wu", "u"), ("ee", "i"), ("ae", "e"), ("ch", "j"), ("sh", "s"),
+           ("k", "g"), ("t", "d"), ("p", "b"), ("l", "r"), ("c", "g"))
+
+
+def sound_key(name: str) -> str:
+    """A name's key as it sounds: title and honorific dropped, Hangul romanised, and the letters that
+    romanisations spell either way made one ("김민수 씨" and "Kim Minsu" -> "gimminsu")."""
+    key = romanise(name_key(_TITLES.sub("", name.strip())))
+    key = re.sub(r"(?<=[b-df-hj-np-tv-z])eu(?![aeiouy])", "", key)  # a loanword's added vowel: 데니스 = Denis
+    for old, new in _SOUNDS:
+        key = key.replace(old, new)
+    return key
+
+
 # A user tag: "#" at a word start, then letters/digits (any script, Hangul included) with inner "-", "_"
 # or "/"; not all digits (#1 is a number, not a tag), not inside a word or URL ("a#b", "page#top").
 # Markdown headings ("# Title", "## 감사한 일") have a space after the "#" and are no tags.

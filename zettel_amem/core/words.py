@@ -78,9 +78,11 @@ def _particle_fits(syllable: str, tail: str) -> bool:
 def subject_terms(text: str) -> list[str]:
     """The words a question is about: no question words, Korean particles and endings stripped."""
     out: list[str] = []
+    previous = ""
     for word in re.findall(r"[0-9A-Za-z][0-9A-Za-z.'’-]*[0-9A-Za-z]|[0-9A-Za-z]|[\uac00-\ud7a3]+", nfc(text)):
+        counter, previous = previous == "몇", word
         low = word.lower().removesuffix("'s").removesuffix("’s")
-        if low in _EN_QUESTION_WORDS or word in _KO_QUESTION_WORDS:
+        if counter or low in _EN_QUESTION_WORDS or word in _KO_QUESTION_WORDS:  # "몇 도야": a unit, no subject
             continue
         if "\uac00" <= word[0] <= "\ud7a3":
             if word in _KO_TAIL_SET:  # a particle after a Latin word: "8km에서", "DB는"

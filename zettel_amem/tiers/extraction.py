@@ -15,14 +15,13 @@ The orchestration (store reads and writes, embeddings) lives in `promotion.py`.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..backends.llm import LLM, LLMError, salvage_json
 from ..core.models import Entity, Relation, Usage
 from ..core.prompts import Prompts, language_of
-from ..core.text import clip, name_key, one_line, romanise
+from ..core.text import clip, name_key, one_line, romanise, sound_key
 from ..core.words import kin_group
 from .grounding import ENTITY_TYPES, FUNCTIONAL, VOCABULARY, WRITERS, Checked, Rules, check
 
@@ -110,23 +109,6 @@ def extract(llm: LLM, prompts: Prompts, summary: str, when: str, source: str = "
 
 
 # -- deduplication ------------------------------------------------------------------------------
-# Titles and honorifics around a name: "준호 씨" is Junho, "Dr. Han" is 한 원장님's Han.
-_TITLES = re.compile(r"^(?:mr|mrs|ms|miss|dr|prof)\.?\s+|\s*(?:씨|님|선생님|원장님|사장님|팀장님|교수님)$", re.I)
-# Sounds that romanisations of Korean names spell either way: Kim / 김 (gim), Chanho / 찬호 (chanho, janho).
-_SOUNDS = (("eo", "u"), ("oo", "u"), ("ou", "u"), ("wu", "u"), ("ee", "i"), ("ae", "e"), ("ch", "j"), ("sh", "s"),
-           ("k", "g"), ("t", "d"), ("p", "b"), ("l", "r"), ("c", "g"))
-
-
-def sound_key(name: str) -> str:
-    """A name's key as it sounds: title and honorific dropped, Hangul romanised, and the letters that
-    romanisations spell either way made one ("김민수 씨" and "Kim Minsu" -> "gimminsu")."""
-    key = romanise(name_key(_TITLES.sub("", name.strip())))
-    key = re.sub(r"(?<=[b-df-hj-np-tv-z])eu(?![aeiouy])", "", key)  # a loanword's added vowel: 데니스 = Denis
-    for old, new in _SOUNDS:
-        key = key.replace(old, new)
-    return key
-
-
 def same_by_spelling(a: str, b: str) -> str | None:
     """Why two names are the same entity without asking anyone, or None: identical keys ("온 비서" =
     "온비서"), identical romanised keys ("온비서" = "Onbiseo"), the same sound without titles ("준호 씨" =
