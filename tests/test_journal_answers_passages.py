@@ -63,8 +63,10 @@ def test_how_many_of_asks_for_a_count_and_a_unit_after_how_many_is_no_subject():
 def test_why_did_it_stop_prefers_the_change_that_gives_its_reason():
     question = analyse("수영 강습은 왜 그만뒀어?")
     evidence = _evidence([
-        ("a-p1", "2026-06-14T21:00", "수영 강습은 지난주에 끝났으니 이제 아침엔 요가를 하기로 했다.", 0.55, {"수영", "강습"}),
-        ("b-p0", "2026-06-03T21:00", "수영 강습은 어제가 마지막이었다. 이사하고 회사가 멀어져서 새벽반에 못 간다.", 0.55,
+        ("a-p1", "2026-06-14T21:00",
+         "수영 강습은 지난주에 끝났으니 이제 아침엔 요가를 하기로 했다.", 0.55, {"수영", "강습"}),
+        ("b-p0", "2026-06-03T21:00",
+         "수영 강습은 어제가 마지막이었다. 이사하고 회사가 멀어져서 새벽반에 못 간다.", 0.55,
          {"수영", "강습"})])
     text, cited = ja.answer_why(question, evidence)
     assert cited == ["b-p0"] and "멀어져서" in text
@@ -86,7 +88,8 @@ def test_a_plan_gives_way_to_its_months_passage_sharing_one_word_when_it_scores_
     evidence = _evidence([
         ("a-p0", "2026-07-09T21:00", "The owner finally promised a new kiln in September, ordered after summer.", 0.44,
          {"new", "kiln"}),
-        ("b-p0", "2026-09-09T21:00", "사흘 전 일요일, 공방 쉬는 날에 새 가마(kiln)가 들어왔다. 설치는 오전 내내 걸렸다.",
+        ("b-p0", "2026-09-09T21:00",
+         "사흘 전 일요일, 공방 쉬는 날에 새 가마(kiln)가 들어왔다. 설치는 오전 내내 걸렸다.",
          0.53, {"kiln", "installed"})])
     evidence[1].cosine = 0.84  # scores within WHEN_WIDE of the plan
     text, cited = ja.answer_when(question, evidence)
@@ -116,7 +119,8 @@ def test_a_phone_call_gives_no_name_but_a_quoted_name_does():
 def test_a_price_is_declined_only_when_no_passage_naming_the_subject_in_its_language_writes_one():
     declined = analyse("예식장이 가람이한테 얼마나 할인해줬어?")
     evidence = _evidence([
-        ("a-p0", "2026-06-28T21:00", "가람이 결혼식 예식장 답사를 같이 갔다. 유성에 있는 곳이다.", 0.8, {"예식장", "가람이"}),
+        ("a-p0", "2026-06-28T21:00",
+         "가람이 결혼식 예식장 답사를 같이 갔다. 유성에 있는 곳이다.", 0.8, {"예식장", "가람이"}),
         ("b-p0", "2026-10-27T21:00", "이번 달 가계부. 카풀 기름값 10만 원, 가람이 축의금.", 0.2, {"가람이"})])
     assert "amount" in ja.decline_reason(declined, evidence)
     answered = analyse("How much did I sell my bike for?")
@@ -125,3 +129,39 @@ def test_a_price_is_declined_only_when_no_passage_naming_the_subject_in_its_lang
         ("b-p1", "2026-07-03T21:00", "자전거는 결국 중고 거래로 10만 원에 팔았다.", 0.49, {"sell"})])
     # the Korean passage names all that has a Korean word among the notes ("bike" has none here)
     assert ja.decline_reason(answered, evidence) == ""
+
+
+def test_a_number_of_things_asked_for_is_a_list():
+    assert kind_of("토리가 다닌 미용실 두 곳은 어디야?") == "list"
+    assert kind_of("What were the two hospitals?") == "list"
+    assert kind_of("How have I learned Japanese?") == "list"
+    assert kind_of("사과 두 개 먹었어?") == "plain"  # a number in a yes/no question asks for nothing
+
+
+def test_when_reads_the_passage_that_dates_the_event_over_an_undated_mention():
+    # an English question over Korean passages: "take" and "written" have no Korean word among the notes,
+    # which makes them unknown there, not an event no passage words (that would date the first mention)
+    question = analyse("When did Minho take his written exam?")
+    question.with_alternates({"exam": ["시험"], "minho": ["민호"]})
+    evidence = _evidence([
+        ("a-p0", "2026-01-15T21:00", "민호가 전화해서 시험 원서비 얘기를 했다. 올해가 세 번째 도전이다.", 0.43,
+         {"exam", "minho"}),
+        ("b-p0", "2026-03-22T21:00",
+         "민호는 시험이 3주도 안 남았다. 요즘은 전화해도 금방 끊는다.", 0.43, {"exam", "minho"}),
+        ("c-p0", "2026-04-12T21:00",
+         "어제 민호 필기시험. 아침 8시에 들어간다고 문자가 왔다.", 0.43, {"exam", "minho"})])
+    for item, cosine in zip(evidence, (0.834, 0.817, 0.815)):
+        item.cosine = cosine
+    text, cited = ja.answer_when(question, evidence)
+    assert cited == ["c-p0"] and text.startswith("2026-04-11"), text
+
+
+def test_a_list_quotes_a_sentence_two_passages_share_once():
+    question = analyse("가마에서 금이 간 작품 두 개는 뭐였어?")
+    shared = "금 간 첫 그릇은 버릴까 하다가 다시 상자에 넣었다."
+    evidence = _evidence([
+        ("a-p3", "2026-05-13T21:00", shared, 0.6, {"금", "작품"}),
+        ("a-p2", "2026-05-13T21:00", shared + " 버리는 건 어려운 일이다.", 0.6, {"금"}),  # read with its neighbour
+        ("b-p0", "2026-03-11T21:00", "첫 그릇이 가마에서 금이 간 채로 나왔다.", 0.6, {"금", "가마"})])
+    text, _cited = ja.answer_list(question, evidence)
+    assert text.count(shared) <= 1, text

@@ -136,8 +136,11 @@ def by_mention(question: Question, evidence: list[Evidence]) -> Evidence | None:
     best = evidence[0]
     same = [e for e in evidence if best.found and e.found >= best.found]
     found = set().union(*(e.found for e in same))  # an event word elsewhere ("Slowly back.") is not this one
-    if not same or not [t for t in question.terms if t not in found and t not in GENERIC]:
+    missing = [t for t in question.terms if t not in found and t not in GENERIC]
+    if not same or not missing:
         return None
+    if other_language(question, best.note) and not any(question.alternates.get(t) for t in missing):
+        return None  # words with no translation among the notes are unknown there, not absent
     if _ENDING.search(question.text):
         return max(same, key=lambda e: e.note.at)
     return min(same, key=lambda e: e.note.at)
@@ -152,6 +155,8 @@ def answer_when(question: Question, evidence: list[Evidence]) -> tuple[str, list
     chosen = by_mention(question, evidence) if planned is evidence else None
     evidence = planned
     candidates = [chosen] if chosen else on_subject(evidence, WHEN_SHARE)[:3]
+    if not chosen and all(d.isoformat() == day(candidates[0].note) for _, d in note_dates(candidates[0].note)):
+        candidates += dated_telling(question, evidence)
     evidence = [chosen] + [e for e in evidence if e is not chosen] if chosen else evidence
     for item in candidates:
         sentence = best_sentence(item.note, spelled(question))
@@ -163,6 +168,15 @@ def answer_when(question: Question, evidence: list[Evidence]) -> tuple[str, list
             return f"{dated[0].isoformat()} — {whole(item.note, NOTE_CHARS - 14)}", [item.note.id]
     best = evidence[0].note
     return f"{day(best)} — {clip(' '.join(best.content.split()), NOTE_CHARS - 14)}", [best.id]
+
+
+def dated_telling(question: Question, evidence: list[Evidence]) -> list[Evidence]:
+    """When the best passage dates nothing but its own day, the passages on its subject (all of its words, within
+    `WHEN_WIDE`) that tell the event and date it to one past day ("어제 … 시험을 봤다"): a written date
+    outweighs the day a passage that only mentions the subject was written."""
+    best = evidence[0]
+    return [e for e in on_subject(evidence, WHEN_WIDE)[1:] if e.found >= best.found
+            and not _SUPPOSED.search(best_sentence(e.note, spelled(question))) and event_day(e.note) < day(e.note)]
 
 
 def happened_first(question: Question, evidence: list[Evidence]) -> list[Evidence]:
@@ -285,6 +299,8 @@ def answer_list(question: Question, evidence: list[Evidence]) -> tuple[str, list
     chosen = [e for e in evidence if top and e.words >= LIST_SHARE * top] or evidence[:1]
     if question.kind == "count":
         chosen = occasions(question, evidence, chosen)
+    else:  # a sentence two passages share (a passage is read with its neighbour) is quoted once
+        chosen = list({best_sentence(e.note, spelled(question)): e for e in reversed(chosen)}.values())[::-1]
     total = len(chosen)
     chosen = sorted(chosen[:LIST_SHOWN], key=lambda e: e.note.at)
     text = "; ".join(quote(e.note, spelled(question)) for e in chosen)
