@@ -59,12 +59,12 @@ NOTE_CHARS = 200  # an answer quotes one entry, clipped
 # Words that name no subject of their own: a question about "my cat's name" is about the cat.
 GENERIC = {"name", "called", "call", "go", "eat", "start", "started", "lessons", "lesson", "buy", "bought",
            "이름", "가", "먹", "시작", "샀", "했", "해", "번", "주", "thing", "things", "much", "kind"}
-# -아서/-어서 and its contracted forms ("멀어져서", "추워서", "와서") give a reason, as 때문/니까 do
+# -아서/-어서 and its contracted forms ("바빠져서", "추워서", "와서") give a reason, as 때문/니까 do
 _REASON = re.compile(r"때문|라서|해서|아서|어서|[져워와봐줘돼겨쳐셔려]서|니까|위해|덕분"
                      r"|\b(because|since|so that|as|due to|for)\b", re.I)
 _NAME = re.compile(r"이름|\b(name|named|called)\b", re.I)  # "what is X's name?" and a note that gives one
 # ... or writes one in quotes: "동네 빵집 '밀밭'은", "a shop called “Crumb”"
-# ("called" after a person is a phone call: "I called Mom")
+# ("called" after a person is a phone call: "we called Dad")
 _GIVES_NAME = re.compile(r"이름|\b(name|named)\b|(?<!\bI )(?<!\bhe )(?<!\bshe )(?<!\bwe )(?<!\bthey )\bcalled\b"
                          r"|['‘\"“][^'’\"”\s]{2,20}['’\"”]|[『「][^』」]{1,30}[』」]", re.I)
 _PRONOUN = re.compile(r"\b(she|he|her|him|they|them)\b|그녀|그는|그가|걔", re.I)
@@ -172,7 +172,7 @@ def answer_when(question: Question, evidence: list[Evidence]) -> tuple[str, list
 
 def dated_telling(question: Question, evidence: list[Evidence]) -> list[Evidence]:
     """When the best passage dates nothing but its own day, the passages on its subject (all of its words, within
-    `WHEN_WIDE`) that tell the event and date it to one past day ("어제 … 시험을 봤다"): a written date
+    `WHEN_WIDE`) that tell the event and date it to one past day ("어제 … 면접을 봤다"): a written date
     outweighs the day a passage that only mentions the subject was written."""
     best = evidence[0]
     return [e for e in on_subject(evidence, WHEN_WIDE)[1:] if e.found >= best.found
@@ -299,7 +299,9 @@ def answer_list(question: Question, evidence: list[Evidence]) -> tuple[str, list
     chosen = [e for e in evidence if top and e.words >= LIST_SHARE * top] or evidence[:1]
     if question.kind == "count":
         chosen = occasions(question, evidence, chosen)
-    else:  # a sentence two passages share (a passage is read with its neighbour) is quoted once
+    else:  # passages naming the subject themselves; a sentence two share (read with a neighbour) once
+        names_subject = tells_subject(question, evidence)
+        chosen = [e for e in chosen if names_subject(e)] or chosen
         chosen = list({best_sentence(e.note, spelled(question)): e for e in reversed(chosen)}.values())[::-1]
     total = len(chosen)
     chosen = sorted(chosen[:LIST_SHOWN], key=lambda e: e.note.at)
@@ -312,12 +314,15 @@ def answer_list(question: Question, evidence: list[Evidence]) -> tuple[str, list
 def occasions(question: Question, evidence: list[Evidence], chosen: list[Evidence]) -> list[Evidence]:
     """For "how many times did I …": the passages that tell a time it happened, each occasion once. A
     passage counts only when it names the subject itself (`tells_subject`: its entry's other passages lend
-    it words for ranking, not an occasion); plans and "못 했다"/"next time" sentences
+    it words for ranking, not an occasion); plans and "못 갔다"/"next time" sentences
     are no time it happened; an undated passage is the time its entry's one dated day tells (`occasion`)."""
     names_subject = tells_subject(question, evidence)
     own = [e for e in chosen if names_subject(e)] or chosen
     own = [e for e in own if not planned_month(e.note) and not planned(e.note)] or own
-    own = [e for e in own if not _NOT_HAPPENED.search(best_sentence(e.note, spelled(question)))] or own
+    # the sentence with the passage's rarest term tells what happened to the subject ("우산은 샀다. 비 오는 날
+    # 등산은 못 갔다", asked about hiking)
+    own = [e for e in own if not _NOT_HAPPENED.search(rarest_sentence(e.note, question, evidence)
+                                                      or best_sentence(e.note, spelled(question)))] or own
     days: dict[str, set[str]] = {}
     for item in own:
         days.setdefault(entry_id_of(item.note.id), set()).add(event_day(item.note))
@@ -330,7 +335,7 @@ def occasions(question: Question, evidence: list[Evidence], chosen: list[Evidenc
 def tells_subject(question: Question, evidence: list[Evidence]) -> Callable[[Evidence], bool]:
     """Whether a passage names the subject itself: at least `COUNT_SHARE` of what the best passage in its
     language names, and that passage's rarest term (a Korean passage is measured against the Korean ones:
-    "visited" may have no Korean word among the notes where the names have one)."""
+    "hiked" may have no Korean word among the notes where the names have one)."""
     tops = own_tops(question, evidence)
     rare = {other: rarest_term(same[0].note, same) for other in (False, True)
             if (same := [e for e in evidence if other_language(question, e.note) == other])}
