@@ -165,3 +165,25 @@ def test_a_list_quotes_a_sentence_two_passages_share_once():
         ("b-p0", "2026-03-11T21:00", "첫 그릇이 가마에서 금이 간 채로 나왔다.", 0.6, {"금", "가마"})])
     text, _cited = ja.answer_list(question, evidence)
     assert text.count(shared) <= 1, text
+
+
+def test_a_count_reads_the_sentence_with_the_subjects_rarest_word_for_what_did_not_happen():
+    question = analyse("킥보드 배터리는 몇 번 갈았어?")
+    subject = {"킥보드", "배터리"}
+    evidence = _evidence([
+        ("a-p0", "2026-02-03T21:00", "어제 출근길에 킥보드 배터리를 갈았다. 가게에서 삼십 분 걸렸다.", 1.0, subject),
+        ("b-p1", "2026-07-03T21:00", "킥보드는 결국 중고로 넘겼다. 배터리 교체비도 못 건졌다.", 1.0, subject),
+        ("c-p0", "2026-04-08T21:00", "킥보드 배터리를 또 갈았다. 이번엔 정품으로.", 1.0, subject)])
+    text, cited = ja.answer_list(question, evidence)
+    assert text.startswith("2번") and "b-p1" not in cited, text
+
+
+def test_a_list_leaves_out_passages_its_entry_lends_the_subject():
+    question = analyse("토리가 다닌 미용실 두 곳은 어디야?")
+    evidence = _evidence([
+        ("a-p1", "2026-01-15T21:00", "토리 미용. 별빛미용실 원장님이 발톱도 잘라주셨다.", 0.9, {"토리", "미용실"}),
+        ("a-p0", "2026-01-15T21:00", "토리랑 공원을 두 바퀴 돌았다.", 0.6, {"토리"}),
+        ("b-p0", "2026-07-19T21:00", "별빛미용실은 너무 멀어서 동네 구름미용실로 바꿨다.", 0.5, {"미용실"})],
+        own=[0.9, 0.3, 0.6])
+    text, cited = ja.answer_list(question, evidence)
+    assert cited == ["a-p1", "b-p0"], text
