@@ -4,18 +4,22 @@ The bundled 0.5B model garbled journal answers even when search had found the ri
 for "what now?", today's date for "when?", a name from an unrelated note instead of "not recorded").
 Here the answer is copied from the notes, chosen by what the question asks (questions.py):
 
-- **now**: among the notes on the subject (within `NOW_SHARE` of the best evidence), the newest, or a
-  later note that says that value changed ("Moved Onbiseo from Heroku to Fly.io"; the first value is
-  the one beside the question's rarest term); for "my …", not a sentence about someone else ("she");
+- **now**: among the notes on the subject (within `NOW_SHARE` of the best evidence, holding the best
+  note's rarest question term), the newest, or a later note that says that value changed ("Moved Onbiseo
+  from Heroku to Fly.io"; the first value is the one beside the question's rarest term); for "my …",
+  not a sentence about someone else ("she");
 - **when**: the date of the note holding the event, or a date written in it made absolute from the
   note's timestamp ("3월 4일" in a February note, "어제" in a note of 29 August, "둘째 날" = the day
-  before), as 2026-03-04; a plan for a later month ("signed up for the race in October") gives way to
-  that month's note on it; an event no note words ("adopt") is dated by the first note naming its subject;
-- **how many <unit>**: the near-best note writing a number with that unit ("six weeks", "120명");
+  before), as 2026-03-04; a near passage that dates the event outweighs a best one that dates nothing;
+  a plan for a later month ("signed up for the race in October") gives way to that month's note on it;
+  an event no note words ("adopt") is dated by the first note naming its subject;
+- **how many <unit>**: the near-best note writing a number with that unit ("six weeks", "120명"), the
+  one naming most of the question first;
 - **why**: the whole best note (a journal entry is short; its reason is usually the next clause), the
-  one recording the change for "why did X stop/move";
-- **count / list**: the distinct notes on the subject, oldest first, with their dates (a count leaves
-  out plans);
+  one recording the change for "why did X stop/move" (one that also gives a reason first);
+- **count / list**: the distinct passages that name the subject themselves (each language against its
+  own best: `tells_subject`), oldest first, with their dates; a count counts occasions: plans and what
+  did not happen left out, each day once, an undated passage on its entry's one dated day;
 - **multi**: each part answered on its own; "she/he" in a later part is whom the previous answer names;
 - **plain**: the best note's best sentence.
 Every answer carries the note's date. A question whose key terms appear in none of the retrieved notes
