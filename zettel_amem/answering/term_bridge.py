@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from functools import lru_cache
 
 import numpy as np
 
@@ -149,28 +150,42 @@ def name_spellings(terms: list[str], notes: list[Note]) -> dict[str, list[str]]:
     "준호" (romanised and `loose`d alike; three letters at least, so short syllables do not collide), and
     a name as it sounds ("루카스" -> "lucas", "gyejoksan" -> "계족산": `sound_key`, four letters at least,
     only capitalised Latin words, so a Korean word does not meet an English one)."""
-    latin: dict[str, set[str]] = {}
-    hangul: dict[str, set[str]] = {}
-    for note in notes:
-        for word in re.findall(r"[A-Za-z]{3,}", note.content):
-            latin.setdefault(loose(word), set()).add(word.lower())
-            if word[0].isupper() and len(sound_key(word)) >= SOUND_LETTERS:
-                latin.setdefault(f"~{sound_key(word)}", set()).add(word.lower())
-        for word in re.findall(r"[\uac00-\ud7a3]{2,}", note.content):
-            stem = korean_stem(word)
-            for key in {loose(romanise(stem)), loanword(loose(romanise(stem))), f"~{sound_key(stem)}"}:
-                hangul.setdefault(key, set()).add(stem)
-    out: dict[str, list[str]] = {}
+    wanted: dict[str, str] = {}  # a key a note's word may have -> the term it spells
     for term in terms:
         sound = f"~{sound_key(term)}" if len(sound_key(term)) >= SOUND_LETTERS else ""
         if is_korean(term):
             key = loose(romanise(korean_stem(term)))
-            found = latin.get(key, set()) | latin.get(loanword(key), set()) | latin.get(sound, set())
+            keys = [key, loanword(key), sound]
         else:
-            found = (hangul.get(loose(term), set()) | hangul.get(sound, set())) if len(term) >= 3 else set()
-        if found:
-            out[term] = sorted(found)
-    return out
+            keys = [loose(term), sound] if len(term) >= 3 else []
+        wanted.update({k: term for k in keys if k and k not in wanted})
+    found: dict[str, set[str]] = {}
+    for note in notes:
+        for word in re.findall(r"[A-Za-z]{3,}", note.content):
+            for key in _latin_keys(word):
+                if key in wanted and is_korean(wanted[key]):
+                    found.setdefault(wanted[key], set()).add(word.lower())
+        for word in re.findall(r"[\uac00-\ud7a3]{2,}", note.content):
+            stem, keys = _hangul_keys(word)
+            for key in keys:
+                if key in wanted and not is_korean(wanted[key]):
+                    found.setdefault(wanted[key], set()).add(stem)
+    return {t: sorted(found[t]) for t in terms if t in found}
+
+
+@lru_cache(maxsize=1 << 16)
+def _latin_keys(word: str) -> tuple[str, ...]:
+    """A Latin word's keys: its `loose` spelling and, capitalised (a name), its sound."""
+    sound = sound_key(word) if word[0].isupper() else ""
+    return (loose(word), f"~{sound}") if len(sound) >= SOUND_LETTERS else (loose(word),)
+
+
+@lru_cache(maxsize=1 << 16)
+def _hangul_keys(word: str) -> tuple[str, tuple[str, ...]]:
+    """A Hangul word's stem and its keys: romanised and `loose`d, as a loanword's Latin, and its sound."""
+    stem = korean_stem(word)
+    roman = loose(romanise(stem))
+    return stem, (roman, loanword(roman), f"~{sound_key(stem)}")
 
 
 def search_terms(question: str, notes: list[Note], embed: Embed) -> list[str]:
