@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 from sample import add_dated, ask_through
 
+from zettel_amem.answering import counting
 from zettel_amem.answering import journal_answer as ja
 from zettel_amem.answering.evidence import Evidence
 from zettel_amem.answering.questions import analyse, kind_of
@@ -163,7 +164,7 @@ def test_a_list_quotes_a_sentence_two_passages_share_once():
         ("a-p3", "2026-05-13T21:00", shared, 0.6, {"금", "작품"}),
         ("a-p2", "2026-05-13T21:00", shared + " 버리는 건 어려운 일이다.", 0.6, {"금"}),  # read with its neighbour
         ("b-p0", "2026-03-11T21:00", "첫 그릇이 가마에서 금이 간 채로 나왔다.", 0.6, {"금", "가마"})])
-    text, _cited = ja.answer_list(question, evidence)
+    text, _cited = counting.answer_list(question, evidence)
     assert text.count(shared) <= 1, text
 
 
@@ -174,7 +175,7 @@ def test_a_count_reads_the_sentence_with_the_subjects_rarest_word_for_what_did_n
         ("a-p0", "2026-02-03T21:00", "어제 출근길에 킥보드 배터리를 갈았다. 가게에서 삼십 분 걸렸다.", 1.0, subject),
         ("b-p1", "2026-07-03T21:00", "킥보드는 결국 중고로 넘겼다. 배터리 교체비도 못 건졌다.", 1.0, subject),
         ("c-p0", "2026-04-08T21:00", "킥보드 배터리를 또 갈았다. 이번엔 정품으로.", 1.0, subject)])
-    text, cited = ja.answer_list(question, evidence)
+    text, cited = counting.answer_list(question, evidence)
     assert text.startswith("2번") and "b-p1" not in cited, text
 
 
@@ -185,5 +186,5 @@ def test_a_list_leaves_out_passages_its_entry_lends_the_subject():
         ("a-p0", "2026-01-15T21:00", "토리랑 공원을 두 바퀴 돌았다.", 0.6, {"토리"}),
         ("b-p0", "2026-07-19T21:00", "별빛미용실은 너무 멀어서 동네 구름미용실로 바꿨다.", 0.5, {"미용실"})],
         own=[0.9, 0.3, 0.6])
-    text, cited = ja.answer_list(question, evidence)
+    text, cited = counting.answer_list(question, evidence)
     assert cited == ["a-p1", "b-p0"], text

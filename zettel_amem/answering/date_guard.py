@@ -103,7 +103,7 @@ def guard(answer: str, notes: list[Note], question: str) -> tuple[str, list[str]
 
 def told_day(note: Note) -> date | None:
     """The day a note dates what it tells: the one day its words give ("yesterday" in a turn of 8 May:
-    7 May), written or relative, else the day it was written. (journal_answer.event_day is the passage
+    7 May), written or relative, else the day it was written. (reading.event_day is the passage
     version: relative dates only, plans left out.)"""
     days = {d for _, d in note_dates(note)}
     if len(days) == 1:

@@ -17,9 +17,8 @@ Here the answer is copied from the notes, chosen by what the question asks (ques
   one naming most of the question first;
 - **why**: the whole best note (a journal entry is short; its reason is usually the next clause), the
   one recording the change for "why did X stop/move" (one that also gives a reason first);
-- **count / list**: the distinct passages that name the subject themselves (each language against its
-  own best: `tells_subject`), oldest first, with their dates; a count counts occasions: plans and what
-  did not happen left out, each day once, an undated passage on its entry's one dated day;
+- **count / list**: the passages that name the subject themselves, oldest first, with their dates; a
+  count counts occasions (counting.py);
 - **multi**: each part answered on its own; "she/he" in a later part is whom the previous answer names;
 - **plain**: the best note's best sentence.
 Every answer carries the note's date. A question whose key terms appear in none of the retrieved notes
@@ -38,15 +37,28 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..core.date_mentions import date_mentions
 from ..core.models import Note
-from ..core.passages import entry_id_of
-from ..core.text import CHANGE_CUE, clip, sentences
+from ..core.text import CHANGE_CUE, clip
 from ..core.words import korean_stem, subject_terms
+from .counting import answer_list, own_tops
 from .date_guard import guard, note_dates
 from .evidence import Cosines, Evidence, best_sentence, forms, has_term, mentions, rank
 from .questions import Question, analyse
 from .reader import Reader
+from .reading import (
+    NOTE_CHARS,
+    day,
+    event_day,
+    korean,
+    on_subject,
+    other_language,
+    planned_month,
+    quote,
+    rarest_sentence,
+    rarest_term,
+    spelled,
+    whole,
+)
 
 NOW_SHARE = 0.9  # notes scoring within this share of the best are "on the subject" for now/count/list
 # ... and for "now", also every note with all the best note's subject words down to this share (the
@@ -55,11 +67,7 @@ NOW_WIDE = 0.7
 WHEN_SHARE = 0.9  # for "when": a near-best note that writes a date wins over the best without one
 WHEN_WIDE = 0.6  # ... and a note telling the event, from this far down, over a best one that only plans it
 WHY_SHARE = 0.8
-LIST_SHARE = 0.4  # list/count: notes with at least this share of the best note's subject words
-COUNT_SHARE = 0.6  # a time it happened names (itself) at least this share of what the best passage names
-LIST_SHOWN = 8  # a list or count quotes at most this many passages (a count still counts them all)
 DECLINE_COSINE = 0.86  # decline below this best cosine when no key term is found (tuned: tune split)
-NOTE_CHARS = 200  # an answer quotes one entry, clipped
 # Words that name no subject of their own: a question about "my cat's name" is about the cat.
 GENERIC = {"name", "called", "call", "go", "eat", "start", "started", "lessons", "lesson", "buy", "bought",
            "이름", "가", "먹", "시작", "샀", "했", "해", "번", "주", "thing", "things", "much", "kind"}
@@ -80,14 +88,8 @@ RARE_IN = 3  # a word in at most this many retrieved notes is a value, not the s
 _CHANGE = CHANGE_CUE
 _CHANGE_ASKED = re.compile(r"그만|옮|바꾸|바뀌|끊|떠나|\b(stop|stopped|quit|leave|left|move|moved|switch|replace)",
                            re.I)
-# A sentence that says the thing did not happen, or is still to come, is no time it happened (counts):
-# "수영을 못 했다", "하지 않았다", "couldn't", "다음 모임은 같이 가자고", "next time", "will".
-_NOT_HAPPENED = re.compile(r"(?<![가-힣])못\s?[가-힣]|(?<![가-힣])안\s?[했하갔가봤]|지\s?(않|못)[았했]|수\s?없었"
-                           r"|(^|\s)다음\s?(번|주|달)?\s?\S|예정|\b(not|never|no longer|next|will|going to)\b|n't\b",
-                           re.I)
 # A sentence that plans or supposes ("하기로 했다", "회사를 옮기면", "if", "decided to", "will"), not tells.
 _SUPPOSED = re.compile(r"기로\s?했|(?<=[가-힣])면\s|려고|\b(if|will|plan(?:s|ned)? to|going to|decided to)\b", re.I)
-_MONTHS = ("january february march april may june july august september october november december").split()
 _UNDECIDED = re.compile(r"아직 정한 건 없|아직 답은 안|고민 중|정하지 않|\b(nothing is decided|not decided|"
                         r"hasn't happened|haven't decided|keep postponing)\b", re.I)
 
@@ -104,33 +106,6 @@ class JournalReply:
     cited: list[str] = field(default_factory=list)
     mode: str = "extractive"
     reason: str = ""
-
-
-def korean(question: Question) -> bool:
-    return question.language == "Korean"
-
-
-def day(note: Note) -> str:
-    return note.at[:10]
-
-
-def whole(note: Note, limit: int = NOTE_CHARS) -> str:
-    """A journal entry is short: the whole of it (clipped), with its day."""
-    return f"{clip(' '.join(note.content.split()), limit)} ({day(note)})"
-
-
-def quote(note: Note, terms: list[str], prefer: re.Pattern[str] | None = None) -> str:
-    return f"{best_sentence(note, terms, prefer)} ({day(note)})"
-
-
-def spelled(question: Question) -> list[str]:
-    """The question's terms with their translations (for picking a note's sentence)."""
-    return [s for t in question.terms for s in question.spellings(t)]
-
-
-def on_subject(evidence: list[Evidence], share: float) -> list[Evidence]:
-    """The notes whose score is within `share` of the best one's (the best included)."""
-    return [e for e in evidence if evidence and e.score >= share * evidence[0].score]
 
 
 def by_mention(question: Question, evidence: list[Evidence]) -> Evidence | None:
@@ -279,116 +254,6 @@ def superseded(note: Note, question: Question, evidence: list[Evidence]) -> Note
         note = max(later, key=lambda n: n.at)
         values = distinctive(note, notes, question)
     return note
-
-
-def rarest_term(note: Note, evidence: list[Evidence]) -> str:
-    """The note's question term that the fewest retrieved notes hold ("" if it holds none)."""
-    found = next((e.found for e in evidence if e.note.id == note.id), set())
-    return min(sorted(found), key=lambda t: sum(t in e.found for e in evidence)) if found else ""
-
-
-def rarest_sentence(note: Note, question: Question, evidence: list[Evidence]) -> str:
-    """The note's sentence holding the question term that the fewest notes hold ("" if none does)."""
-    rarest = rarest_term(note, evidence)
-    if not rarest:
-        return ""
-    pieces = [s for s in sentences(note.content) if s.strip()]
-    return next((s for s in pieces if mentions(question, rarest, forms(s))), "")
-
-
-def answer_list(question: Question, evidence: list[Evidence]) -> tuple[str, list[str]]:
-    """Every note on the subject, oldest first; for "how many times", the times it happened
-    (`occasions`), their number first."""
-    top = evidence[0].words
-    chosen = [e for e in evidence if top and e.words >= LIST_SHARE * top] or evidence[:1]
-    if question.kind == "count":
-        chosen = occasions(question, evidence, chosen)
-    else:  # passages naming the subject themselves; a sentence two share (read with a neighbour) once
-        names_subject = tells_subject(question, evidence)
-        chosen = [e for e in chosen if names_subject(e)] or chosen
-        chosen = list({best_sentence(e.note, spelled(question)): e for e in reversed(chosen)}.values())[::-1]
-    total = len(chosen)
-    chosen = sorted(chosen[:LIST_SHOWN], key=lambda e: e.note.at)
-    text = "; ".join(quote(e.note, spelled(question)) for e in chosen)
-    if question.kind == "count":
-        text = (f"{total}번: " if korean(question) else f"{total} time{'s' if total != 1 else ''}: ") + text
-    return text, [e.note.id for e in chosen]
-
-
-def occasions(question: Question, evidence: list[Evidence], chosen: list[Evidence]) -> list[Evidence]:
-    """For "how many times did I …": the passages that tell a time it happened, each occasion once. A
-    passage counts only when it names the subject itself (`tells_subject`: its entry's other passages lend
-    it words for ranking, not an occasion); plans and "못 갔다"/"next time" sentences
-    are no time it happened; an undated passage is the time its entry's one dated day tells (`occasion`)."""
-    names_subject = tells_subject(question, evidence)
-    own = [e for e in chosen if names_subject(e)] or chosen
-    own = [e for e in own if not planned_month(e.note) and not planned(e.note)] or own
-    # the sentence with the passage's rarest term tells what happened to the subject ("우산은 샀다. 비 오는 날
-    # 등산은 못 갔다", asked about hiking)
-    own = [e for e in own if not _NOT_HAPPENED.search(rarest_sentence(e.note, question, evidence)
-                                                      or best_sentence(e.note, spelled(question)))] or own
-    days: dict[str, set[str]] = {}
-    for item in own:
-        days.setdefault(entry_id_of(item.note.id), set()).add(event_day(item.note))
-    first: dict[str, Evidence] = {}
-    for item in own:  # best first, so each occasion keeps its best passage
-        first.setdefault(occasion(item.note, days[entry_id_of(item.note.id)]), item)
-    return list({best_sentence(e.note, spelled(question)): e for e in reversed(first.values())}.values())[::-1]
-
-
-def tells_subject(question: Question, evidence: list[Evidence]) -> Callable[[Evidence], bool]:
-    """Whether a passage names the subject itself: at least `COUNT_SHARE` of what the best passage in its
-    language names, and that passage's rarest term (a Korean passage is measured against the Korean ones:
-    "hiked" may have no Korean word among the notes where the names have one)."""
-    tops = own_tops(question, evidence)
-    rare = {other: rarest_term(same[0].note, same) for other in (False, True)
-            if (same := [e for e in evidence if other_language(question, e.note) == other])}
-
-    def test(item: Evidence) -> bool:
-        other = other_language(question, item.note)
-        return item.own > 0 and item.own >= COUNT_SHARE * tops[other] and (not rare[other] or rare[other] in item.found)
-    return test
-
-
-def own_tops(question: Question, evidence: list[Evidence]) -> dict[bool, float]:
-    """The most of the question a passage names itself, among the passages in the question's language
-    (False) and in the other (True): a passage is measured against its own language's best, since a word
-    may have no translation among the notes where the names have one."""
-    tops = {False: 0.0, True: 0.0}
-    for item in evidence:
-        other = other_language(question, item.note)
-        tops[other] = max(tops[other], item.own)
-    return tops
-
-
-def occasion(note: Note, entry_days: set[str]) -> str:
-    """The day a passage's event happened: its own past day ("어제"), or, for a passage that writes none,
-    the one earlier day its entry's other passages date (the story the entry tells), else the entry's day."""
-    own = event_day(note)
-    earlier = entry_days - {day(note)}
-    return next(iter(earlier)) if own == day(note) and len(earlier) == 1 else own
-
-
-def planned(note: Note) -> bool:
-    """Whether every date the note (a passage) writes lies after the day it was written: a plan."""
-    mentions = date_mentions(note.content, note.at)
-    return bool(mentions) and all(m.plan for m in mentions)
-
-
-def event_day(note: Note) -> str:
-    """The day a passage dates its event: the one past day it writes ("어제"), else the day it was written."""
-    days = {m.start for m in date_mentions(note.content, note.at) if m.start == m.end and not m.plan}
-    return days.pop() if len(days) == 1 else day(note)
-
-
-def planned_month(note: Note) -> int:
-    """The later month a note plans for ("Signed up for the race in October" in February; "10월 대회는
-    나가기로 했다" in April), or 0."""
-    own = int(note.at[5:7]) if note.at[5:7].isdigit() else 13
-    months = [_MONTHS.index(m.lower()) + 1 for m in re.findall(rf"\b(?:in|by|until)\s+({'|'.join(_MONTHS)})\b",
-                                                               note.content, re.I)]
-    months += [int(m) for m in re.findall(r"(?<!\d)(\d{1,2})월(?!\s*\d{1,2}\s*일)", note.content)]
-    return next((m for m in months if own < m <= 12), 0)
 
 
 def fulfilled(evidence: list[Evidence]) -> list[Evidence]:
@@ -608,11 +473,6 @@ def korean_topic(question: Question) -> str:
     match = re.search(r"(?<![가-힣])([가-힣]{2,}?)(?:은|는)(?=\s)", question.text)
     word = match.group(1) if match else ""
     return word if word in question.terms and not word.endswith(("에", "에서", "로")) else ""
-
-
-def other_language(question: Question, note: Note) -> bool:
-    hangul = bool(re.search("[\uac00-\ud7a3]", note.content))
-    return hangul != korean(question)
 
 
 def declined_text(question: Question, reason: str) -> str:
