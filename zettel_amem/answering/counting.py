@@ -1,6 +1,6 @@
 """Lists and counts from a journal (#26, #36): the passages that tell the subject, each occasion once.
 
-"뭐뭐 읽었어?" lists the passages on the subject; "몇 번 했어?" / "how many times" counts the times it happened.
+"뭐뭐 먹었어?" lists the passages on the subject; "몇 번 갔어?" / "how many times" counts the times it happened.
 Both keep only the passages that name the subject themselves (an entry's other passages lend a passage
 words for ranking, not an occasion), each measured against the best passage in its own language. A count
 leaves out plans and sentences saying it did not happen or is still to come, and counts each day once: an

@@ -12,8 +12,8 @@ Here the answer is copied from the notes, chosen by what the question asks (ques
   note's timestamp ("3월 4일" in a February note, "어제" in a note of 29 August, "둘째 날" = the day
   before), as 2026-03-04; a near passage that dates the event outweighs a best one that dates nothing;
   a plan for a later month ("signed up for the race in October") gives way to that month's note on it;
-  an event no note words ("adopt") is dated by the first note naming its subject;
-- **how many <unit>**: the near-best note writing a number with that unit ("six weeks", "120명"), the
+  an event no note words ("enrol") is dated by the first note naming its subject;
+- **how many <unit>**: the near-best note writing a number with that unit ("five days", "35명"), the
   one naming most of the question first;
 - **why**: the whole best note (a journal entry is short; its reason is usually the next clause), the
   one recording the change for "why did X stop/move" (one that also gives a reason first);
@@ -109,7 +109,7 @@ class JournalReply:
 
 
 def by_mention(question: Question, evidence: list[Evidence]) -> Evidence | None:
-    """When a word of the event ("adopt", "get back") is in no note, words cannot find it: the notes
+    """When a word of the event ("enrol", "get back") is in no note, words cannot find it: the notes
     naming what the best one names ("Bori", "Osaka") are its story, and the event is where it entered
     the journal (the earliest), or for an end ("back", "return", "돌아"), where it left it (the latest)."""
     best = evidence[0]
