@@ -110,6 +110,7 @@ def bridge_terms(terms: list[str], question: str, notes: list[Note], embed: Embe
 
 
 def with_names(words: dict[str, list[str]], names: dict[str, list[str]]) -> dict[str, list[str]]:
+    """Each term's translations, then its name spellings, once each."""
     return {t: list(dict.fromkeys(words.get(t, []) + names.get(t, []))) for t in {**words, **names}}
 
 
@@ -148,7 +149,7 @@ def translated(terms: list[str], question: str, notes: list[Note], embed: Embed)
 def name_spellings(terms: list[str], notes: list[Note]) -> dict[str, list[str]]:
     """The question's names as the notes write them in the other script: "하은" -> "haeun", "junho" ->
     "준호" (romanised and `loose`d alike; three letters at least, so short syllables do not collide), and
-    a name as it sounds ("루카스" -> "lucas", "gyejoksan" -> "계족산": `sound_key`, four letters at least,
+    a name as it sounds ("마르코" -> "marco", "seoraksan" -> "설악산": `sound_key`, four letters at least,
     only capitalised Latin words, so a Korean word does not meet an English one)."""
     wanted: dict[str, str] = {}  # a key a note's word may have -> the term it spells
     for term in terms:
