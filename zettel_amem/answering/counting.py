@@ -49,7 +49,7 @@ def answer_list(question: Question, evidence: list[Evidence]) -> tuple[str, list
     else:  # passages naming the subject themselves; a sentence two share (read with a neighbour) once
         names_subject = tells_subject(question, evidence)
         chosen = [e for e in chosen if names_subject(e)] or chosen
-        chosen = list({best_sentence(e.note, spelled(question)): e for e in reversed(chosen)}.values())[::-1]
+        chosen = once_per_sentence(question, chosen)
     total = len(chosen)
     chosen = sorted(chosen[:LIST_SHOWN], key=lambda e: e.note.at)
     text = "; ".join(quote(e.note, spelled(question)) for e in chosen)
@@ -76,7 +76,12 @@ def occasions(question: Question, evidence: list[Evidence], chosen: list[Evidenc
     first: dict[str, Evidence] = {}
     for item in own:  # best first, so each occasion keeps its best passage
         first.setdefault(occasion(item.note, days[entry_id_of(item.note.id)]), item)
-    return list({best_sentence(e.note, spelled(question)): e for e in reversed(first.values())}.values())[::-1]
+    return once_per_sentence(question, list(first.values()))
+
+
+def once_per_sentence(question: Question, evidence: list[Evidence]) -> list[Evidence]:
+    """The passages in order, a later one quoting the same sentence as an earlier one left out."""
+    return list({best_sentence(e.note, spelled(question)): e for e in reversed(evidence)}.values())[::-1]
 
 
 def tells_subject(question: Question, evidence: list[Evidence]) -> Callable[[Evidence], bool]:

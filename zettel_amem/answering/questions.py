@@ -24,7 +24,7 @@ _WHEN = re.compile(r"언제|며칠|몇\s*월|날짜|(?:^|[,;:]\s*|\band\s+)when\
                    r"\b(?:what|which)\s+(?:date|day|month|year)\b", re.I)
 _WHY = re.compile(r"왜|이유|어째서|\b(why|how come|what made|reason)\b", re.I)
 _COUNT = re.compile(r"몇\s*(번|회|차례|군데|권)|\bhow many (times|books|places|cities|of)\b|\bhow often\b", re.I)
-# A list: "뭐뭐", "which databases", and a number of things asked for ("카페 두 곳은", "the two cafés")
+# A list: "뭐뭐", "which cafés", and a number of things asked for ("카페 두 곳은", "the two cafés")
 _LIST = re.compile(r"뭐뭐|누구누구|어디\s*어디|무엇무엇|어떤\s*\S+들|\S+들[을은이]\s"
                    r"|(?<![가-힣])(두|세|네)\s?(곳|개|가지|명|군데)[은는이가을를]"
                    r"|\b(who have been|which \w+s\b|what \w+s have|have i\b.*\?|has \w+ used"

@@ -80,8 +80,8 @@ def event_day(note: Note) -> str:
 
 
 def planned_month(note: Note) -> int:
-    """The later month a note plans for ("Signed up for the race in October" in February; "10월 대회는
-    나가기로 했다" in April), or 0."""
+    """The later month a note plans for ("Booked the ferry for October" in February; "10월 여행은
+    가기로 했다" in April), or 0."""
     own = int(note.at[5:7]) if note.at[5:7].isdigit() else 13
     months = [_MONTHS.index(m.lower()) + 1 for m in re.findall(rf"\b(?:in|by|until)\s+({'|'.join(_MONTHS)})\b",
                                                                note.content, re.I)]
