@@ -66,3 +66,9 @@ def test_when_asks_only_where_a_question_starts():
     # "when he left" is the time of what is asked, not the question
     assert kind_of("What did the choir give Marco when he left?") == questions.PLAIN
     assert kind_of("Who drove me home when the car broke down?") == questions.PLAIN
+
+
+def test_a_plural_who_asks_a_list_and_a_singular_one_does_not():
+    assert kind_of("Who were at Minji's birthday dinner?") == "list"
+    assert kind_of("Who have been my roommates since college?") == "list"
+    assert kind_of("Who is my dentist?") == questions.PLAIN

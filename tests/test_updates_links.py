@@ -138,3 +138,36 @@ def test_a_backup_keeps_the_typed_links(memory, fake_llm, zk, tmp_path, monkeypa
     zk("import", str(backup), check=True)
     shown = zk("show", old.id[:8], "--json", check=True).json()
     assert shown["updated_by"] == [{"passage": old.id, "by": new.id, "on": ["수영장"]}]
+
+
+OLD_PAGE = ("2026-03-02T21:00", "퇴근하고 동생이랑 떡볶이를 먹었다. 매운 걸 먹으니 스트레스가 풀렸다. "
+            "요즘 다니는 수영장은 동네 구민체육센터다. 한 달 4만 원이고 저녁 반이다. "
+            "밤에는 엄마랑 통화했다. 여수는 벌써 따뜻하다고 했다. 주말에는 강아지를 데리고 갑천에 갈 생각이다.")
+NEW_PAGE = ("2026-06-10T21:00", "아침에 비가 와서 버스를 탔다. 회사에서는 분기 보고서를 마무리하느라 오전 내내 "
+            "정신이 없었다. 점심은 팀 사람들이랑 김치찌개를 먹었다. 수영장을 회사 옆 올림픽수영장으로 바꿨다, "
+            "점심시간에 갈 수 있어서. 저녁에는 소파에 누워서 빌려 온 책을 조금 읽다가 일찍 잤다.")
+
+
+def test_search_shows_the_newer_value_right_after_the_passage_it_updates(memory, fake_llm, zk):
+    replaces_first(fake_llm)
+    old, new, _ = add_both(memory, first=OLD_PAGE, second=NEW_PAGE)
+    (record,) = old.updated_by
+    hits = memory.search("구민체육센터 한 달 얼마였지?", 1, budget_tokens=700)  # one hit: the old entry
+    assert hits[0].note.id == old.id and "구민체육센터" in " ".join(p.text for p in hits[0].passages)
+    newer = hits[1]  # at once, before the plain links that come after every direct hit
+    assert (newer.note.id, newer.via, newer.updates) == (new.id, old.id, True)
+    assert [f"{new.id}-p{p.index}" for p in newer.passages] == [record["by"]]
+    assert "올림픽수영장" in newer.passages[0].text
+    shown = zk("search", "구민체육센터 한 달 얼마였지?", "-k", "1", "--json", check=True).json()
+    assert [(r["id"], r["via"], r["updates"]) for r in shown[:2]] == [(old.id, None, False), (new.id, old.id, True)]
+    code, out, _ = zk("search", "구민체육센터 한 달 얼마였지?", "-k", "1")
+    assert code == 0 and f"updates {old.id[:8]}" in out
+
+
+def test_a_hit_on_another_passage_of_the_updated_entry_brings_no_newer_value(memory, fake_llm):
+    replaces_first(fake_llm)
+    old, new, _ = add_both(memory, first=OLD_PAGE, second=NEW_PAGE)
+    hits = memory.search("동생이랑 떡볶이 먹은 날", budget_tokens=700)
+    old_hit = next(h for h in hits if h.note.id == old.id)
+    assert old_hit.passages and all("수영장" not in p.text for p in old_hit.passages)
+    assert not any(h.updates for h in hits)

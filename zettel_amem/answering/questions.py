@@ -2,7 +2,7 @@
 
 - **kind**: "now" (the current state: 지금, 요즘, now, currently), "when" (언제, 며칠, when, what/which + a time unit),
   "why" (왜, 이유, why, how come), "count" (몇 번, how many times), "list" (뭐뭐, 누구누구, "which
-  databases", "who have been"), "multi" (two questions joined: "who … and what …", "…였고 …") or "plain".
+  cafés", "who were there"), "multi" (two questions joined: "who … and what …", "…였고 …") or "plain".
 - **terms**: the subject words, with question words and Korean particles/endings stripped ("데이터베이스를"
   -> "데이터베이스", "이사했어" -> "이사"), for matching evidence by words and deciding "not recorded".
 - **parts**: a multi-part question cut into its questions, each analysed on its own.
@@ -27,7 +27,7 @@ _COUNT = re.compile(r"몇\s*(번|회|차례|군데|권)|\bhow many (times|books|
 # A list: "뭐뭐", "which cafés", and a number of things asked for ("카페 두 곳은", "the two cafés")
 _LIST = re.compile(r"뭐뭐|누구누구|어디\s*어디|무엇무엇|어떤\s*\S+들|\S+들[을은이]\s"
                    r"|(?<![가-힣])(두|세|네)\s?(곳|개|가지|명|군데)[은는이가을를]"
-                   r"|\b(who have been|which \w+s\b|what \w+s have|have i\b.*\?|has \w+ used"
+                   r"|\b(who (have|are|were)\b|which \w+s\b|what \w+s have|have i\b.*\?"
                    r"|the (two|three|four) \w+s\b)", re.I)
 # The question kinds and their cues, in the order `kind_of` tries them: the first match decides, so a
 # question with two cues ("why … now?") takes the earlier row's kind. A new kind is a row here (placed

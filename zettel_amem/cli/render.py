@@ -77,8 +77,8 @@ def hits_table(hits: list[Hit], title: str | None = None) -> None:
     table.add_column("date", style="dim", no_wrap=True)
     table.add_column("note")
     for hit in hits:
-        via = f"[dim]↳ linked from {hit.via[:8]}[/] " if hit.via else ""
-        score = f"{hit.score:.3f}" if not hit.via else "[dim]link[/]"
+        via = f"[dim]↳ {'updates' if hit.updates else 'linked from'} {hit.via[:8]}[/] " if hit.via else ""
+        score = f"{hit.score:.3f}" if not hit.via else f"[dim]{'newer' if hit.updates else 'link'}[/]"
         repeats = f" [dim](+{hit.repeats} with the same words)[/]" if hit.repeats else ""
         text = " … ".join(one_line(p.text) for p in hit.passages) if hit.passages else one_line(hit.note.content, 100)
         table.add_row(escape(hit.note.short_id), score, escape(hit.note.at[:10]), via + escape(text) + repeats)

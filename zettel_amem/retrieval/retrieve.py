@@ -49,13 +49,14 @@ class Hit:
     repeats: int = 0  # lower-ranked notes with the very same words, folded into this hit
     # the passages of a long entry that matched (passage_rank.py), in the entry's order; [] = the whole note
     passages: list[Passage] = field(default_factory=list)
+    updates: bool = False  # an expansion hit that states a newer value of what `via` shows (typed link)
 
     def to_json(self, backlinks: list[str] | None = None, **extra) -> dict:
         matched = [{"index": p.index, "text": p.text, "dates": [d.to_json() for d in p.dates]} for p in self.passages]
         return self.note.to_json(backlinks, score=round(self.score, 4),
                                  similarity=None if self.similarity is None else round(self.similarity, 4),
-                                 via=self.via, repeats=self.repeats, entry_id=self.note.id, passages=matched,
-                                 **extra)
+                                 via=self.via, updates=self.updates, repeats=self.repeats, entry_id=self.note.id,
+                                 passages=matched, **extra)
 
 
 @dataclass
@@ -269,11 +270,14 @@ def render_hit(hit: Hit) -> str:
 
 def expand(hits: list[Hit], neighbours_of: Callable[[Note], list[Note]], budget_tokens: int | None,
            follow_links: bool = True, session_of: Callable[[Note], list[Note]] | None = None,
-           passages_of: Callable[[Note], list[Passage]] | None = None) -> list[Hit]:
+           passages_of: Callable[[Note], list[Passage]] | None = None,
+           newer_of: Callable[[Hit], list[Hit]] | None = None) -> list[Hit]:
     """Each hit in rank order, followed at once by its session turns (`session_of`: the ±2 turns of a chat,
-    the best expansion measured on LoCoMo); after all the hits, each hit's linked notes (`neighbours_of`),
+    the best expansion measured on LoCoMo) and by the passages that update what it shows (`newer_of`: an
+    outdated value is not shown alone); after all the hits, each hit's linked notes (`neighbours_of`),
     which never displace a direct hit. Every note once; stop at the budget. A neighbour that is itself a
-    hit keeps its own place and score; a long neighbour brings only `passages_of` it."""
+    hit keeps its own place and score; a long neighbour brings only `passages_of` it, unless its hit names
+    its passages already."""
     out: list[Hit] = []
     seen: set[str] = set()
     used = 0
@@ -282,7 +286,7 @@ def expand(hits: list[Hit], neighbours_of: Callable[[Note], list[Note]], budget_
         nonlocal used
         if hit.note.id in seen:
             return True
-        if hit.via is not None and passages_of is not None:
+        if hit.via is not None and passages_of is not None and not hit.passages:
             hit.passages = passages_of(hit.note)
         cost = estimate_tokens(render_hit(hit)) if budget_tokens is not None else 0  # no budget: free
         if budget_tokens is not None and out and used + cost > budget_tokens:
@@ -298,6 +302,8 @@ def expand(hits: list[Hit], neighbours_of: Callable[[Note], list[Note]], budget_
             direct.append(hit)
             for turn in session_of(hit.note) if session_of else []:
                 take(Hit(turn, 0.0, via=hit.note.id))
+            for newer in newer_of(hit) if newer_of else []:
+                take(newer)
     if follow_links:
         for hit in direct:
             for neighbour in neighbours_of(hit.note):

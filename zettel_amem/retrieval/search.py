@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from ..core.errors import InvalidInput
 from ..core.models import Note, Scope
+from ..core.passages import entry_id_of, passage_id
 from ..core.text import is_trivial, keyword_terms, name_candidates, tag_key
 from .passage_rank import best_passages, by_language, passage_signals
 from .retrieve import Hit, Signal, bm25_ranked, expand, fold_repeats, fuse_signals, smooth_by_session
@@ -256,5 +257,31 @@ class Searcher:
         def session(note: Note) -> list[Note]:
             return [n for n in windows.get(note.id, []) if tag is None or has_tag(n, tag)]
 
+        newer = self.newer_values(hits, found, tag) if follow_links else {}
         return expand(hits, linked, budget_tokens, follow_links, session_of=session,
-                      passages_of=lambda note: best_passages(note.passages or [], query))
+                      passages_of=lambda note: best_passages(note.passages or [], query),
+                      newer_of=lambda hit: newer.get(hit.note.id, []))
+
+    def newer_values(self, hits: list[Hit], found: dict[str, Note], tag: str | None) -> dict[str, list[Hit]]:
+        """Hit id -> the passages that update a passage the hit shows (typed *updates* links recorded at
+        write time, amem/supersede.py), as expansion hits: a "now" question meets the newer value even when
+        its words rank low. One more read, only when a hit has such a link. One step: a newer value that is
+        itself updated shows its own note's mark (`[updated later by …]`)."""
+        def shown(hit: Hit, unit_id: str) -> bool:
+            return not hit.passages or unit_id in {passage_id(hit.note.id, p.index) for p in hit.passages}
+
+        direct = {h.note.id for h in hits}  # a newer value that is a hit itself keeps its own place
+        records = {h.note.id: [e["by"] for e in h.note.updated_by
+                               if shown(h, e["passage"]) and entry_id_of(e["by"]) not in direct] for h in hits}
+        missing = sorted({entry_id_of(by) for ids in records.values() for by in ids} - found.keys())
+        if missing:
+            found = {**found, **self.parts.store.get_many(missing)}
+        out: dict[str, list[Hit]] = {}
+        for hit_id, ids in records.items():
+            for by in dict.fromkeys(ids):
+                note = found.get(entry_id_of(by))
+                if note is None or (tag is not None and not has_tag(note, tag)):
+                    continue
+                passages = [p for p in note.passages or [] if passage_id(note.id, p.index) == by]
+                out.setdefault(hit_id, []).append(Hit(note, 0.0, via=hit_id, passages=passages, updates=True))
+        return out
