@@ -61,6 +61,17 @@ def test_a_change_word_records_it_without_the_model_even_below_the_link_threshol
     assert result.updates == [old.id] and old.updated_by == [{"passage": old.id, "by": new.id, "on": ["수영장"]}]
 
 
+def test_on_a_page_the_models_word_alone_records_nothing(memory, fake_llm):
+    """A page shares words with many pages; the model naming one it "replaces" is not enough there."""
+    replaces_first(fake_llm)
+    page = ("수영장 물이 오늘따라 차가워서 20분만 했다. 샤워실에 사람이 많아서 한참 기다렸다.\n\n"
+            "퇴근길에 서점에 들러 요리책을 한 권 샀다. 주말에 파스타를 만들어 볼 생각이다.\n\n"
+            "동생이 다음 달에 이사를 도와 달라고 연락했다.")
+    old, new, result = add_both(memory, second=(NEW[0], page))
+    assert len(new.passages) >= 3 and old.id in new.links  # linked, as the model said
+    assert result.updates == [] and old.updated_by == []
+
+
 def test_a_newer_note_is_never_updated_by_an_older_one(memory, fake_llm):
     replaces_first(fake_llm)
     newer_first = (NEW[0], OLD[1])  # the candidate is dated after the note being linked
@@ -171,3 +182,62 @@ def test_a_hit_on_another_passage_of_the_updated_entry_brings_no_newer_value(mem
     old_hit = next(h for h in hits if h.note.id == old.id)
     assert old_hit.passages and all("수영장" not in p.text for p in old_hit.passages)
     assert not any(h.updates for h in hits)
+
+
+# -- the change-word path on pages (2026-12-05): what the newer sentence is about, not a word shared by chance --
+
+
+def test_again_says_it_happened_again_not_that_a_value_changed(memory, fake_llm):
+    ridden = ("2026-03-02T21:00", "I ride the bike to the clinic every morning, twenty minutes along the river.")
+    again = ("2026-05-11T21:00", "The bike chain came off again this morning, right at the bridge.")
+    old, new, result = add_both(memory, first=ridden, second=again)  # the scripted model replaces nothing
+    assert result.updates == [] and old.updated_by == []
+
+
+def test_words_that_name_no_thing_join_no_passages():
+    from zettel_amem.amem.supersede import names_a_thing, subject_words
+
+    words = subject_words("Mrs. Kim gave me a basket later, like always, and we cried.")
+    assert {"basket", "kim"} <= words and not words & {"gave", "later", "like", "cried", "always"}
+    assert names_a_thing("bed") and names_a_thing("헬스장") and not names_a_thing("했다")
+
+
+LAMP_PAGE = ("2026-02-01T22:00", "책상 스탠드가 너무 어두워서 밤에 번역 원고를 볼 때마다 눈이 아프다. "
+             "주말에 조명 가게에 가 봐야겠다.\n\n동생이 이번 학기 기숙사 방을 배정받았다고 전화했다. "
+             "룸메이트는 아직 모른다고.\n\n저녁은 냉동 만두. 장 보러 갈 힘이 없었다.")
+CAFE_PAGE = ("2026-02-10T22:00", "동네 카페는 점심시간 앞뒤로 자리가 없다. 그래서 요즘은 오전에만 간다.\n\n"
+             "번역 마감이 금요일이라 오늘은 열 쪽을 넘겼다. 허리가 뻐근해서 스트레칭을 한참 했다.\n\n"
+             "엄마가 김장 김치를 두 통이나 보내 주셨다. 냉장고가 꽉 찼다.")
+DESK_PAGE = ("2026-03-05T22:00", "오늘 드디어 스탠드를 밝은 LED로 바꿨고 서랍 앞뒤 칸도 정리했다.\n\n"
+             "번역 원고는 절반을 넘겼다. 편집자님이 다음 주 화요일까지 1차 원고를 달라고 하셨다.\n\n"
+             "동생이 룸메이트랑 벌써 친해졌단다. 같은 과라서 시간표도 비슷하다고.")
+
+
+def test_a_word_shared_by_chance_with_a_page_on_another_subject_records_nothing(memory, fake_llm):
+    """"앞뒤" stands in the changing sentence and in the café passage: the lamp passage is what the change is
+    about (closest older passage), so the café is not updated; before, the rare shared word was enough."""
+    for at, text in (LAMP_PAGE, CAFE_PAGE):
+        memory.add(text, at=at)
+    memory.process_pending()
+    new = memory.add(DESK_PAGE[1], at=DESK_PAGE[0])
+    memory.process(new.id)
+    lamp, cafe = sorted(memory.store.notes(), key=lambda n: n.at)[:2]
+    assert cafe.updated_by == [] and [e["on"] for e in lamp.updated_by] == [["스탠드"]]
+
+
+def test_a_page_updates_a_passage_of_a_page_that_is_not_among_its_nearest_pages(memory, fake_llm):
+    """The link call sees the pages nearest the new page as a whole; the changing passage's own nearest
+    pages are candidates too (here the one link candidate is a page on the other subjects)."""
+    memory.settings.link_candidates = 1
+    decoy = ("2026-02-20T22:00", "번역 원고는 3분의 1을 넘겼다. 편집자님이 다음 주까지 1차 원고 일정을 알려 "
+             "달라고 하셨다.\n\n동생이 룸메이트랑 벌써 친해졌다고 한다. 같은 과라서 시간표도 비슷하다고.\n\n"
+             "오늘은 일찍 자야겠다.")
+    for at, text in (LAMP_PAGE, CAFE_PAGE, decoy):
+        memory.add(text, at=at)
+    memory.process_pending()
+    new = memory.add(DESK_PAGE[1], at=DESK_PAGE[0])
+    result = memory.process(new.id)
+    lamp = next(n for n in memory.store.notes() if n.at.startswith("2026-02-01"))
+    assert [e["on"] for e in lamp.updated_by] == [["스탠드"]] and result.updates == [lamp.id]
+    ((candidate, _),) = memory.pipeline.link_candidates(memory.store.get(new.id, with_vector=True))
+    assert candidate.id != lamp.id  # it came through the changing passage's own neighbours

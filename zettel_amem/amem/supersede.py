@@ -2,12 +2,14 @@
 an older passage stated (another gym, address, shift, weight) updates it.
 
 Two sources, both checked here: the link call's model names at most one candidate the new note replaces
-(a grammar-bound enum over the candidates' ids, link.py); and, without a model call, a nearest candidate
-sharing a subject word with a sentence of the new passage that says something changed (text.CHANGE_CUE),
-the word rare in the notebook. The bundled 0.5B model rarely names one (bench/updates.py: 2 of 10 true
-pairs, 0 false alarms); with the change-word path 6 of 10, 0 false alarms. Checks, whatever the source:
-the replaced note is older, and the two passages that match best (passage embeddings) share a subject
-word (`subject_words`). The record lives on the *older* note,
+(a grammar-bound enum over the candidates' ids, link.py); and, without a model call, the change-word path: a
+candidate (one of the page's nearest pages, or of the changing passage's own) whose passage shares a rare
+word with the new passage, where that word names a thing and stands beside a word that says a value
+changed (`words_near_change`, text.VALUE_CHANGE_CUE), and the old passage is about as close in meaning as
+the closest older passage (`CLOSE_MARGIN`). On a page, a rare word shared by chance ("서랍", "later") is
+common; the checks are what keep it out (bench/updates.py: short and long pairs, and a replay over a built
+notebook). Checks, whatever the source: the replaced note is older, and the two passages that match best
+(passage embeddings) share a subject word (`subject_words`). The record lives on the *older* note,
 `Note.updated_by`, as a version caused by the newer one: `zk revert` undoes it, `zk rm` of the newer note
 forgets it (evolve.forget_changes_by), `zk show` and `zk links` show it. "Now" answers skip a passage
 that a newer passage updates and read the newer one instead.
@@ -15,12 +17,15 @@ that a newer passage updates and read the newer one instead.
 
 from __future__ import annotations
 
+import itertools
+import re
 from collections.abc import Callable
 
 from ..core.models import Note, Version
 from ..core.passages import entry_id_of, passage_id
-from ..core.text import CHANGE_CUE, sentences
-from ..core.words import subject_terms
+from ..core.text import VALUE_CHANGE_CUE, sentences
+from ..core.words import STOP_WORDS, subject_terms, verb_forms
+from ..retrieval.passage_rank import mostly_korean
 from .evolve import record
 
 
@@ -31,50 +36,130 @@ def units(note: Note) -> list[tuple[str, str, list[float] | None]]:
     return [(note.id, note.content, note.raw_vector or note.vector)]
 
 
+# A changing passage's pair must be about what the passage is about: its cosine with the old passage within
+# this of the best any older passage in the notebook has with it (a word shared by chance, "later", "서랍",
+# joins two passages on other subjects: on the long-entry diary those stood 0.04-0.10 under the best).
+CLOSE_MARGIN = 0.03
+NEAR_CHANGE = 3  # content words either side of an English change word that can name what changed
+KO_CLAUSE = 4  # content words of a Korean clause before its change verb
+# A Korean word that ends a clause before the next one starts ("늦어서", "샀는데", "좋지만"; not the place
+# particle "에서"), or a comma. "-고" is left out: it also joins what one clause does to one thing ("전세를 빼고
+# 월세로 옮겼다") and ends nouns ("냉장고").
+_CLAUSE_END = re.compile(r"[,;]$|[가-힣]((?<!에)서|는데|지만|면서|니까)[,.]?$")
+KO_CHANGE_ADVERBS = ("이제", "대신", "부터")  # change words that come before what they are about
 MAX_RARE_CHECKS = 3  # shared words looked up in the notebook's keyword index per pair (each one query)
 RARE_IN = 4  # a subject word in at most this many notes (the two compared included) can be what changed
 
 
+# Words that name no thing a value belongs to, beyond words.STOP_WORDS: days, adverbs and prepositions a
+# diary uses on every page ("later", "오늘"): shared by two passages, they join unrelated subjects.
+NO_THING = frozenset({"like", "later", "back", "away", "well", "even", "never", "always", "really", "actually",
+                      "finally", "already", "maybe", "soon", "today", "tonight", "yesterday", "tomorrow",
+                      "week", "month", "since", "until", "around", "because", "though", "other", "another",
+                      "same", "different", "whole", "last", "next", "down", "up", "myself", "herself", "himself",
+                      "오늘", "어제", "내일", "그저께", "모레", "이번", "지난", "다음", "드디어", "너무", "정말",
+                      "진짜", "아직", "벌써", "조금", "많이", "같이", "함께", "모두", "다들", "그래서", "그런데",
+                      "하지만"})
+
+
+def names_a_thing(word: str) -> bool:
+    """Whether a word can name what a value belongs to: a Korean word of two syllables or more that is not
+    a predicate ("했다"), or an English word of three letters or more that is no function word, adverb or
+    verb form ("gave", "cried"; words.verb_forms knows the irregular ones)."""
+    if word in NO_THING:
+        return False
+    if "\uac00" <= word[0] <= "\ud7a3":
+        return len(word) >= 2 and not word.endswith("다")
+    return (len(word) >= 3 and word not in STOP_WORDS and not verb_forms(word)
+            and not (len(word) >= 5 and word.endswith("ed")))
+
+
+# A two-letter capitalised word names a thing too ("PM", "DB"), unless it follows a number ("3 PM").
+_ACRONYM = re.compile(r"(?<![\w.])(?<!\d )([A-Z]{2})(?![A-Za-z])")
+
+
 def subject_words(text: str) -> set[str]:
     """The words a passage is about that can name a thing: no particles or question words
-    (words.subject_terms), no change words ("바뀌었다" is not a subject), no predicates (a Korean word
-    ending in 다: "했다"), no numbers or units."""
-    return {t for t in subject_terms(text) if not CHANGE_CUE.search(t) and not any(c.isdigit() for c in t)
-            and (len(t) >= 3 if not "\uac00" <= t[0] <= "\ud7a3" else len(t) >= 2 and not t.endswith("다"))}
+    (words.subject_terms), no change words ("바뀌었다" is not a subject), no predicates, adverbs or verb
+    forms (`names_a_thing`), no numbers or units."""
+    kept = " ".join(w for w in text.split() if w.strip(".,!?;:'\"()").lower() not in NO_THING)  # "드디어" is no "드디"
+    acronyms = {a.lower() for a in _ACRONYM.findall(kept)}
+    return {singular(t) for t in subject_terms(kept) if not VALUE_CHANGE_CUE.search(t)
+            and not any(c.isdigit() for c in t) and (names_a_thing(t) and names_a_thing(singular(t)) or t in acronyms)}
 
 
-def best_pair(new: Note, old: Note, cue: bool = False, rare: Callable[[str], bool] | None = None
-              ) -> tuple[str, str, list[str]] | None:
+def singular(word: str) -> str:
+    """An English plural's -s left off ("dentists" meets "dentist"); both sides are cut alike."""
+    return word[:-1] if len(word) >= 4 and word.endswith("s") and not word.endswith("ss") and word.isascii() else word
+
+
+def words_near_change(sentence: str) -> set[str]:
+    """The subject words named beside a change word in `sentence`: what changed is named next to the verb
+    that says so ("switched banks", "수영장을 회사 옆 수영장으로 옮겼다"), not at the other end of a long
+    sentence. English: NEAR_CHANGE content words (numbers, particles and the like not counted) either side.
+    A Korean verb comes last in its clause: the words of its clause before it (back to a comma or a clause
+    ending, `_CLAUSE_END`), at most KO_CLAUSE of them, none after it ("...바꿨고 서랍 앞뒤 칸도" is another
+    clause); after "이제", "대신" and a time with 부터 the NEAR_CHANGE words that follow."""
+    tokens = [t.group() for t in re.finditer(r"\S+", sentence)]
+    starts = [m.start() for m in re.finditer(r"\S+", sentence)]
+    near: list[str] = []
+    for cue in VALUE_CHANGE_CUE.finditer(sentence):
+        at = [i for i, start in enumerate(starts) if start < cue.end() and cue.start() < start + len(tokens[i])]
+        verb_last = "\uac00" <= cue.group()[-1] <= "\ud7a3" and not cue.group().endswith(KO_CHANGE_ADVERBS)
+        if verb_last:
+            clause = list(itertools.takewhile(lambda t: not _CLAUSE_END.search(t), reversed(tokens[: at[0]])))
+            before = [t for t in reversed(clause) if subject_words(t)][-KO_CLAUSE:]
+        else:
+            before = [t for t in tokens[: at[0]] if subject_words(t)][-NEAR_CHANGE:]
+        after = [] if verb_last else [t for t in tokens[at[-1] + 1:] if subject_words(t)][:NEAR_CHANGE]
+        near += [*before, *(tokens[i] for i in at), *after]
+    return subject_words(" ".join(near))
+
+
+def says_change(text: str) -> bool:
+    return any(VALUE_CHANGE_CUE.search(s) for s in sentences(text))
+
+
+def cosine(a: list[float] | None, b: list[float] | None) -> float:
+    return sum(x * y for x, y in zip(a, b)) if a and b else 0.0
+
+
+def best_pair(new: Note, old: Note, cue: bool = False, rare: Callable[[str], bool] | None = None,
+              closest: dict[str, dict[bool, float]] | None = None) -> tuple[str, str, list[str]] | None:
     """The new note's passage and the old note's passage that are closest in meaning and share a
     subject word, with the words they share, or None. With `cue`: the word is named in a sentence of the
-    new passage that says something changed, and it is `rare` in the notebook (a project every note names
-    is not what changed)."""
+    new passage that says something changed, it is `rare` in the notebook (a project every note names
+    is not what changed), and the old passage is about as close to the new one as the closest older
+    passage of the notebook in its language (`closest`: new passage id -> Korean or not -> best cosine)."""
     pairs = []
     for new_id, new_text, new_vector in units(new):
         new_terms = subject_words(new_text)
+        changed = {w for s in sentences(new_text) for w in words_near_change(s)} if cue else set()
+        if cue and not changed:
+            continue
         for old_id, old_text, old_vector in units(old):
             shared = new_terms & subject_words(old_text)
             if cue:
-                shared = {w for s in sentences(new_text) if CHANGE_CUE.search(s) for w in subject_words(s) & shared}
-                shared = {w for w in sorted(shared)[:MAX_RARE_CHECKS] if rare is None or rare(w)}
-            if not shared:
+                shared = {w for w in sorted(changed & shared)[:MAX_RARE_CHECKS] if rare is None or rare(w)}
+            similarity = cosine(new_vector, old_vector)
+            if not shared or cue and closest and similarity < closest.get(new_id, {}).get(
+                    mostly_korean(old_text), 0.0) - CLOSE_MARGIN:
                 continue
-            cosine = sum(a * b for a, b in zip(new_vector, old_vector)) if new_vector and old_vector else 0.0
-            pairs.append((cosine, new_id, old_id, sorted(shared)))
+            pairs.append((similarity, new_id, old_id, sorted(shared)))
     if not pairs:
         return None
     _, new_id, old_id, shared = max(pairs)
     return new_id, old_id, shared
 
 
-def supersede(new: Note, old: Note, cue: bool = False, rare: Callable[[str], bool] | None = None
-              ) -> Version | None:
+def supersede(new: Note, old: Note, cue: bool = False, rare: Callable[[str], bool] | None = None,
+              closest: dict[str, dict[bool, float]] | None = None) -> Version | None:
     """Record on `old` that a passage of `new` updates one of its passages, when the checks hold;
     the version recorded, or None. `cue`: without the model's word, the new passage must say that
-    something changed (text.CHANGE_CUE)."""
+    something changed (text.VALUE_CHANGE_CUE)."""
     if old.id == new.id or old.at >= new.at:
         return None  # an older note never updates a newer one, whatever the model said
-    pair = best_pair(new, old, cue, rare)
+    pair = best_pair(new, old, cue, rare, closest)
     if pair is None:
         return None
     by, passage, subject = pair

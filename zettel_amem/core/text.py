@@ -23,10 +23,18 @@ _TRIVIAL = {
 _PUNCT_OR_SPACE = re.compile(r"[\s\W_]+", re.UNICODE)
 _REPEATED = re.compile(r"(\D)\1+|(\D{2})\2{2,}")  # "ㅋㅋ", "zzz"; "hahaha", "하하하" (not "mama", "coco")
 _WS = re.compile(r"\s+")
-# Words that say a value changed ("moved", "switched", "이제", "바꿨다"): a later note with one of them may
-# update an older one (supersede.py, at write time) and "now" answers follow it (journal_answer.py).
+# Words that say a value changed ("moved", "switched", "이제", "바꿨다"), or that it was taken up again ("다시"):
+# "now" answers follow a later note with one of them (journal_answer.py).
 CHANGE_CUE = re.compile(r"바뀌|바꿨|옮겼|옮기|이사|대신|그만|끊|다시|이제|\b(moved|migrated|replaced|switched|"
                         r"instead|stopped|quit|again|no longer|from \S+ to)\b", re.I)
+# What says, at write time, that a sentence states a new value (supersede.py): the change words without
+# "다시" / "again" (those mostly repeat what stays the same: "went to the gym again"), and more or less of
+# something ("늘렸다", "down from"), a time that starts a new state ("10월부터", "from next term"; an hour
+# with 부터 is a range: "9시부터").
+VALUE_CHANGE_CUE = re.compile(r"바뀌|바꿨|옮겼|옮기|이사|대신|그만|끊|이제|늘렸|줄였|올렸|내렸|"
+                              r"(이번|다음|지난|올해|내년|\d+\s?월)\s?(주|달|학기|해)?부터|"
+                              r"\b(moved|migrated|replaced|switched|instead|stopped|quit|no longer|from \S+ to|"
+                              r"(from|starting) (next|this) \w+|down from|up from)\b", re.I)
 
 
 def clip(text: str, max_chars: int, ellipsis: str = ELLIPSIS) -> str:
