@@ -100,11 +100,11 @@ def words_near_change(sentence: str) -> set[str]:
     A Korean verb comes last in its clause: the words of its clause before it (back to a comma or a clause
     ending, `_CLAUSE_END`), at most KO_CLAUSE of them, none after it ("...바꿨고 서랍 앞뒤 칸도" is another
     clause); after "이제", "대신" and a time with 부터 the NEAR_CHANGE words that follow."""
-    tokens = [t.group() for t in re.finditer(r"\S+", sentence)]
-    starts = [m.start() for m in re.finditer(r"\S+", sentence)]
+    spans = list(re.finditer(r"\S+", sentence))
+    tokens = [t.group() for t in spans]
     near: list[str] = []
     for cue in VALUE_CHANGE_CUE.finditer(sentence):
-        at = [i for i, start in enumerate(starts) if start < cue.end() and cue.start() < start + len(tokens[i])]
+        at = [i for i, t in enumerate(spans) if t.start() < cue.end() and cue.start() < t.end()]
         verb_last = "\uac00" <= cue.group()[-1] <= "\ud7a3" and not cue.group().endswith(KO_CHANGE_ADVERBS)
         if verb_last:
             clause = list(itertools.takewhile(lambda t: not _CLAUSE_END.search(t), reversed(tokens[: at[0]])))

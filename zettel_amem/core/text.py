@@ -29,7 +29,7 @@ CHANGE_CUE = re.compile(r"바뀌|바꿨|옮겼|옮기|이사|대신|그만|끊|�
                         r"instead|stopped|quit|again|no longer|from \S+ to)\b", re.I)
 # What says, at write time, that a sentence states a new value (supersede.py): the change words without
 # "다시" / "again" (those mostly repeat what stays the same: "went to the gym again"), and more or less of
-# something ("늘렸다", "down from"), a time that starts a new state ("10월부터", "from next term"; an hour
+# something ("늘렸다", "up from"), a time that starts a new state ("10월부터", "from next term"; an hour
 # with 부터 is a range: "9시부터").
 VALUE_CHANGE_CUE = re.compile(r"바뀌|바꿨|옮겼|옮기|이사|대신|그만|끊|이제|늘렸|줄였|올렸|내렸|"
                               r"(이번|다음|지난|올해|내년|\d+\s?월)\s?(주|달|학기|해)?부터|"
