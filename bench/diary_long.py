@@ -17,7 +17,8 @@ The store is built once, as a user would: every entry added with its time (`Memo
 calls), then one `zk process` subprocess with ZK_TODAY pinned to the diary's "today"; it is kept under
 `--store` so later runs only ask. The questions come in two halves: `diary-long-qa.json` (tune, the
 default) and `diary-long-qa-sealed.json` (`--sealed`), which is scored once at the end and never read while
-tuning.
+tuning. A third set, `diary-long-qa-dev.json` (`--dev`), was written later by a helper that read no code, so
+that a rule tuned on the tune half can be checked on questions it was not written from.
 
 Measured, per half and per category:
 - answers: each question through `zk ask`'s path (`bench.journal_qa.ask_all`: the memory block, then
@@ -45,7 +46,8 @@ from bench.journal_qa import build as journal_qa_build
 
 DATA = Path(__file__).resolve().parent / "data"
 DIARY = DATA / "diary-long.json"
-QUESTIONS = {"tune": DATA / "diary-long-qa.json", "sealed": DATA / "diary-long-qa-sealed.json"}
+QUESTIONS = {"tune": DATA / "diary-long-qa.json", "dev": DATA / "diary-long-qa-dev.json",
+             "sealed": DATA / "diary-long-qa-sealed.json"}
 BUILT = "diary-long-built.json"
 _HANGUL = re.compile(r"[\uac00-\ud7a3]")
 _LATIN = re.compile(r"[A-Za-z]")
@@ -158,6 +160,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="where the built diary store is kept (built when missing)")
     parser.add_argument("--sealed", action="store_true",
                         help="score the sealed half instead of the tune half (once, at the end)")
+    parser.add_argument("--dev", action="store_true",
+                        help="score the dev questions: written after the code of 2026-12-05, a check of tuning")
     parser.add_argument("--only", choices=CATEGORIES, help="one category of questions")
     parser.add_argument("--limit", type=int, help="at most N questions")
     parser.add_argument("--recall-only", action="store_true", help="evidence recall only, no answers")
@@ -183,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"building the diary store in {args.store}: {build(args.store, entries, today)}", file=sys.stderr)
     if args.build_only:
         return 0
-    half = "sealed" if args.sealed else "tune"
+    half = "sealed" if args.sealed else "dev" if args.dev else "tune"
     questions = [q for q in load_questions(half) if args.only is None or q["category"] == args.only]
     questions = questions[:args.limit] if args.limit else questions
     if args.cli:
@@ -238,8 +242,9 @@ def _table(summary: dict) -> str:
              + f" · evidence rank p50 {recall['evidence_rank_p50']}, p95 {recall['evidence_rank_p95']} (99: absent)"]
     if "overall" in summary:
         splits = summary["splits"]
-        shown = {**summary, "splits": {"tune": splits["tune"], "heldout": splits["sealed"]}}
-        lines.insert(0, table(shown).replace(" · heldout ", " · sealed "))
+        other = "dev" if summary["half"] == "dev" else "sealed"
+        shown = {**summary, "splits": {"tune": splits["tune"], "heldout": splits[other]}}
+        lines.insert(0, table(shown).replace(" · heldout ", f" · {other} "))
     return "\n".join(lines)
 
 
