@@ -95,7 +95,14 @@ def run(*args: str, env: dict[str, str], input: bytes | str | None = None, timeo
 def start(*args: str, env: dict[str, str], module: str = "zettel_amem", **popen: Any) -> subprocess.Popen:
     """Start `zk ARGS` and return at once (stdout and stderr piped unless `popen` says otherwise)."""
     popen = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, **popen}
-    return subprocess.Popen(zk_command(*args, module=module), env=env, **popen)
+    # Ctrl-C as in a terminal: a shell's background job starts with SIGINT ignored, and a child inherits that
+    return subprocess.Popen(zk_command(*args, module=module), env=env, preexec_fn=_default_sigint, **popen)
+
+
+def _default_sigint() -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def shell(command: str, home: Path, timeout: float = 300) -> subprocess.CompletedProcess:

@@ -9,7 +9,8 @@ from sample import add_dated
 
 from zettel_amem.answering.term_bridge import name_spellings, search_terms
 from zettel_amem.core.models import Note
-from zettel_amem.retrieval.passage_rank import MIN_PER_LANGUAGE, mostly_korean, per_language_scale
+from zettel_amem.retrieval.passage_rank import MIN_PER_LANGUAGE, both_languages, mostly_korean, per_language_scale
+from zettel_amem.retrieval.retrieve import Hit
 
 # An English journal that talks about work a lot, and two Korean entries: only one says where the
 # brother works now, and it names him in Hangul.
@@ -37,7 +38,8 @@ def test_an_english_question_finds_the_korean_entry_that_names_its_person(memory
     assert any("태오" in text for text in top), top
     assert "태오" in memory.searcher.last_bridged  # found by its name in Hangul, not by chance
 
-    memory.searcher.bridge = None  # without the bridge the English entries about work win
+    memory.searcher.bridge = None  # without the bridge (and no places kept for Korean) English work wins
+    memory.settings.search_other_language = 0.0
     top = [h.note.content for h in memory.search(question, 3, follow_links=False)]
     assert not any("태오" in text for text in top), top
 
@@ -90,6 +92,40 @@ def test_each_language_is_ranked_on_its_own_scale():
     few = per_language_scale(korean[:3] + [0.80], [True, True, True, False], query_korean=True)
     assert max(range(4), key=few.__getitem__) in (0, 1, 2)
     assert per_language_scale([0.9, None], [True, True], True)[1] < 0.9  # a unit without a vector is last
+
+
+def _hit(text: str) -> Hit:
+    return Hit(_note(text), 1.0)
+
+
+def test_the_first_k_keep_places_for_the_other_language():
+    english = [_hit(f"English entry number {i}.") for i in range(6)]
+    korean = [_hit(f"한국어 일기 {i}번째.") for i in range(3)]
+    hits = english + korean
+    shown = both_languages(hits, k=4, query="What did I do?", reserve=2)[:4]
+    # the two best Korean hits take the places of the two lowest English ones among the first four
+    assert shown == english[:2] + korean[:2]
+    assert both_languages(hits, 4, "What did I do?", reserve=0) == hits
+    assert both_languages(english, 4, "What did I do?", reserve=2) == english  # one language: as it was
+    again = both_languages(hits, 8, "What did I do?", reserve=2)  # already among the first k: as it was
+    assert again == hits
+
+
+def test_a_korean_question_shows_the_best_english_entries_beside_the_korean_ones(memory):
+    # every Korean entry shares the question's words; the English one that answers shares none
+    korean = [(f"2026-09-{day:02d}T21:00", f"수영장 가는 날. 오늘도 수영 끝나고 {food} 먹었다.")
+              for day, food in ((1, "라면"), (3, "김밥"), (5, "떡볶이"), (7, "만두"), (9, "우동"))]
+    english = [("2026-09-10T21:00", "The pool I swim at now is the new one by the river, open until ten."),
+               ("2026-09-11T21:00", "Bought a blue notebook and two pens.")]
+    add_dated(memory, korean + english)
+    question = "요즘 다니는 수영장은 어디야?"
+    memory.settings.search_other_language = 0.0
+    plain = [h.note.content for h in memory.search(question, 2, follow_links=False)]
+    assert all(mostly_korean(text) for text in plain), plain
+    memory.settings.search_other_language = 0.5
+    both = [h.note.content for h in memory.search(question, 2, follow_links=False)]
+    assert any("pool" in text for text in both), both
+    assert sum(mostly_korean(text) for text in both) == 1
 
 
 def test_a_page_is_korean_when_most_of_its_letters_are():

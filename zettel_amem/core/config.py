@@ -147,6 +147,9 @@ class Settings:
     # Hits in a notebook with long entries: a passage costs a fraction of a page, so more of them fit the
     # same budget (long-entry benchmark, tune half, raw store: evidence recall 47.2 % at 8, 58.3 % at 16).
     search_passage_k: int = ranged(16, 1, 1000)
+    # Of the first k hits, at least this share from the query's other language when the notes hold both
+    # (long-entry diary, dev questions: evidence recall 76.2 % at 0, 81.0 at 0.25, 85.7 at 0.5).
+    search_other_language: float = ranged(0.5, 0, 1)
     context_budget_tokens: int = ranged(700, 0, 1000000)  # for `zk ask`
     # Let the model reply "No information available." (templates/answer_decline.txt). Off by default: the
     # bundled model then declines too many answerable questions (docs/benchmarks.md, defaults).

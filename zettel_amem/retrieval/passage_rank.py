@@ -105,6 +105,24 @@ def by_language(signal: Signal, query: str) -> Signal:
     return Signal(signal.name, [signal.ranked[i] for i in order], signal.weight)
 
 
+def both_languages(hits: list[Hit], k: int, query: str, reserve: int) -> list[Hit]:
+    """The hits with at least `reserve` of the best in the query's other language among the first `k`,
+    when the pool holds both: e5 and BM25 both favour the query's own language, so an English question
+    about a Korean entry ranked it below k (the same question in Korean found it). The places are taken
+    from the lowest-ranked hits in the query's language; the order is otherwise kept."""
+    korean = mostly_korean(query)
+    other = [h for h in hits if mostly_korean(h.note.content) != korean]
+    shown = hits[:k]
+    missing = [h for h in other[:reserve] if h not in shown]
+    if not missing or len(other) == len(hits):
+        return hits
+    own = [h for h in shown if mostly_korean(h.note.content) == korean]
+    dropped = {id(h) for h in own[len(own) - len(missing):]}
+    first = [h for h in shown if id(h) not in dropped] + missing
+    chosen = {id(h) for h in first}
+    return sorted(first, key=hits.index) + [h for h in hits if id(h) not in chosen]
+
+
 def mostly_korean(text: str) -> bool:
     """Written mostly in Korean: a syllable block counts as about three Latin letters."""
     return 3 * len(_HANGUL.findall(text)) >= len(_LATIN.findall(text)) > 0 or (

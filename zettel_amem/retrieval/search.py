@@ -11,7 +11,7 @@ from ..core.errors import InvalidInput
 from ..core.models import Note, Scope
 from ..core.passages import entry_id_of, passage_id
 from ..core.text import is_trivial, keyword_terms, name_candidates, tag_key
-from .passage_rank import best_passages, by_language, passage_signals
+from .passage_rank import best_passages, both_languages, by_language, passage_signals
 from .retrieve import Hit, Signal, bm25_ranked, expand, fold_repeats, fuse_signals, smooth_by_session
 
 SCOPE_MAX_SHARE = 0.5  # a scope holding more of the notebook than this narrows nothing: no scope
@@ -244,7 +244,7 @@ class Searcher:
         weights = (self.parts.settings.search_session_near, self.parts.settings.search_session_far)
         if session_smoothing and any(weights) and tag is None:
             hits = smooth_by_session(hits, self.session_windows([h.note for h in hits], len(weights)), weights)
-        hits = hits[:k]
+        hits = both_languages(hits, k, query, int(settings.search_other_language * k))[:k]
         radius = self.parts.settings.search_session_turns if session_turns is None else session_turns
         hits, found, back, windows = self._neighbours(hits, follow_links, radius)
         if not follow_links and not windows:
