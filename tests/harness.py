@@ -95,14 +95,18 @@ def run(*args: str, env: dict[str, str], input: bytes | str | None = None, timeo
 def start(*args: str, env: dict[str, str], module: str = "zettel_amem", **popen: Any) -> subprocess.Popen:
     """Start `zk ARGS` and return at once (stdout and stderr piped unless `popen` says otherwise)."""
     popen = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, **popen}
-    # Ctrl-C as in a terminal: a shell's background job starts with SIGINT ignored, and a child inherits that
-    return subprocess.Popen(zk_command(*args, module=module), env=env, preexec_fn=_default_sigint, **popen)
+    _ctrl_c_as_in_a_terminal()
+    return subprocess.Popen(zk_command(*args, module=module), env=env, **popen)
 
 
-def _default_sigint() -> None:
+def _ctrl_c_as_in_a_terminal() -> None:
+    """A shell's background job starts with SIGINT ignored and a child inherits that; a handled SIGINT is
+    reset to the default at exec, so the child takes Ctrl-C as from a terminal (no fork-time hook needed)."""
     import signal
+    import threading
 
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def shell(command: str, home: Path, timeout: float = 300) -> subprocess.CompletedProcess:

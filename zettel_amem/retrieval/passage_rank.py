@@ -111,16 +111,13 @@ def both_languages(hits: list[Hit], k: int, query: str, reserve: int) -> list[Hi
     about a Korean entry ranked it below k (the same question in Korean found it). The places are taken
     from the lowest-ranked hits in the query's language; the order is otherwise kept."""
     korean = mostly_korean(query)
-    other = [h for h in hits if mostly_korean(h.note.content) != korean]
-    shown = hits[:k]
-    missing = [h for h in other[:reserve] if h not in shown]
+    other = [i for i, h in enumerate(hits) if mostly_korean(h.note.content) != korean]
+    missing = [i for i in other[:reserve] if i >= k]
     if not missing or len(other) == len(hits):
         return hits
-    own = [h for h in shown if mostly_korean(h.note.content) == korean]
-    dropped = {id(h) for h in own[len(own) - len(missing):]}
-    first = [h for h in shown if id(h) not in dropped] + missing
-    chosen = {id(h) for h in first}
-    return sorted(first, key=hits.index) + [h for h in hits if id(h) not in chosen]
+    own = [i for i in range(min(k, len(hits))) if i not in other]
+    first = set(range(min(k, len(hits)))) - set(own[len(own) - len(missing):]) | set(missing)
+    return [hits[i] for i in sorted(first)] + [h for i, h in enumerate(hits) if i not in first]
 
 
 def mostly_korean(text: str) -> bool:
