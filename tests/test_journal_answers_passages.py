@@ -188,3 +188,37 @@ def test_a_list_leaves_out_passages_its_entry_lends_the_subject():
         own=[0.9, 0.3, 0.6])
     text, cited = counting.answer_list(question, evidence)
     assert cited == ["a-p1", "b-p0"], text
+
+
+def test_a_long_passage_quotes_the_sentence_that_answers_not_its_first_characters():
+    question = analyse("Why did the landlord look so glum?")
+    long_passage = ("The landlord came by this morning with a plate of rice cakes and a very long face, and we talked "
+                    "on the stairs about the weather, his grandson and the broken mailbox. "
+                    "In the end he said he is selling the building, because his knees cannot take the stairs "
+                    "any more, so I have to find a new place by the end of summer. I did not sleep much.")
+    evidence = _evidence([("a-p0", "2026-04-23T21:00", long_passage, 0.8, {"landlord", "move"})])
+    text, _cited = ja.answer_why(question, evidence)
+    assert "because his knees" in text and text.endswith("(2026-04-23)"), text
+    assert len(text) <= ja.NOTE_CHARS + len(" (2026-04-23)"), text
+
+
+def test_a_passage_that_only_says_it_might_happen_is_neither_when_it_happened_nor_a_time():
+    first = ("a-p0", "2026-01-10T21:00", "Jiwoo wrote from Busan that she might come up in spring.", 0.5,
+             {"jiwoo", "busan"})
+    visit = ("b-p0", "2026-05-24T21:00", "Jiwoo came up from Busan on Friday night and left this morning.", 0.5,
+             {"jiwoo", "busan"})
+    when = analyse("Which day did Jiwoo arrive from Busan?")
+    assert ja.by_mention(when, _evidence([first, visit])).note.id == "b-p0"
+    text, _cited = ja.answer_when(when, _evidence([first, visit]))
+    assert text.startswith("2026-05-22"), text  # "on Friday night", written on Sunday the 24th
+    count = analyse("How many times did Jiwoo come up from Busan?")
+    text, cited = counting.answer_list(count, _evidence([first, visit]))
+    assert text.startswith("1 time") and cited == ["b-p0"], text
+
+
+def test_a_one_syllable_word_meets_it_with_two_particles():
+    from zettel_amem.answering.evidence import forms, has_term
+
+    assert has_term("차", forms("도하 씨 차에서는 늘 라디오가 나온다"))
+    assert has_term("집", forms("집에도 못 갔다"))
+    assert not has_term("차", forms("차례를 기다렸다"))

@@ -17,6 +17,7 @@ from ..core.passages import entry_id_of
 from .evidence import Evidence, best_sentence
 from .questions import Question
 from .reading import (
+    SUPPOSED,
     day,
     event_day,
     korean,
@@ -68,8 +69,8 @@ def occasions(question: Question, evidence: list[Evidence], chosen: list[Evidenc
     own = [e for e in own if not planned_month(e.note) and not planned(e.note)] or own
     # the sentence with the passage's rarest term tells what happened to the subject ("우산은 샀다. 비 오는 날
     # 등산은 못 갔다", asked about hiking)
-    own = [e for e in own if not _NOT_HAPPENED.search(rarest_sentence(e.note, question, evidence)
-                                                      or best_sentence(e.note, spelled(question)))] or own
+    own = [e for e in own if not told_undone(rarest_sentence(e.note, question, evidence)
+                                             or best_sentence(e.note, spelled(question)))] or own
     days: dict[str, set[str]] = {}
     for item in own:
         days.setdefault(entry_id_of(item.note.id), set()).add(event_day(item.note))
@@ -77,6 +78,11 @@ def occasions(question: Question, evidence: list[Evidence], chosen: list[Evidenc
     for item in own:  # best first, so each occasion keeps its best passage
         first.setdefault(occasion(item.note, days[entry_id_of(item.note.id)]), item)
     return once_per_sentence(question, list(first.values()))
+
+
+def told_undone(sentence: str) -> bool:
+    """Whether a sentence says the thing did not happen, is still to come, or only might ("she might visit")."""
+    return bool(_NOT_HAPPENED.search(sentence) or SUPPOSED.search(sentence))
 
 
 def once_per_sentence(question: Question, evidence: list[Evidence]) -> list[Evidence]:

@@ -87,6 +87,8 @@ def english_stem(term: str) -> str:
     return term
 
 
+# a particle may take a second one after it: "차에서는", "집에도", "회사로는"
+_SECOND_TAIL = "는|도|만|의|은"
 _ONE_SYLLABLE_TAIL = "에서|에게|한테|으로|이랑|까지|부터|처럼|보다|하고|에|이|가|을|를|은|는|도|만|의|와|과|랑|로|들"
 
 
@@ -95,8 +97,8 @@ def has_term(term: str, text_forms: str) -> bool:
     if re.search("[\uac00-\ud7a3]", term):
         latin = loose(romanise(term))
         if len(term) == 1:  # one syllable is a word only as one: "차에 탔다", not "차례"
-            return re.search(rf"(?<![\uac00-\ud7a3]){term}(?:{_ONE_SYLLABLE_TAIL})?(?![\uac00-\ud7a3])",
-                             text_forms) is not None
+            tails = f"(?:{_ONE_SYLLABLE_TAIL})?(?:{_SECOND_TAIL})?"
+            return re.search(rf"(?<![\uac00-\ud7a3]){term}{tails}(?![\uac00-\ud7a3])", text_forms) is not None
         return term in text_forms or _starts_word(latin, text_forms) or _starts_word(loanword(latin), text_forms)
     stem = english_stem(term)
     return _starts_word(stem, text_forms) or (stem.isalpha() and _starts_word(loose(stem), text_forms))

@@ -47,6 +47,7 @@ from .questions import Question, analyse
 from .reader import Reader
 from .reading import (
     NOTE_CHARS,
+    SUPPOSED,
     day,
     event_day,
     korean,
@@ -88,8 +89,6 @@ RARE_IN = 3  # a word in at most this many retrieved notes is a value, not the s
 _CHANGE = CHANGE_CUE
 _CHANGE_ASKED = re.compile(r"그만|옮|바꾸|바뀌|끊|떠나|\b(stop|stopped|quit|leave|left|move|moved|switch|replace)",
                            re.I)
-# A sentence that plans or supposes ("하기로 했다", "회사를 옮기면", "if", "decided to", "will"), not tells.
-_SUPPOSED = re.compile(r"기로\s?했|(?<=[가-힣])면\s|려고|\b(if|will|plan(?:s|ned)? to|going to|decided to)\b", re.I)
 _UNDECIDED = re.compile(r"아직 정한 건 없|아직 답은 안|고민 중|정하지 않|\b(nothing is decided|not decided|"
                         r"hasn't happened|haven't decided|keep postponing)\b", re.I)
 
@@ -118,6 +117,8 @@ def by_mention(question: Question, evidence: list[Evidence]) -> Evidence | None:
     missing = [t for t in question.terms if t not in found and t not in GENERIC]
     if not same or not missing:
         return None
+    # a passage that only plans or supposes it ("she might visit") is no time it happened
+    same = [e for e in same if not SUPPOSED.search(best_sentence(e.note, spelled(question)))] or same
     if other_language(question, best.note) and not any(question.alternates.get(t) for t in missing):
         return None  # words with no translation among the notes are unknown there, not absent
     if _ENDING.search(question.text):
@@ -144,7 +145,7 @@ def answer_when(question: Question, evidence: list[Evidence]) -> tuple[str, list
         if not dated and item is candidates[0] and len({d for _, d in days}) == 1:
             dated = [days[0][1]]  # the best passage that dates one day dates its event
         if dated:
-            return f"{dated[0].isoformat()} — {whole(item.note, NOTE_CHARS - 14)}", [item.note.id]
+            return f"{dated[0].isoformat()} — {whole(item.note, NOTE_CHARS - 14, spelled(question))}", [item.note.id]
     best = evidence[0].note
     return f"{day(best)} — {clip(' '.join(best.content.split()), NOTE_CHARS - 14)}", [best.id]
 
@@ -155,16 +156,16 @@ def dated_telling(question: Question, evidence: list[Evidence]) -> list[Evidence
     outweighs the day a passage that only mentions the subject was written."""
     best = evidence[0]
     return [e for e in on_subject(evidence, WHEN_WIDE)[1:] if e.found >= best.found
-            and not _SUPPOSED.search(best_sentence(e.note, spelled(question))) and event_day(e.note) < day(e.note)]
+            and not SUPPOSED.search(best_sentence(e.note, spelled(question))) and event_day(e.note) < day(e.note)]
 
 
 def happened_first(question: Question, evidence: list[Evidence]) -> list[Evidence]:
     """When the best passage only plans or supposes the event ("회사를 옮기면 …", "decided to move"), the
     next one on the subject (within `WHEN_WIDE`) that tells it comes first: "when" is when it happened."""
-    if not _SUPPOSED.search(best_sentence(evidence[0].note, spelled(question))):
+    if not SUPPOSED.search(best_sentence(evidence[0].note, spelled(question))):
         return evidence
     told = next((e for e in on_subject(evidence, WHEN_WIDE)[1:]
-                 if e.found and not _SUPPOSED.search(best_sentence(e.note, spelled(question)))), None)
+                 if e.found and not SUPPOSED.search(best_sentence(e.note, spelled(question)))), None)
     return evidence if told is None else [told] + [e for e in evidence if e is not told]
 
 
@@ -189,7 +190,7 @@ def answer_now(question: Question, evidence: list[Evidence]) -> tuple[str, list[
     priced = [e for e in on_subject(evidence, VALUE_SHARE) if value and value[0].search(e.note.content)]
     newest = max(priced or subject, key=lambda e: e.note.at).note  # "how much … now?": the newest price
     newest = superseded(follow_updates(newest, question, evidence), question, evidence)
-    return whole(newest), [newest.id]
+    return whole(newest, terms=spelled(question)), [newest.id]
 
 
 def follow_updates(note: Note, question: Question, evidence: list[Evidence]) -> Note:
@@ -333,14 +334,14 @@ def answer_why(question: Question, evidence: list[Evidence]) -> tuple[str, list[
     else:
         cue = _REASON
     best = next((e.note for e in near if cue.search(e.note.content)), evidence[0].note)
-    return whole(best), [best.id]
+    return whole(best, terms=spelled(question), prefer=cue), [best.id]
 
 
 def answer_plain(question: Question, evidence: list[Evidence]) -> tuple[str, list[str]]:
     """The best note, whole, after a plan gives way to the note of its month (`fulfilled`) and, for "how
     many <unit>?", a note writing that number comes first (`quantity`)."""
     best = named(question, quantity(question, fulfilled(evidence)))[0].note
-    return whole(best), [best.id]
+    return whole(best, terms=spelled(question)), [best.id]
 
 
 def named(question: Question, evidence: list[Evidence]) -> list[Evidence]:
@@ -355,7 +356,7 @@ def named(question: Question, evidence: list[Evidence]) -> list[Evidence]:
 def answer_best(question: Question, evidence: list[Evidence]) -> tuple[str, list[str]]:
     """A kind with no answerer of its own: the best note, whole."""
     best = evidence[0].note
-    return whole(best), [best.id]
+    return whole(best, terms=spelled(question)), [best.id]
 
 
 # One question's answer from its ranked evidence, by the kind `questions.kind_of` gave it (each row's

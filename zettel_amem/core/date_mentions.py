@@ -117,6 +117,9 @@ def _english_rules(day: date) -> list[tuple[str, object]]:
          lambda m: _one(_monday(day) + timedelta(weeks=1, days=_WEEKDAYS_EN.index(m.group(1).lower())))),
         (rf"\bthis ({_WD_EN})\b",
          lambda m: _one(_monday(day) + timedelta(days=_WEEKDAYS_EN.index(m.group(1).lower())))),
+        # a bare weekday is this week's, as Korean "금요일" is: "came down on Friday night", written on Sunday
+        (rf"\bon ({_WD_EN})\b|\b({_WD_EN}) (?:night|morning|afternoon|evening)\b",
+         lambda m: _one(_monday(day) + timedelta(days=_WEEKDAYS_EN.index((m.group(1) or m.group(2)).lower())))),
         (r"\b(last|this|next) weekend\b", lambda m: _weekend(day, _SHIFT_EN[m.group(1).lower()])),
         (r"\b(last|this|next) week\b", lambda m: _week(day, _SHIFT_EN[m.group(1).lower()])),
         (r"\b(last|this|next) month\b", lambda m: _month(day, _SHIFT_EN[m.group(1).lower()])),
@@ -126,6 +129,9 @@ def _english_rules(day: date) -> list[tuple[str, object]]:
          lambda m: _shifted(day, -_count(m.group(1)), m.group(2))),
         (rf"\bin {_N_EN} (days?|weeks?|months?)\b", lambda m: _shifted(day, _count(m.group(1)), m.group(2))),
         (rf"\b{_N_EN} (days?|weeks?) (?:later|from now)\b", lambda m: _shifted(day, _count(m.group(1)), m.group(2))),
+        # a day of the month alone is the entry's month's: "the ticket is for the 22nd" ("the 3rd time" is none)
+        (r"\bthe (\d{1,2})(?:st|nd|rd|th)\b(?!\s+(?:time|floor|place|century|grade|anniversary|birthday|year|day"
+         r"|week|month|round|try|attempt)\b)", lambda m: _calendar(day, day.month, int(m.group(1)))),
     ]
 
 
@@ -159,6 +165,8 @@ def _korean_rules(day: date) -> list[tuple[str, object]]:
         (rf"(?<![-+\u2212\d]){_N_KO}\s?(일|주|달|개월|년)\s?(전|뒤|후)",
          lambda m: _shifted(day, _count(m.group(1)) * (-1 if m.group(3) == "전" else 1), m.group(2))),
         (r"(?<![가-힣])([월화수목금토일])요일", weekday(0)),
+        # "22일에 온대": a day of the month alone, with a particle of time ("30일 동안" is a span, not a day)
+        (r"(?<![\d.])(\d{1,2})일(?=에|부터|까지|날)", lambda m: _calendar(day, day.month, int(m.group(1)))),
     ]
 
 
