@@ -222,3 +222,24 @@ def test_a_one_syllable_word_meets_it_with_two_particles():
     assert has_term("차", forms("도하 씨 차에서는 늘 라디오가 나온다"))
     assert has_term("집", forms("집에도 못 갔다"))
     assert not has_term("차", forms("차례를 기다렸다"))
+
+
+def test_an_amount_counts_only_in_the_clause_naming_what_is_asked():
+    asked = analyse("민지 생일 선물 얼마 줬어?")
+    listed = _evidence([("a-p0", "2026-03-02T21:00", "이번 주 장보기. 우유 3천 원, 세탁소, 민지 생일 선물.", 0.9,
+                         {"민지", "생일", "선물"})])
+    assert "amount" in ja.decline_reason(asked, listed)  # the 3천 원 is the milk's
+    wallet = analyse("How much was the wallet I looked at?")
+    alone = _evidence([("a-p0", "2026-03-02T21:00", "Stood in front of a leather wallet for ten minutes. Black, "
+                        "120,000 won.", 0.9, {"wallet", "look"})])
+    assert ja.decline_reason(wallet, alone) == ""  # an amount alone in its clause: its sentence's, and the one before
+
+
+def test_a_title_is_read_where_most_of_the_question_is_named():
+    question = analyse("소라가 빌려준 책 제목이 뭐였지?")
+    other_title = ("a-p0", "2026-06-01T21:00", "동아리 발표 제목은 '바다 위의 정원'으로 정했다.", 0.2, {"제목"})
+    book = ("b-p0", "2026-05-11T21:00", "소라가 책을 한 권 빌려줬다. 장마 때 읽으라고.", 0.8, {"소라", "책"})
+    assert "name" in ja.decline_reason(question, _evidence([other_title, book], own=[0.2, 0.8]))
+    titled = ("c-p0", "2026-05-12T21:00", "소라가 빌려준 책은 '밤의 도서관'이다.", 0.9, {"소라", "책"})
+    assert ja.decline_reason(question, _evidence([titled, book], own=[0.9, 0.8])) == ""
+    assert not ja._GIVES_NAME.search("엄마는 '그냥 오지 마라'고 하셨다.")  # words said, not a name

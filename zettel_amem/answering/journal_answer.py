@@ -38,7 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..core.models import Note
-from ..core.text import CHANGE_CUE, clip
+from ..core.text import CHANGE_CUE, clip, sentences
 from ..core.words import korean_stem, subject_terms
 from .counting import answer_list, own_tops
 from .date_guard import guard, note_dates
@@ -75,11 +75,13 @@ GENERIC = {"name", "called", "call", "go", "eat", "start", "started", "lessons",
 # -아서/-어서 and its contracted forms ("바빠져서", "추워서", "와서") give a reason, as 때문/니까 do
 _REASON = re.compile(r"때문|라서|해서|아서|어서|[져워와봐줘돼겨쳐셔려]서|니까|위해|덕분"
                      r"|\b(because|since|so that|as|due to|for)\b", re.I)
-_NAME = re.compile(r"이름|\b(name|named|called)\b", re.I)  # "what is X's name?" and a note that gives one
-# ... or writes one in quotes: "동네 빵집 '밀밭'은", "a shop called “Crumb”"
+_NAME = re.compile(r"이름|제목|\b(name|named|called|title)\b", re.I)  # "what is X's name?" and a note that gives one
+# ... or writes one in quotes: "동네 빵집 '밀밭'은", "a shop called “Crumb”", "'새벽 네 시'로" (not "I'm … it's",
+# nor words quoted as said: "'오지 마라'고")
 # ("called" after a person is a phone call: "we called Dad")
 _GIVES_NAME = re.compile(r"이름|\b(name|named)\b|(?<!\bI )(?<!\bhe )(?<!\bshe )(?<!\bwe )(?<!\bthey )\bcalled\b"
-                         r"|['‘\"“][^'’\"”\s]{2,20}['’\"”]|[『「][^』」]{1,30}[』」]", re.I)
+                         r"|(?<![A-Za-z])['‘\"“](?:[^'’\"”\s]{2,20}|[^'’\"”\n,!?]{2,20}(?<![다냐요라자니까네죠지]))['’\"”](?![A-Za-z])"
+                         r"|[『「][^』」]{1,30}[』」]", re.I)
 _PRONOUN = re.compile(r"\b(she|he|her|him|they|them)\b|그녀|그는|그가|걔", re.I)
 _FIRST_PERSON = re.compile(r"\b(I|my|me|mine)\b|(?<![가-힣])(나|내|제)(?![가-힣])", re.I)
 _THIRD_PERSON = re.compile(r"\b(she|he)\b|그녀[가는]|(?<![가-힣])그[가는](?![가-힣])", re.I)
@@ -447,16 +449,14 @@ def decline_reason(question: Question, evidence: list[Evidence]) -> str:
     if topic and not any(mentions(question, topic, forms(e.note.content)) for e in evidence):  # as written
         # (the model's keywords can hold a loose word: "sport" on a race note for "수영")
         return f"no note mentions {topic}"
-    if _NAME.search(question.text):  # a name asked: a note on the subject must give one
-        holders = [e.note for e in evidence if e.found & set(key)]
-        if not any(_GIVES_NAME.search(n.content) for n in holders):
-            return f"no note gives the name of {', '.join(key)}"
-    value = asked_value(question)
-    tops = own_tops(question, evidence)  # the amount is written in a passage naming much of what is asked
+    tops = own_tops(question, evidence)  # a name or an amount is written in a passage naming much of what is asked
     holders = [e for e in evidence
                if e.found & set(key) and e.own >= VALUE_SHARE * tops[other_language(question, e.note)]]
+    if _NAME.search(question.text) and not any(_GIVES_NAME.search(e.note.content) for e in holders):
+        return f"no note gives the name of {', '.join(key)}"  # (a title given to another thing is no answer)
+    value = asked_value(question)
     if value and question.kind in ("plain", "now") and holders \
-            and not any(value[0].search(e.note.content) for e in holders):  # asked a price, no note on it gives one
+            and not any(beside(value[0], question, e) for e in holders):  # asked a price, no note on it gives one
         return f"no note gives {value[1]} of {', '.join(key)}"
     top = evidence[0]
     # said of the thing asked: "quoted 340 dollars. I still have not decided whether to pay it" decided the quote
@@ -464,6 +464,23 @@ def decline_reason(question: Question, evidence: list[Evidence]) -> str:
             and top.words >= 0.5:
         return f"only considered, never decided: {quote(top.note, spelled(question))}"
     return ""
+
+
+def beside(value: re.Pattern[str], question: Question, item: Evidence) -> bool:
+    """Whether a passage writes the value asked in a clause (between commas) naming what is asked: in
+    "기름값 10만 원, 검진비, 축의금" the amount is the fuel's, not the gift's; an amount alone in its clause
+    ("…믹서 앞에 서 있었다. 빨간색, 68만 원.") is its sentence's and the one before's."""
+    if not any(mentions(question, t, forms(item.note.content)) for t in item.found):
+        return bool(value.search(item.note.content))  # named through the model's keywords only: no clause to read
+    before = ""
+    for sentence in sentences(item.note.content):
+        for clause in re.split(r"[,;·]", sentence):
+            if value.search(clause):
+                said = clause if re.search(r"[A-Za-z가-힣]{2,}", value.sub("", clause)) else f"{before} {sentence}"
+                if any(mentions(question, t, forms(said)) for t in item.found):
+                    return True
+        before = sentence
+    return False
 
 
 def korean_topic(question: Question) -> str:
