@@ -70,7 +70,7 @@ def test_a_short_note_is_its_own_passage():
     ("March 30", "2026-04-07", "2026-03-30", "2026-03-30", False),
     ("on Friday", "2026-04-12", "2026-04-10", "2026-04-10", False),  # written on a Sunday
     ("Tuesday night", "2026-04-12", "2026-04-07", "2026-04-07", False),
-    ("the 22nd", "2026-04-07", "2026-04-22", "2026-04-22", True),
+    ("for the 22nd", "2026-04-07", "2026-04-22", "2026-04-22", True),
     ("22일에", "2026-04-07", "2026-04-22", "2026-04-22", True),
 ])
 def test_date_phrases_resolve_from_the_entry_time(phrase, at, start, end, plan):
@@ -82,4 +82,5 @@ def test_vague_or_bare_words_resolve_to_nothing():
     assert date_mentions("예전에 한 번 갔었다. A while ago I went to the market 5 times.", "2026-04-07") == []
     assert date_mentions("어제", "not a date") == []
     # a day of the month needs its particle of time; an ordinal of times or floors is no day
-    assert date_mentions("30일 동안 매일 걸었다. Third try, for the 3rd time, on the 5th floor.", "2026-04-07") == []
+    assert date_mentions("30일 동안 매일 걸었다. Third try, for the 3rd time, on the 5th floor. Down 10 in the 4th "
+                         "and I scored.", "2026-04-07") == []

@@ -129,9 +129,11 @@ def _english_rules(day: date) -> list[tuple[str, object]]:
          lambda m: _shifted(day, -_count(m.group(1)), m.group(2))),
         (rf"\bin {_N_EN} (days?|weeks?|months?)\b", lambda m: _shifted(day, _count(m.group(1)), m.group(2))),
         (rf"\b{_N_EN} (days?|weeks?) (?:later|from now)\b", lambda m: _shifted(day, _count(m.group(1)), m.group(2))),
-        # a day of the month alone is the entry's month's: "the ticket is for the 22nd" ("the 3rd time" is none)
-        (r"\bthe (\d{1,2})(?:st|nd|rd|th)\b(?!\s+(?:time|floor|place|century|grade|anniversary|birthday|year|day"
-         r"|week|month|round|try|attempt)\b)", lambda m: _calendar(day, day.month, int(m.group(1)))),
+        # a day of the month alone is the entry's month's: "the ticket is for the 22nd", "met them on the 15th
+        # after my trip" (not "the 3rd time", "in the 4th quarter", "down 10 in the 4th and …")
+        (r"\b(?:on|for|by|until|till|from|before|after|since) the (\d{1,2})(?:st|nd|rd|th)\b"
+         r"(?=\s*(?:[.,;:!?)]|$)|\s+[^\sA-Za-z0-9]|\s+(?:after|before|and|or|to|at|in|when|so|but|because|until|I|we|he|she|they)\b)",
+         lambda m: _calendar(day, day.month, int(m.group(1)))),
     ]
 
 
