@@ -28,7 +28,7 @@ def where_answerer(question: Question, evidence: list[Evidence]) -> tuple[str, l
 
 
 def test_the_shipped_kinds_are_tried_in_table_order():
-    assert [name for name, _ in questions.KINDS] == ["why", "when", "count", "now", "list"]
+    assert [name for name, _ in questions.KINDS] == ["why", "when", "count", "change", "now", "list"]
     assert kind_of("Where did I buy the ThinkPad?") == questions.PLAIN
     assert set(journal_answer.ANSWERERS) >= {name for name, _ in questions.KINDS} | {questions.PLAIN}
 

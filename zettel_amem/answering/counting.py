@@ -81,7 +81,7 @@ def occasions(question: Question, evidence: list[Evidence], chosen: list[Evidenc
 
 
 def told_undone(sentence: str) -> bool:
-    """Whether a sentence says the thing did not happen, is still to come, or only might ("she might visit")."""
+    """Whether a sentence says the thing did not happen, is still to come, or only might ("he might drop by")."""
     return bool(_NOT_HAPPENED.search(sentence) or SUPPOSED.search(sentence))
 
 

@@ -42,6 +42,7 @@ from ..core.text import CHANGE_CUE, clip, sentences
 from ..core.words import korean_stem, subject_terms
 from .counting import answer_list, own_tops
 from .date_guard import guard, note_dates
+from .differences import answer_difference
 from .evidence import Cosines, Evidence, best_sentence, forms, has_term, mentions, rank
 from .questions import Question, analyse
 from .reader import Reader
@@ -76,8 +77,8 @@ GENERIC = {"name", "called", "call", "go", "eat", "start", "started", "lessons",
 _REASON = re.compile(r"때문|라서|해서|아서|어서|[져워와봐줘돼겨쳐셔려]서|니까|위해|덕분"
                      r"|\b(because|since|so that|as|due to|for)\b", re.I)
 _NAME = re.compile(r"이름|제목|\b(name|named|called|title)\b", re.I)  # "what is X's name?" and a note that gives one
-# ... or writes one in quotes: "동네 빵집 '밀밭'은", "a shop called “Crumb”", "'새벽 네 시'로" (not "I'm … it's",
-# nor words quoted as said: "'오지 마라'고")
+# ... or writes one in quotes: "동네 빵집 '밀밭'은", "a shop called “Crumb”", "'작은 숲의 집'이라고" (not "I'm … it's",
+# nor words quoted as said: "'그만 와도 된다'고")
 # ("called" after a person is a phone call: "we called Dad")
 _GIVES_NAME = re.compile(r"이름|\b(name|named)\b|(?<!\bI )(?<!\bhe )(?<!\bshe )(?<!\bwe )(?<!\bthey )\bcalled\b"
                          r"|(?<![A-Za-z])['‘\"“](?:[^'’\"”\s]{2,20}|[^'’\"”\n,!?]{2,20}(?<![다냐요라자니까네죠지]))['’\"”](?![A-Za-z])"
@@ -119,7 +120,7 @@ def by_mention(question: Question, evidence: list[Evidence]) -> Evidence | None:
     missing = [t for t in question.terms if t not in found and t not in GENERIC]
     if not same or not missing:
         return None
-    # a passage that only plans or supposes it ("she might visit") is no time it happened
+    # a passage that only plans or supposes it ("he might drop by") is no time it happened
     same = [e for e in same if not SUPPOSED.search(best_sentence(e.note, spelled(question)))] or same
     if other_language(question, best.note) and not any(question.alternates.get(t) for t in missing):
         return None  # words with no translation among the notes are unknown there, not absent
@@ -355,6 +356,11 @@ def named(question: Question, evidence: list[Evidence]) -> list[Evidence]:
     return evidence if first is None else [first] + [e for e in evidence if e is not first]
 
 
+def answer_change(question: Question, evidence: list[Evidence]) -> tuple[str, list[str]]:
+    """How much a value changed between the two months asked (differences.py), else as a plain question."""
+    return answer_difference(question, evidence) or answer_plain(question, evidence)
+
+
 def answer_best(question: Question, evidence: list[Evidence]) -> tuple[str, list[str]]:
     """A kind with no answerer of its own: the best note, whole."""
     best = evidence[0].note
@@ -369,6 +375,7 @@ ANSWERERS: dict[str, Answerer] = {
     "when": answer_when,
     "now": answer_now,
     "count": answer_list,
+    "change": answer_change,
     "list": answer_list,
     "why": answer_why,
     "plain": answer_plain,
@@ -455,12 +462,12 @@ def decline_reason(question: Question, evidence: list[Evidence]) -> str:
     if _NAME.search(question.text) and not any(_GIVES_NAME.search(e.note.content) for e in holders):
         return f"no note gives the name of {', '.join(key)}"  # (a title given to another thing is no answer)
     value = asked_value(question)
-    if value and question.kind in ("plain", "now") and holders \
+    if value and question.kind in ("plain", "change", "now") and holders \
             and not any(beside(value[0], question, e) for e in holders):  # asked a price, no note on it gives one
         return f"no note gives {value[1]} of {', '.join(key)}"
     top = evidence[0]
     # said of the thing asked: "quoted 340 dollars. I still have not decided whether to pay it" decided the quote
-    if question.kind in ("plain", "when") and _UNDECIDED.search(best_sentence(top.note, spelled(question))) \
+    if question.kind in ("plain", "change", "when") and _UNDECIDED.search(best_sentence(top.note, spelled(question))) \
             and top.words >= 0.5:
         return f"only considered, never decided: {quote(top.note, spelled(question))}"
     return ""
@@ -468,8 +475,8 @@ def decline_reason(question: Question, evidence: list[Evidence]) -> str:
 
 def beside(value: re.Pattern[str], question: Question, item: Evidence) -> bool:
     """Whether a passage writes the value asked in a clause (between commas) naming what is asked: in
-    "기름값 10만 원, 검진비, 축의금" the amount is the fuel's, not the gift's; an amount alone in its clause
-    ("…믹서 앞에 서 있었다. 빨간색, 68만 원.") is its sentence's and the one before's."""
+    "우유 3천 원, 세탁소, 조카 선물" the amount is the milk's, not the gift's; an amount alone in its clause
+    ("…지갑 앞에 한참 서 있었다. 검정색, 12만 원.") is its sentence's and the one before's."""
     if not any(mentions(question, t, forms(item.note.content)) for t in item.found):
         return bool(value.search(item.note.content))  # named through the model's keywords only: no clause to read
     before = ""

@@ -1,8 +1,9 @@
 """What a journal question asks (#26), read from cue words in Korean and English, without a model.
 
 - **kind**: "now" (the current state: 지금, 요즘, now, currently), "when" (언제, 며칠, when, what/which + a time unit),
-  "why" (왜, 이유, why, how come), "count" (몇 번, how many times), "list" (뭐뭐, 누구누구, "which
-  cafés", "who were there"), "multi" (two questions joined: "who … and what …", "…였고 …") or "plain".
+  "why" (왜, 이유, why, how come), "count" (몇 번, how many times), "change" (빠졌, lose, difference), "list"
+  (뭐뭐, 누구누구, "which cafés", "who were there"), "multi" (two questions joined: "who … and what …",
+  "…였고 …") or "plain".
 - **terms**: the subject words, with question words and Korean particles/endings stripped ("데이터베이스를"
   -> "데이터베이스", "이사했어" -> "이사"), for matching evidence by words and deciding "not recorded".
 - **parts**: a multi-part question cut into its questions, each analysed on its own.
@@ -24,6 +25,8 @@ _WHEN = re.compile(r"언제|며칠|몇\s*월|날짜|(?:^|[,;:]\s*|\band\s+)when\
                    r"\b(?:what|which)\s+(?:date|day|month|year)\b", re.I)
 _WHY = re.compile(r"왜|이유|어째서|\b(why|how come|what made|reason)\b", re.I)
 _COUNT = re.compile(r"몇\s*(번|회|차례|군데|권)|\bhow many (times|books|places|cities|of)\b|\bhow often\b", re.I)
+# A value's change between two times: "몇 kg 빠졌어?", "how much weight did he lose between …" (differences.py)
+_CHANGE = re.compile(r"빠졌|늘었|줄었|차이|\b(lose|lost|gain(?:ed)?|difference|grow|grew|drop(?:ped)?)\b", re.I)
 # A list: "뭐뭐", "which cafés", and a number of things asked for ("카페 두 곳은", "the two cafés")
 _LIST = re.compile(r"뭐뭐|누구누구|어디\s*어디|무엇무엇|어떤\s*\S+들|\S+들[을은이]\s"
                    r"|(?<![가-힣])(두|세|네)\s?(곳|개|가지|명|군데)[은는이가을를]"
@@ -36,6 +39,7 @@ KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("why", _WHY),
     ("when", _WHEN),
     ("count", _COUNT),
+    ("change", _CHANGE),
     ("now", _NOW),
     ("list", _LIST),
 )

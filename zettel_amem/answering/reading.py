@@ -18,7 +18,7 @@ from .questions import Question
 
 NOTE_CHARS = 200  # an answer quotes one entry, clipped
 # A sentence that plans or supposes ("하기로 했다", "회사를 옮기면", "if", "decided to", "will"), not tells;
-# or only supposes it might: "she might visit in spring", "아마 올 것 같다".
+# or only supposes it might: "he might drop by in June", "아마 올 것 같다".
 SUPPOSED = re.compile(r"기로\s?했|(?<=[가-힣])면\s|려고|(?<![가-힣])아마|지도\s?모르"
                       r"|\b(if|will|might|maybe|perhaps|plan(?:s|ned)? to|going to|decided to)\b", re.I)
 _MONTHS = ("january february march april may june july august september october november december").split()

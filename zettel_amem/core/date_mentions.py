@@ -117,7 +117,7 @@ def _english_rules(day: date) -> list[tuple[str, object]]:
          lambda m: _one(_monday(day) + timedelta(weeks=1, days=_WEEKDAYS_EN.index(m.group(1).lower())))),
         (rf"\bthis ({_WD_EN})\b",
          lambda m: _one(_monday(day) + timedelta(days=_WEEKDAYS_EN.index(m.group(1).lower())))),
-        # a bare weekday is this week's, as Korean "금요일" is: "came down on Friday night", written on Sunday
+        # a bare weekday is this week's, as Korean "금요일" is: "got home on Friday night", written on Sunday
         (rf"\bon ({_WD_EN})\b|\b({_WD_EN}) (?:night|morning|afternoon|evening)\b",
          lambda m: _one(_monday(day) + timedelta(days=_WEEKDAYS_EN.index((m.group(1) or m.group(2)).lower())))),
         (r"\b(last|this|next) weekend\b", lambda m: _weekend(day, _SHIFT_EN[m.group(1).lower()])),
@@ -129,8 +129,8 @@ def _english_rules(day: date) -> list[tuple[str, object]]:
          lambda m: _shifted(day, -_count(m.group(1)), m.group(2))),
         (rf"\bin {_N_EN} (days?|weeks?|months?)\b", lambda m: _shifted(day, _count(m.group(1)), m.group(2))),
         (rf"\b{_N_EN} (days?|weeks?) (?:later|from now)\b", lambda m: _shifted(day, _count(m.group(1)), m.group(2))),
-        # a day of the month alone is the entry's month's: "the ticket is for the 22nd", "met them on the 15th
-        # after my trip" (not "the 3rd time", "in the 4th quarter", "down 10 in the 4th and …")
+        # a day of the month alone is the entry's month's: "the dentist is booked for the 22nd", "paid it on the
+        # 9th after payday" (not "the 3rd time", "in the 2nd half", "up 3 in the 9th and …")
         (r"\b(?:on|for|by|until|till|from|before|after|since) the (\d{1,2})(?:st|nd|rd|th)\b"
          r"(?=\s*(?:[.,;:!?)]|$)|\s+[^\sA-Za-z0-9]|\s+(?:after|before|and|or|to|at|in|when|so|but|because|until|I|we|he|she|they)\b)",
          lambda m: _calendar(day, day.month, int(m.group(1)))),

@@ -1,0 +1,57 @@
+"""How much a value changed between two months a question names (differences.py): two passages write the
+values, none the answer; the rules pick each month's passage and do the arithmetic."""
+
+from __future__ import annotations
+
+from zettel_amem.answering import journal_answer as ja
+from zettel_amem.answering.differences import answer_difference, asked_months, measured
+from zettel_amem.answering.evidence import Evidence
+from zettel_amem.answering.questions import analyse
+from zettel_amem.core.models import Note
+
+
+def _evidence(rows: list[tuple[str, str, str, set[str]]]) -> list[Evidence]:
+    return [Evidence(Note(id=i, content=c, at=at), 0.6, 0.85, found) for i, at, c, found in rows]
+
+
+ROWS = [
+    ("a-p0", "2026-03-14T21:00", "동물병원 정기검진. 모카는 8.4kg. 선생님이 간식을 줄이라고 하셨다. 목표는 7.5kg.",
+     {"모카", "검진"}),
+    ("b-p1", "2026-07-02T21:00", "모카 여름 검진은 다음 주 화요일로 잡았다. 집에서 재보니 8kg쯤.", {"모카", "검진"}),
+    ("c-p0", "2026-07-12T21:00", "Mocha's summer check-up yesterday: 7.9 kg, and the vet was pleased.",
+     {"모카", "검진"}),
+    ("d-p2", "2026-05-20T21:00", "모카랑 산책 3km. 비가 와서 짧게.", {"모카"}),
+]
+
+
+def test_the_change_between_two_months_is_computed_from_each_months_passage():
+    question = analyse("모카 3월 검진이랑 7월 검진 때 몸무게 몇 kg 빠졌어?")
+    assert question.kind == "change" and asked_months(question.text) == [3, 7] and measured(question.text)
+    text, cited = ja.answer_one(question, _evidence(ROWS))
+    # July: the check-up that happened (the 11th), not the plan written on the 2nd; each month's first value
+    assert text.startswith("0.5 kg 차이: 8.4 kg (2026-03-14) -> 7.9 kg (2026-07-12)"), text
+    assert cited == ["a-p0", "c-p0"]
+
+
+def test_english_months_and_weight_words_are_read_too():
+    question = analyse("How much weight did Mocha lose between the March and July check-ups?")
+    text, _cited = answer_difference(question, _evidence(ROWS))
+    assert text.startswith("0.5 kg difference"), text
+
+
+def test_a_question_without_two_months_or_a_value_is_answered_as_a_plain_one():
+    assert answer_difference(analyse("모카 몸무게 몇 kg 빠졌어?"), _evidence(ROWS)) is None
+    assert answer_difference(analyse("모카 3월이랑 7월에 뭐가 빠졌어?"), _evidence(ROWS)) is None
+    no_value = analyse("How much weight did Mocha lose between the March and September check-ups?")
+    assert answer_difference(no_value, _evidence(ROWS)) is None
+    text, _cited = ja.answer_one(no_value, _evidence(ROWS))
+    assert text  # the best passage, as before
+
+
+def test_a_change_or_a_goal_is_no_reading():
+    from zettel_amem.answering.differences import value_in
+
+    kg = measured("몸무게")[0]
+    assert value_in("지난달보다 2kg이 늘었다. 목표는 60kg. 오늘은 63.5kg.", kg) == 63.5
+    assert value_in("Down to 71.2 kg this morning, I lost 3 kg since May.", kg) == 71.2
+    assert value_in("The goal is 68 kg by summer.", kg) is None
