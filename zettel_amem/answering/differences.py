@@ -1,7 +1,7 @@
 """How much a measured value changed between two times the question names (#36, item 4).
 
-"주노 4월 검진이랑 10월 검진 때 몸무게 몇 kg 빠졌어?" / "How much weight did Juno lose between the January and
-October check-ups?": no passage writes the answer; two passages write the two values. Arithmetic on dates and
+"모카 3월 검진이랑 7월 검진 때 몸무게 몇 kg 빠졌어?" / "How much weight did I lose between March and July?": no
+passage writes the answer; two passages write the two values. Arithmetic on dates and
 numbers is rules' work: for each month the question names, the best passage on the subject that tells (not
 plans) an event of that month and writes a number with the unit measured, then the difference, with both
 values and their days, so the reader can check it. A question this cannot read is answered as a plain one.
@@ -39,15 +39,15 @@ def measured(text: str) -> tuple[str, str] | None:
     return next(((unit, name) for asked, unit, name in MEASURES if asked.search(text)), None)
 
 
-# Words that make a number a change or a goal, not a reading: "1kg이 늘었다", "1.5kg은 빼자고", "lost over a kilo"
+# Words that make a number a change or a goal, not a reading: "2kg이 늘었다", "3kg은 빼자", "lost 3 kg since May"
 _NOT_A_READING = re.compile(r"보다|늘|빠[졌지]|빼|줄|more|less|lost|lose|gain|put on|goal|target|over|under", re.I)
 
-_GOAL = re.compile(r"목표|보다|\b(goal|target|than|by)\b", re.I)  # ... or before it: "목표는 7.5kg", "작년보다 1kg"
+_GOAL = re.compile(r"목표|보다|\b(goal|target|than|by)\b", re.I)  # ... or before it: "목표는 60kg", "지난달보다 2kg"
 
 
 def value_in(content: str, unit: str) -> float | None:
-    """The first reading a passage writes with the unit ("14.9kg!", "14.2 kilos"), not a change or a goal
-    ("1kg이 늘었다", "목표는 7.5kg": a word of either just after or before it in its sentence)."""
+    """The first reading a passage writes with the unit ("63.5kg!", "71.2 kilos"), not a change or a goal
+    ("2kg이 늘었다", "목표는 60kg": a word of either just after or before it in its sentence)."""
     for sentence in sentences(content):
         for match in re.finditer(rf"(?<![\d.]){_NUMBER}\s?(?:{unit})(?![A-Za-z])", sentence, re.I):
             before = sentence[max(0, match.start() - 10):match.start()]

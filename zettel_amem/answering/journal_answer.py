@@ -17,6 +17,8 @@ Here the answer is copied from the notes, chosen by what the question asks (ques
   one naming most of the question first;
 - **why**: the whole best note (a journal entry is short; its reason is usually the next clause), the
   one recording the change for "why did X stop/move" (one that also gives a reason first);
+- **change**: how much a value changed between the two months asked, from each month's reading
+  (differences.py), else as plain;
 - **count / list**: the passages that name the subject themselves, oldest first, with their dates; a
   count counts occasions (counting.py);
 - **multi**: each part answered on its own; "she/he" in a later part is whom the previous answer names;

@@ -25,7 +25,7 @@ _WHEN = re.compile(r"언제|며칠|몇\s*월|날짜|(?:^|[,;:]\s*|\band\s+)when\
                    r"\b(?:what|which)\s+(?:date|day|month|year)\b", re.I)
 _WHY = re.compile(r"왜|이유|어째서|\b(why|how come|what made|reason)\b", re.I)
 _COUNT = re.compile(r"몇\s*(번|회|차례|군데|권)|\bhow many (times|books|places|cities|of)\b|\bhow often\b", re.I)
-# A value's change between two times: "몇 kg 빠졌어?", "how much weight did he lose between …" (differences.py)
+# A value's change between two times: "몇 킬로 늘었어?", "how much did it drop between …" (differences.py)
 _CHANGE = re.compile(r"빠졌|늘었|줄었|차이|\b(lose|lost|gain(?:ed)?|difference|grow|grew|drop(?:ped)?)\b", re.I)
 # A list: "뭐뭐", "which cafés", and a number of things asked for ("카페 두 곳은", "the two cafés")
 _LIST = re.compile(r"뭐뭐|누구누구|어디\s*어디|무엇무엇|어떤\s*\S+들|\S+들[을은이]\s"
