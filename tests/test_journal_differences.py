@@ -3,6 +3,9 @@ values, none the answer; the rules pick each month's passage and do the arithmet
 
 from __future__ import annotations
 
+import pytest
+from sample import add_dated, ask_through
+
 from zettel_amem.answering import journal_answer as ja
 from zettel_amem.answering.differences import answer_difference, asked_months, measured
 from zettel_amem.answering.evidence import Evidence
@@ -55,3 +58,22 @@ def test_a_change_or_a_goal_is_no_reading():
     assert value_in("지난달보다 2kg이 늘었다. 목표는 60kg. 오늘은 63.5kg.", kg) == 63.5
     assert value_in("Down to 71.2 kg this morning, I lost 3 kg since May.", kg) == 71.2
     assert value_in("The goal is 68 kg by summer.", kg) is None
+
+
+@pytest.fixture
+def journal(memory):
+    memory.settings.answer_journal = True
+    return memory
+
+
+def test_zk_ask_answers_a_change_between_two_months_from_page_long_entries(journal, fake_llm):
+    add_dated(journal, [
+        ("2026-03-14T21:00", "퇴근하고 모카를 데리고 동물병원 정기검진에 갔다. 모카는 8.4kg. 선생님이 간식을 줄이라고 "
+                             "하셨다.\n\n저녁에는 언니랑 통화를 했다. 조카가 다음 달에 초등학교에 들어간다고 한다. "
+                             "입학 선물로 필통을 보내기로 했다."),
+        ("2026-05-20T21:00", "비가 그쳐서 모카랑 호수공원을 한 바퀴 돌았다. 3km쯤. 오는 길에 빵집에서 식빵을 샀다."),
+        ("2026-07-11T21:00", "Mocha's summer check-up today: 7.9 kg, and the vet was pleased with her teeth too. "
+                             "Afterwards I repotted the basil on the balcony; the old pot had cracked.")])
+    answer = ask_through(journal, "모카 3월 검진이랑 7월 검진 때 몸무게 몇 kg 빠졌어?")
+    assert answer.text.startswith("0.5 kg 차이: 8.4 kg (2026-03-14) -> 7.9 kg (2026-07-11)"), answer.text
+    assert fake_llm.tasks().count("answer") == 0

@@ -68,7 +68,7 @@ def answer_difference(question: Question, evidence: list[Evidence]) -> tuple[str
         return None
     read: list[tuple[float, Evidence]] = []
     for month in months:  # evidence is best first: the best passage of the month writing a value
-        item = next((e for e in evidence if e.found and int(event_day(e.note)[5:7]) == month
+        item = next((e for e in evidence if e.found and event_day(e.note)[5:7] == f"{month:02d}"
                      and not planned(e.note) and value_in(e.note.content, unit[0]) is not None), None)
         if item is None:
             return None
