@@ -92,6 +92,13 @@ def memory(zk_home, fake_llm, embedder) -> Memory:
 
 
 @pytest.fixture
+def journal(memory) -> Memory:
+    """`memory` answering notes written with `zk add` by the journal path (journal_answer.py)."""
+    memory.settings.answer_journal = True
+    return memory
+
+
+@pytest.fixture
 def evolving(zk_home, embedder) -> Memory:
     """A memory whose model links and rewrites its first two candidates on every note."""
     memory = Memory(zk_home, llm=EvolvingFakeLLM(), embedder=embedder)

@@ -5,18 +5,8 @@ the model). Scripted model (it must not be called), real embedder."""
 
 from __future__ import annotations
 
-import pytest
-
 from tests.sample import add_dated, ask_through
 from zettel_amem.answering.term_bridge import bridge_terms, month_bridge
-
-
-@pytest.fixture
-def journal(memory):
-    memory.settings.answer_journal = True
-    return memory
-
-
 
 
 def test_a_later_note_that_moves_the_value_is_the_current_one(journal, fake_llm):

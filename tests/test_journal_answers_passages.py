@@ -7,7 +7,6 @@ evidence directly, so each rule is seen alone."""
 
 from __future__ import annotations
 
-import pytest
 from sample import add_dated, ask_through
 
 from zettel_amem.answering import counting
@@ -16,12 +15,6 @@ from zettel_amem.answering.evidence import Evidence
 from zettel_amem.answering.questions import analyse, kind_of
 from zettel_amem.core.models import Note
 from zettel_amem.core.words import subject_terms
-
-
-@pytest.fixture
-def journal(memory):
-    memory.settings.answer_journal = True
-    return memory
 
 
 def _evidence(rows: list[tuple[str, str, float, set[str]]], own: list[float] | None = None) -> list[Evidence]:

@@ -9,22 +9,12 @@ from __future__ import annotations
 
 from datetime import date
 
-import pytest
-
 from tests.sample import add_dated, ask_through
 from zettel_amem.answering.date_guard import guard, note_dates
 from zettel_amem.answering.evidence import Evidence, forms, has_term
 from zettel_amem.answering.journal_answer import by_mention, korean_topic
 from zettel_amem.answering.questions import analyse
 from zettel_amem.core.models import Note
-
-
-@pytest.fixture
-def journal(memory):
-    memory.settings.answer_journal = True
-    return memory
-
-
 
 
 def test_an_nth_day_note_dates_the_first_day():

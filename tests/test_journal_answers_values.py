@@ -6,16 +6,8 @@ real embedder."""
 
 from __future__ import annotations
 
-import pytest
-
 from tests.sample import add_dated, ask_through
 from zettel_amem.core.words import korean_stem, subject_terms
-
-
-@pytest.fixture
-def journal(memory):
-    memory.settings.answer_journal = True
-    return memory
 
 
 def test_a_price_asked_is_read_from_the_passage_that_writes_one(journal, fake_llm):

@@ -3,7 +3,6 @@ values, none the answer; the rules pick each month's passage and do the arithmet
 
 from __future__ import annotations
 
-import pytest
 from sample import add_dated, ask_through
 
 from zettel_amem.answering import journal_answer as ja
@@ -58,12 +57,6 @@ def test_a_change_or_a_goal_is_no_reading():
     assert value_in("지난달보다 2kg이 늘었다. 목표는 60kg. 오늘은 63.5kg.", kg) == 63.5
     assert value_in("Down to 71.2 kg this morning, I lost 3 kg since May.", kg) == 71.2
     assert value_in("The goal is 68 kg by summer.", kg) is None
-
-
-@pytest.fixture
-def journal(memory):
-    memory.settings.answer_journal = True
-    return memory
 
 
 def test_zk_ask_answers_a_change_between_two_months_from_page_long_entries(journal, fake_llm):

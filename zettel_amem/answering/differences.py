@@ -68,11 +68,11 @@ def answer_difference(question: Question, evidence: list[Evidence]) -> tuple[str
         return None
     read: list[tuple[float, Evidence]] = []
     for month in months:  # evidence is best first: the best passage of the month writing a value
-        item = next((e for e in evidence if e.found and event_day(e.note)[5:7] == f"{month:02d}"
-                     and not planned(e.note) and value_in(e.note.content, unit[0]) is not None), None)
-        if item is None:
+        told = (e for e in evidence if e.found and event_day(e.note)[5:7] == f"{month:02d}" and not planned(e.note))
+        found = next(((value, e) for e in told if (value := value_in(e.note.content, unit[0])) is not None), None)
+        if found is None:
             return None
-        read.append((value_in(item.note.content, unit[0]) or 0.0, item))
+        read.append(found)
     (first, a), (second, b) = read
     change = plain_number(abs(second - first))
     shown = f"{plain_number(first)} {unit[1]} ({day(a.note)}) -> {plain_number(second)} {unit[1]} ({day(b.note)})"
