@@ -236,3 +236,17 @@ def test_a_title_is_read_where_most_of_the_question_is_named():
     titled = ("c-p0", "2026-05-12T21:00", "소라가 빌려준 책은 '밤의 도서관'이다.", 0.9, {"소라", "책"})
     assert ja.decline_reason(question, _evidence([titled, book], own=[0.9, 0.8])) == ""
     assert not ja._GIVES_NAME.search("엄마는 '그냥 오지 마라'고 하셨다.")  # words said, not a name
+
+
+def test_a_family_word_alone_names_no_occasion_in_the_other_language():
+    # "엄마가 반찬 싸주신 게 몇 번이야?": an English passage about mom's day names "엄마" (by the family table)
+    # and nothing else of the question; it is its language's best, but no time she packed food
+    question = analyse("엄마가 올해 장아찌 싸주신 게 몇 번이야?")
+    evidence = _evidence([
+        ("a", "2026-03-02T21:00", "올라올 때 엄마가 장아찌를 두 병 싸주셨다.", 0.6, {"엄마", "장아찌", "싸주신"}),
+        ("b", "2026-08-14T21:00", "이번에도 엄마가 장아찌를 싸주셨다.", 0.6, {"엄마", "장아찌", "싸주신"}),
+        # near the best by words: its entry's Korean passages lend it theirs
+        ("c", "2026-05-20T21:00", "Mom called about her knee appointment; it went fine.", 0.4, {"엄마"}),
+    ], own=[0.6, 0.6, 0.2])
+    text, cited = counting.answer_list(question, evidence)
+    assert text.startswith("2번") and cited == ["a", "b"], text

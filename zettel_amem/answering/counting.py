@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from ..core.models import Note
 from ..core.passages import entry_id_of
+from ..core.words import kin_group
 from .evidence import Evidence, best_sentence
 from .questions import Question
 from .reading import (
@@ -100,7 +101,10 @@ def tells_subject(question: Question, evidence: list[Evidence]) -> Callable[[Evi
 
     def test(item: Evidence) -> bool:
         other = other_language(question, item.note)
-        return item.own > 0 and item.own >= COUNT_SHARE * tops[other] and (not rare[other] or rare[other] in item.found)
+        # a family word alone is no subject in the other language's passages ("mom" of "엄마가 싸주신 김치")
+        named = not other or any(not kin_group(t) for t in item.found)
+        return named and item.own > 0 and item.own >= COUNT_SHARE * tops[other] \
+            and (not rare[other] or rare[other] in item.found)
     return test
 
 
