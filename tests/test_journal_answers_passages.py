@@ -238,6 +238,15 @@ def test_a_title_is_read_where_most_of_the_question_is_named():
     assert not ja._GIVES_NAME.search("엄마는 '그냥 오지 마라'고 하셨다.")  # words said, not a name
 
 
+def test_a_title_given_to_another_thing_is_no_title_even_as_its_languages_best():
+    # the book is written of in English only; the one Korean passage naming "제목" titles a talk. It is the
+    # best of its language, but "제목" names no subject, as "이름" names none
+    question = analyse("소라가 빌려준 책 제목이 뭐였지?")
+    other_title = ("a-p0", "2026-06-01T21:00", "동아리 발표 제목은 '바다 위의 정원'으로 정했다.", 0.2, {"제목"})
+    book = ("b-p0", "2026-05-11T21:00", "Sora lent me a book for the rainy season.", 0.6, {"소라", "책"})
+    assert "name" in ja.decline_reason(question, _evidence([book, other_title], own=[0.6, 0.2]))
+
+
 def test_a_family_word_alone_names_no_occasion_in_the_other_language():
     # "엄마가 반찬 싸주신 게 몇 번이야?": an English passage about mom's day names "엄마" (by the family table)
     # and nothing else of the question; it is its language's best, but no time she packed food

@@ -72,9 +72,9 @@ WHEN_SHARE = 0.9  # for "when": a near-best note that writes a date wins over th
 WHEN_WIDE = 0.6  # ... and a note telling the event, from this far down, over a best one that only plans it
 WHY_SHARE = 0.8
 DECLINE_COSINE = 0.86  # decline below this best cosine when no key term is found (tuned: tune split)
-# Words that name no subject of their own: a question about "my cat's name" is about the cat.
-GENERIC = {"name", "called", "call", "go", "eat", "start", "started", "lessons", "lesson", "buy", "bought",
-           "이름", "가", "먹", "시작", "샀", "했", "해", "번", "주", "thing", "things", "much", "kind"}
+# Words that name no subject of their own: a question about "my cat's name" (a book's title) is about the cat.
+GENERIC = {"name", "title", "제목", "called", "call", "go", "eat", "start", "started", "lessons", "lesson", "buy",
+           "bought", "이름", "가", "먹", "시작", "샀", "했", "해", "번", "주", "thing", "things", "much", "kind"}
 # -아서/-어서 and its contracted forms ("바빠져서", "추워서", "와서") give a reason, as 때문/니까 do
 _REASON = re.compile(r"때문|라서|해서|아서|어서|[져워와봐줘돼겨쳐셔려]서|니까|위해|덕분"
                      r"|\b(because|since|so that|as|due to|for)\b", re.I)
