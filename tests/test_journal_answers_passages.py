@@ -259,3 +259,17 @@ def test_a_family_word_alone_names_no_occasion_in_the_other_language():
     ], own=[0.6, 0.6, 0.2])
     text, cited = counting.answer_list(question, evidence)
     assert text.startswith("2번") and cited == ["a", "b"], text
+
+
+def test_how_much_asks_a_reading_written_after_its_word_as_well_as_a_price():
+    question = analyse("지난달 혈압 검사 때 수치 얼마였어?")
+    reading = ("b-p0", "2026-05-02T21:00", "혈압이 128로 조금 높게 나왔다. 짠 음식을 줄이자.", 0.5, {"혈압", "수치"})
+    evidence = _evidence([reading])
+    assert ja.decline_reason(question, evidence) == ""  # no price written: the reading answers
+    assert ja.measured(question, evidence[0]) and not ja.measured(question, _evidence([
+        ("c-p0", "2026-05-02T21:00", "혈압 재러 가는 길, at 9 in the morning. 버스는 10:30.", 0.5, {"혈압"})])[0])
+    english = analyse("How much was the water tank?")
+    assert ja.decline_reason(english, _evidence([("d-p0", "2026-05-02T21:00", "The tank was 40 litres, so we "
+                                                  "filled it twice.", 0.8, {"tank", "water"})])) == ""
+    assert "amount" in ja.decline_reason(english, _evidence([("e-p0", "2026-05-02T21:00", "Bought a water tank at "
+                                                              "the market at 9.", 0.8, {"tank", "water"})]))

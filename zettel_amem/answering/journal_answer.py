@@ -293,10 +293,11 @@ VALUE_SHARE = 0.5  # ... and one writing the price or age asked, from further do
 # ("얼마에 팔았어?", "how much was the ferry ticket"; not "얼마나 걸렸어", "how much time") and an age.
 _MONEY = (r"\d[\d,.]*\s*(?:만|천|억)?\s*원|\b\d[\d,.]*\s*(?:won|dollars?|euros?)\b|[$€£₩]\s?\d|\d\s*%|퍼센트"
           r"|\bpercent\b")
+AMOUNT = "the amount"  # "얼마" asks a price, or a reading written right after its word (`measured`)
 ASKED_VALUES = (
     (re.compile(r"얼마(?!\s*나\s*(?:걸|오래|자주|멀|됐|지났|많이|컸|무거))"
                 r"|\bhow much\b(?!\s+(?:weight|time|longer|more|of)\b)|\bcost\b|\bprice\b", re.I),
-     re.compile(_MONEY, re.I), "the amount"),
+     re.compile(_MONEY, re.I), AMOUNT),
     (re.compile(r"몇\s*살|나이|\bhow old\b", re.I),
      re.compile(r"\d+\s*(?:살|세)(?![가-힣])|\b\d+[- ]years?[- ]old\b|\baged?\s+\d+|(?:스무|서른|마흔|쉰)\s*살", re.I),
      "the age"),
@@ -324,7 +325,8 @@ def quantity(question: Question, evidence: list[Evidence]) -> list[Evidence]:
     near = on_subject(evidence, QUANTITY_SHARE if unit else VALUE_SHARE)
     top = max(e.words for e in evidence)  # ... or naming nearly as much (in the other language, far in meaning)
     near += [e for e in evidence[len(near):] if unit and e.words >= QUANTITY_SHARE * top]
-    writing = [e for e in near if pattern.search(e.note.content)]  # of those, the one naming most of what is asked
+    writing = [e for e in near if pattern.search(e.note.content)  # of those, the one naming most of what is asked
+               or (not unit and value[1] == AMOUNT and measured(question, e))]
     first = max(writing, key=lambda e: e.words) if writing else None
     return evidence if first is None else [first] + [e for e in evidence if e is not first]
 
@@ -465,7 +467,8 @@ def decline_reason(question: Question, evidence: list[Evidence]) -> str:
         return f"no note gives the name of {', '.join(key)}"  # (a title given to another thing is no answer)
     value = asked_value(question)
     if value and question.kind in ("plain", "change", "now") and holders \
-            and not any(beside(value[0], question, e) for e in holders):  # asked a price, no note on it gives one
+            and not any(beside(value[0], question, e) or (value[1] == AMOUNT and measured(question, e))
+                        for e in holders):  # asked a price, no note on it gives one
         return f"no note gives {value[1]} of {', '.join(key)}"
     top = evidence[0]
     # said of the thing asked: "quoted 340 dollars. I still have not decided whether to pay it" decided the quote
@@ -489,6 +492,18 @@ def beside(value: re.Pattern[str], question: Question, item: Evidence) -> bool:
                 if any(mentions(question, t, forms(said)) for t in item.found):
                     return True
         before = sentence
+    return False
+
+
+def measured(question: Question, item: Evidence) -> bool:
+    """Whether a passage writes a number right after a word it shares with the question, at most a particle,
+    a colon or "was" between ("혈압이 120", "the tank was 40 litres"; not "at 9", not a clock time): "얼마였어?"
+    asks that reading as well as a price."""
+    for sentence in sentences(item.note.content):
+        for match in re.finditer(r"[A-Za-z\uac00-\ud7a3]+(?=\s*(?:[은는이가도:]|is|was|were|of)?\s*\d[\d,.]*(?![\d:]))",
+                                 sentence):
+            if any(mentions(question, t, forms(match.group())) for t in item.found):
+                return True
     return False
 
 
