@@ -101,7 +101,7 @@ def tells_subject(question: Question, evidence: list[Evidence]) -> Callable[[Evi
 
     def test(item: Evidence) -> bool:
         other = other_language(question, item.note)
-        # a family word alone is no subject in the other language's passages ("mom" of "엄마가 싸주신 김치")
+        # a family word alone is no subject in the other language's passages ("mom" of "엄마가 보내 준 반찬")
         named = not other or any(not kin_group(t) for t in item.found)
         return named and item.own > 0 and item.own >= COUNT_SHARE * tops[other] \
             and (not rare[other] or rare[other] in item.found)
