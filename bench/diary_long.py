@@ -18,7 +18,10 @@ calls), then one `zk process` subprocess with ZK_TODAY pinned to the diary's "to
 `--store` so later runs only ask. The questions come in two halves: `diary-long-qa.json` (tune, the
 default) and `diary-long-qa-sealed.json` (`--sealed`), which is scored once at the end and never read while
 tuning. A third set, `diary-long-qa-dev.json` (`--dev`), was written later by a helper that read no code, so
-that a rule tuned on the tune half can be checked on questions it was not written from.
+that a rule tuned on the tune half can be checked on questions it was not written from; a fourth,
+`diary-long-qa-dev2.json` (`--dev2`), the same way, committed before the code it judges and read only in
+aggregate. Each run's summary also says how many answers quote a passage of an evidence entry (`citing`):
+a wrong passage chosen, or the right one misread.
 
 Measured, per half and per category:
 - answers: each question through `zk ask`'s path (`bench.journal_qa.ask_all`: the memory block, then
@@ -47,7 +50,7 @@ from bench.journal_qa import build as journal_qa_build
 DATA = Path(__file__).resolve().parent / "data"
 DIARY = DATA / "diary-long.json"
 QUESTIONS = {"tune": DATA / "diary-long-qa.json", "dev": DATA / "diary-long-qa-dev.json",
-             "sealed": DATA / "diary-long-qa-sealed.json"}
+             "dev2": DATA / "diary-long-qa-dev2.json", "sealed": DATA / "diary-long-qa-sealed.json"}
 BUILT = "diary-long-built.json"
 _HANGUL = re.compile(r"[\uac00-\ud7a3]")
 _LATIN = re.compile(r"[A-Za-z]")
@@ -162,6 +165,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="score the sealed half instead of the tune half (once, at the end)")
     parser.add_argument("--dev", action="store_true",
                         help="score the dev questions: written after the code of 2026-12-05, a check of tuning")
+    parser.add_argument("--dev2", action="store_true",
+                        help="score the second dev set: written 2026-12-06, before the code it judges; read "
+                             "only in aggregate")
     parser.add_argument("--only", choices=CATEGORIES, help="one category of questions")
     parser.add_argument("--limit", type=int, help="at most N questions")
     parser.add_argument("--recall-only", action="store_true", help="evidence recall only, no answers")
@@ -187,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"building the diary store in {args.store}: {build(args.store, entries, today)}", file=sys.stderr)
     if args.build_only:
         return 0
-    half = "sealed" if args.sealed else "dev" if args.dev else "tune"
+    half = "sealed" if args.sealed else "dev2" if args.dev2 else "dev" if args.dev else "tune"
     questions = [q for q in load_questions(half) if args.only is None or q["category"] == args.only]
     questions = questions[:args.limit] if args.limit else questions
     if args.cli:
@@ -202,15 +208,28 @@ def main(argv: list[str] | None = None) -> int:
                    "wall_seconds": round(time.perf_counter() - start, 1)}
     else:
         rows = ask_all(args.store, questions, entries, reader=args.reader)
+        evidence = {q["id"]: {at[:16] for at in q["evidence"]} for q in questions}
         for row in rows:
             row.update(recall.get(row["id"], {"recalled": None}))
+            row["cites_evidence"] = bool(evidence[row["id"]] & set(row["cited_at"])) if evidence[row["id"]] else None
         summary = summarise(rows)
+        summary["citing"] = citing_summary(rows)
         summary["splits"] = {h: _accuracy([r for r in rows if r["split"] == h]) for h in QUESTIONS}
         summary.update(half=half, evidence_recall=recall_summary(rows),
                        wall_seconds=round(time.perf_counter() - start, 1))
     write_out(args.out, summary, rows)
     print(json.dumps(summary, ensure_ascii=False, indent=1) if args.json else _table(summary))
     return 0
+
+
+def citing_summary(rows: list[dict]) -> dict:
+    """Of the answered (not declined) answerable questions: how many quote a passage of an evidence entry,
+    and how many of those are right. Tells a wrong passage chosen from a right passage misread."""
+    answered = [r for r in rows if r.get("cites_evidence") is not None and not r["declined"]]
+    citing = [r for r in answered if r["cites_evidence"]]
+    return {"answered": len(answered), "citing_evidence": len(citing),
+            "right_citing": sum(r["right"] for r in citing),
+            "right_not_citing": sum(r["right"] for r in answered if not r["cites_evidence"])}
 
 
 def cli_seconds(store: Path, questions: list[dict]) -> dict:

@@ -155,6 +155,7 @@ def ask_all(store: Path, questions: list[dict], entries: list[tuple[str, str]], 
         rows.append({"id": qa["id"], "category": qa["category"], "split": qa["split"], "question": qa["question"],
                      "answer": text, "mode": answer.mode, "reason": answer.reason, "right": right,
                      "declined": declined, "seconds": round(seconds, 2),
+                     "cited_at": sorted({quote["at"][:16] for quote in answer.quotes}),
                      "ungrounded_dates": sorted(ungrounded_dates(text, qa["question"], entries))})
         print(f"{index}/{len(questions)} {'ok ' if right else 'BAD'} [{qa['category']}] {qa['question']} -> "
               f"{text[:100]!r} ({answer.mode}, {seconds:.1f}s)", file=sys.stderr)
