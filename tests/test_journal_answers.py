@@ -13,7 +13,7 @@ from zettel_amem.answering.questions import analyse
 from zettel_amem.core import dates
 from zettel_amem.core.errors import ZkError
 from zettel_amem.core.models import Note
-from zettel_amem.core.words import korean_stem
+from zettel_amem.core.words import korean_stem, subject_terms
 
 JOURNAL = [
     ("2026-01-07T19:05", "회사 프로젝트 '온비서' 킥오프. PM은 지수 님. DB는 SQLite로 시작."),
@@ -55,6 +55,22 @@ def test_subject_terms_drop_question_words_and_korean_particles():
     assert "db" in analyse("온비서 DB는 뭐야?").terms and "는" not in analyse("온비서 DB는 뭐야?").terms
     parts = analyse("Who gave me the camera and what does she do now?").parts
     assert [p.kind for p in parts] == ["plain", "now"] and "camera" in parts[1].terms  # borrowed subject
+
+
+@pytest.mark.parametrize("question, terms", [
+    ("우리 동네 세탁소 이름이 뭐였지?", ["우리", "동네", "세탁소", "이름"]),
+    ("수영 강습 시작한 날이 언제였더라?", ["수영", "강습", "시작"]),
+    ("정기 검진 날짜 좀 알려줘", ["정기", "검진", "좀"]),
+    ("안경 맞춘 데가 어디였는지 기억나?", ["안경", "맞춘", "데"]),
+    ("요즘 분리수거 날이 무슨 요일이지?", ["분리수거", "요일"]),
+    ("Can you remind me what the plumber said about the boiler?", ["plumber", "said", "boiler"]),
+    ("How much is the gym per month right now?", ["gym", "month"]),
+    ("What did the doctor say about my right knee?", ["doctor", "say", "right", "knee"]),
+])
+def test_subject_terms_leave_out_asking_to_be_told(question, terms):
+    """Asking to be told or reminded ("알려줘", "기억나?", "remind me"), a question word with a recall ending
+    ("뭐였지", "언제였더라") and a copula ("요일이지") name no subject; "right" does beside a knee."""
+    assert subject_terms(question) == terms
 
 
 # -- dates ----------------------------------------------------------------------------------------

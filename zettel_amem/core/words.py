@@ -14,14 +14,23 @@ _EN_QUESTION_WORDS = {
     "on", "at", "for", "and", "or", "it", "its", "this", "that", "now", "currently", "current", "these", "days",
     "date", "day", "time", "times", "go", "get", "got", "use", "used", "using", "be", "been", "from", "with",
     "still", "ever", "year", "there", "they", "she", "he", "her", "his", "their", "you", "your", "can", "could",
-    "would", "should", "will", "reason", "come", "made", "make", "after", "before", "then", "first"}
+    "would", "should", "will", "reason", "come", "made", "make", "after", "before", "then", "first",
+    # asking to be told or reminded names no subject: "Can you tell me …", "Remind me what …", "… per month"
+    "tell", "remind", "remember", "recall", "know", "please", "about", "per"}
 _KO_QUESTION_WORDS = {
     "뭐", "뭐야", "뭐였어", "무엇", "무슨", "누구", "누구야", "어디", "어디야", "언제", "언제야", "왜", "어떤",
     "어느", "몇", "지금", "요즘", "현재", "이제", "내", "나", "제", "저", "그", "그때", "얼마나", "어떻게", "했어",
     "했지", "있어", "있지", "하고", "해", "야", "이야", "거", "건", "것", "올해", "처음", "다", "뭐뭐", "누구누구",
     "했었어", "됐어", "주로", "뭘", "명", "번", "가장", "얼마", "정도", "날짜", "며칠", "날",
     # "어디서" asks where; "한", "할", "된", "될" are what "한다고", "할까" leave: the verb "do"
-    "어디서", "어디에서", "어디로", "한", "할", "된", "될"}
+    "어디서", "어디에서", "어디로", "한", "할", "된", "될",
+    # asking to be told or reminded: "날짜 알려줘", "기억나?", "궁금해"
+    "알려줘", "알려", "말해줘", "기억나", "기억해", "궁금해", "혹시", "누가"}
+# A question word with a copula or recall ending is still a question word: "뭐였지", "언제였더라",
+# "어디였는지", "누구더라", "얼마였나"
+_KO_ASKING = re.compile(
+    r"(?:뭐|무엇|언제|어디|누구|얼마|며칠)(?:였|이었|이)?(?:지|더라|던가|는지|인지|나|냐|니|야|어)?"
+)
 # past-tense endings in general ("씹었어" -> "씹"), not whole verbs of the benchmark's questions
 VERB_TAILS = ["었어", "았어", "었었어", "았었어"]
 # Korean endings and particles, longest first: what is left is the word's stem ("이사했어" -> "이사").
@@ -30,8 +39,11 @@ _KO_TAILS = sorted([
     "되었어", "였어", "였고", "이었어", "이야", "이에요", "인가", "이었", "였", "에서", "으로", "에게", "한테",
     "께서", "까지", "부터", "이랑", "랑", "하고", "처럼", "보다", "은", "는", "이", "가", "을", "를", "의", "에",
     "로", "와", "과", "도", "만", "야", "어", "고", "님", "들", "써", "줬어", "갔어", "샀어", "했", "셨어", "걸린다고",
-    "라고", "다고", "이라고"] + VERB_TAILS,
+    "라고", "다고", "이라고",
+    # a copula or an embedded question's ending: "요일이지" -> "요일", "먹었는지" -> "먹었", "뭐였더라"
+    "이지", "는지", "인지", "더라", "이더라"] + VERB_TAILS,
     key=len, reverse=True)
+_COPULA_TAILS = {"이지", "인지", "더라", "이더라"}
 
 _KO_TAIL_SET = set(_KO_TAILS)
 KO_QUESTION_WORDS = frozenset(_KO_QUESTION_WORDS)
@@ -52,7 +64,8 @@ def korean_stem(word: str) -> str:
         if word.endswith(tail) and len(word) - len(tail) >= 2:
             return word[: -len(tail)]
     for tail in _KO_TAILS:  # one tail: "데이터베이스를" -> "데이터베이스"; "이사했어" -> "이사"
-        if word.endswith(tail) and len(word) > len(tail) and _particle_fits(word[-len(tail) - 1], tail):
+        shortest = 2 if tail in _COPULA_TAILS else 1  # "요일이지" -> "요일", but "아이지" stays
+        if word.endswith(tail) and len(word) - len(tail) >= shortest and _particle_fits(word[-len(tail) - 1], tail):
             return word[: -len(tail)]
     return word
 
@@ -79,11 +92,12 @@ def subject_terms(text: str) -> list[str]:
     """The words a question is about: no question words, Korean particles and endings stripped."""
     out: list[str] = []
     previous = ""
-    for word in re.findall(r"[0-9A-Za-z][0-9A-Za-z.'’-]*[0-9A-Za-z]|[0-9A-Za-z]|[\uac00-\ud7a3]+", nfc(text)):
+    text = re.sub(r"\bright now\b", "now", nfc(text), flags=re.I)  # "right" alone may be a side: "right knee"
+    for word in re.findall(r"[0-9A-Za-z][0-9A-Za-z.'’-]*[0-9A-Za-z]|[0-9A-Za-z]|[\uac00-\ud7a3]+", text):
         counter, previous = previous == "몇", word
         low = word.lower().removesuffix("'s").removesuffix("’s")
-        if counter or low in _EN_QUESTION_WORDS or word in _KO_QUESTION_WORDS:  # "몇 도야": a unit, no subject
-            continue
+        if counter or low in _EN_QUESTION_WORDS or word in _KO_QUESTION_WORDS or _KO_ASKING.fullmatch(word):
+            continue  # "몇 도야": a unit, no subject
         if "\uac00" <= word[0] <= "\ud7a3":
             if word in _KO_TAIL_SET:  # a particle after a Latin word: "8km에서", "DB는"
                 continue
