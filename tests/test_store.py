@@ -264,3 +264,26 @@ def test_11_rm_refuses_before_deleting_when_another_table_is_damaged(zk, zk_home
     code, _, err = zk("rm", note_id[:8], "--yes")
     assert code == 1 and one_line(err) and "episodes table" in err and "nothing was written" in err
     assert Memory(zk_home).store.get(note_id) is not None  # not deleted behind an error
+
+
+def test_a_read_whose_version_upkeep_dropped_reads_the_newest_once(memory):
+    """The worker's upkeep drops every old version of a local table at once, with the files of a version
+    another process's read began on (seen as "a data file is missing" from the MCP server's search): the read
+    runs again on the newest version, once; a file still missing then is damage, said in one line."""
+    memory.add("a note so the table exists")
+    missing = "lance error: Not found: /home/x/lancedb/notes.lance/data/0a1b.lance, /rustc/abc/src/io.rs:12:5"
+    calls: list[int] = []
+
+    def dropped_once() -> str:
+        calls.append(1)
+        if len(calls) == 1:
+            raise OSError(missing)
+        return "the newest version"
+
+    assert memory.store.guarded_read(dropped_once) == "the newest version" and len(calls) == 2
+
+    def always_missing() -> str:
+        raise OSError(missing)
+
+    with pytest.raises(ZkError, match=r"a data file is missing \(x/lancedb/notes.lance\)$"):
+        memory.store.guarded_read(always_missing)

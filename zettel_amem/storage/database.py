@@ -459,7 +459,15 @@ class Database:
         except ZkError:
             raise
         except Exception as exc:  # noqa: BLE001 - a damaged file surfaces here as any Lance error
-            raise StoreDamaged(f"cannot read the store at {self.where}: {lance_message(exc)}") from None
+            first = exc
+        if not self.remote and "Not found" in str(first):
+            # Upkeep in another process (the worker, `zk process`) drops every old version of a local table at
+            # once (`cleanup_age`), with the files of the version this read began on: read the newest, once.
+            try:
+                return action()
+            except Exception:  # noqa: BLE001, S110 - still missing: damage, said below as the first error
+                pass
+        raise StoreDamaged(f"cannot read the store at {self.where}: {lance_message(first)}") from None
 
     def lance_dataset(self, table):
         """The table as a pylance dataset at its newest version: on an object store the table object may
