@@ -43,7 +43,9 @@ def journal(memory):
     ("왜 8km에서 멈췄어?", "why"), ("Why did I stop Duolingo?", "why"),
     ("How many times did I visit Busan?", "count"), ("한강 작가 책은 뭐뭐 읽었어?", "list"),
     ("Who gave me the camera and what does she do now?", "multi"), ("온비서 DB는 처음에 뭐였고 지금은 뭐야?", "multi"),
-    ("What is my dog's name?", "plain"), ("보리는 어떤 종이야?", "plain")])
+    ("What is my dog's name?", "plain"), ("보리는 어떤 종이야?", "plain"),
+    ("What's the date of the school trip?", "when"), ("그 모임은 무슨 요일이었어?", "when"),
+    ("What was the day like?", "plain")])
 def test_question_kinds_in_korean_and_english(question, kind):
     assert analyse(question).kind == kind
 

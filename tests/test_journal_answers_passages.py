@@ -132,6 +132,18 @@ def test_a_number_of_things_asked_for_is_a_list():
     assert kind_of("사과 두 개 먹었어?") == "plain"  # a number in a yes/no question asks for nothing
 
 
+def test_when_an_undated_passage_takes_the_day_its_entry_tells():
+    # the best passage writes no date; the entry's earlier passage tells the story's day ("어제")
+    question = analyse("스케일링은 며칠에 받았어?")
+    evidence = _evidence([
+        ("e-p1", "2026-10-14T21:00", "이번엔 스케일링만 받았다. 삼십 분쯤 걸렸다.", 0.9, {"스케일링"}),
+        ("e-p0", "2026-10-14T21:00", "어제 퇴근하고 치과에 들렀다.", 0.5, set()),
+        ("f-p0", "2026-05-13T21:00", "오늘 수영 강습에 갔다.", 0.0, set())])
+    text, cited = ja.answer_when(question, evidence)
+    assert cited == ["e-p1"] and text.startswith("2026-10-13"), text
+    assert ja.story_day(evidence[2], evidence) == ""  # an entry with no other dated passage tells nothing
+
+
 def test_when_reads_the_passage_that_dates_the_event_over_an_undated_mention():
     # an English question over Korean passages: "take" and "written" have no Korean word among the notes,
     # which makes them unknown there, not an event no passage words (that would date the first mention)

@@ -84,3 +84,25 @@ def test_vague_or_bare_words_resolve_to_nothing():
     # a day of the month needs its particle of time; an ordinal of times or floors is no day
     assert date_mentions("30일 동안 매일 걸었다. Third try, for the 3rd time, on the 5th floor. Down 10 in the 4th "
                          "and I scored.", "2026-04-07") == []
+
+
+@pytest.mark.parametrize("text, at, start, plan", [
+    # a weekday later in the week than the entry, told as past: last week's (written on a Thursday)
+    ("We finally tried the climbing wall on Saturday. I fell off twice.", "2026-03-12",
+     "2026-03-07", False),
+    ("The plumber came on Friday.", "2026-09-15", "2026-09-11", False),
+    ("토요일에 엄마랑 시장에 갔다.", "2026-11-04", "2026-10-31", False),
+    # the same weekday planned: this week's, a plan
+    ("I'll see her on Saturday.", "2026-03-12", "2026-03-14", True),
+    ("I'm meeting Jun on Saturday. Yesterday I went to the gym.", "2026-03-12", "2026-03-14", True),
+    ("토요일에 시장에 가기로 했다.", "2026-11-04", "2026-11-07", True),
+    ("토요일에 시장에 갈 거다.", "2026-11-04", "2026-11-07", True),
+])
+def test_a_weekday_written_alone_is_read_by_its_tense(text, at, start, plan):
+    mention = date_mentions(text, at)[0]
+    assert (mention.start, mention.plan) == (start, plan)
+
+
+def test_what_happens_every_week_is_no_date():
+    assert date_mentions("매주 토요일 오전에 테니스를 친다. 일요일마다 수영을 한다.", "2026-11-04") == []
+    assert date_mentions("Every Sunday night I do the laundry; each Monday I rest.", "2026-11-04") == []

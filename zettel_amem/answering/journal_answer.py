@@ -40,6 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..core.models import Note
+from ..core.passages import entry_id_of
 from ..core.text import CHANGE_CUE, clip, sentences
 from ..core.words import korean_stem, subject_terms
 from .counting import answer_list, own_tops
@@ -152,7 +153,18 @@ def answer_when(question: Question, evidence: list[Evidence]) -> tuple[str, list
         if dated:
             return f"{dated[0].isoformat()} — {whole(item.note, NOTE_CHARS - 14, spelled(question))}", [item.note.id]
     best = evidence[0].note
-    return f"{day(best)} — {clip(' '.join(best.content.split()), NOTE_CHARS - 14)}", [best.id]
+    told = story_day(evidence[0], evidence)
+    return f"{told or day(best)} — {clip(' '.join(best.content.split()), NOTE_CHARS - 14)}", [best.id]
+
+
+def story_day(item: Evidence, evidence: list[Evidence]) -> str:
+    """For a passage that dates nothing, the one earlier day its entry's other passages date ("어제 치과에
+    들렀다. … 이번엔 스케일링만 받았다"): the story's day holds across the entry; "" when none or several."""
+    if note_dates(item.note):
+        return ""
+    entry = entry_id_of(item.note.id)
+    days = {event_day(e.note) for e in evidence if e is not item and entry_id_of(e.note.id) == entry} - {day(item.note)}
+    return days.pop() if len(days) == 1 else ""
 
 
 def dated_telling(question: Question, evidence: list[Evidence]) -> list[Evidence]:

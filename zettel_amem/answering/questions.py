@@ -21,8 +21,8 @@ from ..core.words import subject_terms
 _NOW = re.compile(r"지금|요즘|현재|이제|\b(now|currently|current|these days|nowadays|at the moment)\b", re.I)
 # "when" asks only where a question starts ("When did…", "…, and when did…"): "what did she give him when
 # he left?" asks what, and "when he left" is its time.
-_WHEN = re.compile(r"언제|며칠|몇\s*월|날짜|(?:^|[,;:]\s*|\band\s+)when\b|"
-                   r"\b(?:what|which)\s+(?:date|day|month|year)\b", re.I)
+_WHEN = re.compile(r"언제|며칠|몇\s*월|날짜|(?:무슨|어느|몇)\s?요일|(?:^|[,;:]\s*|\band\s+)when\b|"
+                   r"\b(?:what|which)(?:'s|\s+(?:is|was))?\s+(?:the\s+)?(?:date|day|month|year)\b(?!\s+like\b)", re.I)
 _WHY = re.compile(r"왜|이유|어째서|\b(why|how come|what made|reason)\b", re.I)
 _COUNT = re.compile(r"몇\s*(번|회|차례|군데|권)|\bhow many (times|books|places|cities|of)\b|\bhow often\b", re.I)
 # A value's change between two times: "몇 킬로 늘었어?", "how much did it drop between …" (differences.py)

@@ -83,6 +83,41 @@ def _next_weekday(day: date, weekday: int) -> date:
     return day + timedelta(days=(weekday - day.weekday()) % 7 or 7)
 
 
+# What happens every week is no date: "every Sunday night", "매주 일요일", "일요일마다"
+_HABIT_EN = rf"\b(?:every|each)\s+(?:{_WD_EN})\b(?:\s+(?:night|morning|afternoon|evening))?"
+_HABIT_KO = r"매주\s?[월화수목금토일]요일(?:마다)?|(?<![가-힣])[월화수목금토일]요일마다"
+# A sentence that tells what happened: an English past form, a Korean past ending (a syllable closed by ㅆ,
+# not "있"); one that plans: "will", "going to", "기로", "예정", "ㄹ 거".
+_PAST_EN = re.compile(r"\b(?:was|were|had|did|went|came|got|made|took|gave|saw|met|said|told|left|sat|ran|ate|"
+                      r"bought|paid|sold|spent|found|felt|brought|began|drove|flew|wrote|won|lost|\w{2,}(?<!e)ed)\b",
+                      re.I)
+_FUTURE = re.compile(r"\b(?:will|going to|gonna|plan(?:s|ning)? to|hope to|looking forward|can't wait)\b|'ll\b"
+                     r"|\b(?:am|are|is)\s+\w+ing\b|'(?:m|re)\s+\w+ing\b"
+                     r"|기로|예정|려고|겠|[할갈볼올줄날]\s?(?:거|게|까|생각)", re.I)
+
+
+def _tense(text: str) -> str:
+    """"future", "past" or "" (no cue) of a sentence or a passage."""
+    if _FUTURE.search(text):
+        return "future"
+    closed = [c for c in re.findall("[\uac00-\ud7a3]", text) if (ord(c) - 0xAC00) % 28 == 20 and c != "있"]
+    return "past" if _PAST_EN.search(text) or closed else ""
+
+
+def _bare_weekday(day: date, weekday: int, match: re.Match[str]) -> tuple[date, date]:
+    """A weekday written alone: this week's, or, when that lies ahead and its sentence (else its passage)
+    tells what happened ("we finally tried the climbing wall on Saturday. I fell off twice", written on
+    a Thursday), last week's."""
+    this_week = _monday(day) + timedelta(days=weekday)
+    text = match.string
+    start = max(text.rfind(stop, 0, match.start()) for stop in ".!?\n") + 1
+    ends = [i for i in (text.find(stop, match.end()) for stop in ".!?\n") if i >= 0]
+    # the sentence's tense, else the passage's (a diary tells a story in one tense)
+    if this_week > day and (_tense(text[start:min(ends, default=len(text))]) or _tense(text)) == "past":
+        return _one(this_week - timedelta(weeks=1))
+    return _one(this_week)
+
+
 def _one(day: date) -> tuple[date, date]:
     return day, day
 
@@ -102,6 +137,7 @@ def _month_number(word: str) -> int:
 
 def _english_rules(day: date) -> list[tuple[str, object]]:
     return [
+        (_HABIT_EN, lambda m: None),
         (r"\b(\d{4})-(\d{2})-(\d{2})\b", lambda m: _calendar(day, int(m.group(2)), int(m.group(3)), int(m.group(1)))),
         (rf"\b{_MONTH_EN} (\d{{1,2}})(?:st|nd|rd|th)?\b(?!:)",
          lambda m: _calendar(day, _month_number(m.group(1)), int(m.group(2)))),
@@ -117,9 +153,10 @@ def _english_rules(day: date) -> list[tuple[str, object]]:
          lambda m: _one(_monday(day) + timedelta(weeks=1, days=_WEEKDAYS_EN.index(m.group(1).lower())))),
         (rf"\bthis ({_WD_EN})\b",
          lambda m: _one(_monday(day) + timedelta(days=_WEEKDAYS_EN.index(m.group(1).lower())))),
-        # a bare weekday is this week's, as Korean "금요일" is: "got home on Friday night", written on Sunday
+        # a bare weekday is this week's, as Korean "금요일" is: "got home on Friday night", written on Sunday;
+        # one later in the week told in the past is last week's (`_bare_weekday`)
         (rf"\bon ({_WD_EN})\b|\b({_WD_EN}) (?:night|morning|afternoon|evening)\b",
-         lambda m: _one(_monday(day) + timedelta(days=_WEEKDAYS_EN.index((m.group(1) or m.group(2)).lower())))),
+         lambda m: _bare_weekday(day, _WEEKDAYS_EN.index((m.group(1) or m.group(2)).lower()), m)),
         (r"\b(last|this|next) weekend\b", lambda m: _weekend(day, _SHIFT_EN[m.group(1).lower()])),
         (r"\b(last|this|next) week\b", lambda m: _week(day, _SHIFT_EN[m.group(1).lower()])),
         (r"\b(last|this|next) month\b", lambda m: _month(day, _SHIFT_EN[m.group(1).lower()])),
@@ -138,11 +175,9 @@ def _english_rules(day: date) -> list[tuple[str, object]]:
 
 
 def _korean_rules(day: date) -> list[tuple[str, object]]:
-    def weekday(shift: int):
-        return lambda m: _one(_monday(day) + timedelta(weeks=shift, days=_WEEKDAYS_KO.index(m.group(1))))
-
     shifts = {"지난": -1, "저번": -1, "이번": 0, "다음": 1, "담": 1}
     return [
+        (_HABIT_KO, lambda m: None),
         (r"(?<!\d)(\d{1,2})\s?월\s?(\d{1,2})\s?일", lambda m: _calendar(day, int(m.group(1)), int(m.group(2)))),
         (r"(지난|저번|이번|다음|담)\s?주\s?([월화수목금토일])요일",
          lambda m: _one(_monday(day) + timedelta(weeks=shifts[m.group(1)], days=_WEEKDAYS_KO.index(m.group(2))))),
@@ -166,7 +201,7 @@ def _korean_rules(day: date) -> list[tuple[str, object]]:
          lambda m: _shifted(day, _KO_DAYS[m.group(1)] * (-1 if m.group(2) == "전" else 1), "day")),
         (rf"(?<![-+\u2212\d]){_N_KO}\s?(일|주|달|개월|년)\s?(전|뒤|후)",
          lambda m: _shifted(day, _count(m.group(1)) * (-1 if m.group(3) == "전" else 1), m.group(2))),
-        (r"(?<![가-힣])([월화수목금토일])요일", weekday(0)),
+        (r"(?<![가-힣])([월화수목금토일])요일", lambda m: _bare_weekday(day, _WEEKDAYS_KO.index(m.group(1)), m)),
         # "22일에 온대": a day of the month alone, with a particle of time ("30일 동안" is a span, not a day)
         (r"(?<![\d.])(\d{1,2})일(?=에|부터|까지|날)", lambda m: _calendar(day, day.month, int(m.group(1)))),
     ]
@@ -183,6 +218,9 @@ def date_mentions(text: str, at: str) -> list[DateMention]:
     if re.search("[\uac00-\ud7a3]", text):
         found += apply_rules(_korean_rules(day), text, 0)
     out = []
-    for _, phrase, (first, last) in sorted(found, key=lambda item: item[0]):
+    for _, phrase, resolved in sorted(found, key=lambda item: item[0]):
+        if resolved is None:  # a habit ("every Sunday"): no date
+            continue
+        first, last = resolved
         out.append(DateMention(phrase, first.isoformat(), last.isoformat(), plan=first > day))
     return list(dict.fromkeys(out))
