@@ -97,6 +97,10 @@ def test_vague_or_bare_words_resolve_to_nothing():
     ("I'm meeting Jun on Saturday. Yesterday I went to the gym.", "2026-03-12", "2026-03-14", True),
     ("토요일에 시장에 가기로 했다.", "2026-11-04", "2026-11-07", True),
     ("토요일에 시장에 갈 거다.", "2026-11-04", "2026-11-07", True),
+    # arranged in the past, still to come: a plan
+    ("I booked a table for us on Saturday night.", "2026-03-12", "2026-03-14", True),
+    ("Mom called and said she'd come up on Saturday.", "2026-03-12", "2026-03-14", True),
+    ("엄마가 토요일에 올라오신다고 했다.", "2026-11-04", "2026-11-07", True),
 ])
 def test_a_weekday_written_alone_is_read_by_its_tense(text, at, start, plan):
     mention = date_mentions(text, at)[0]

@@ -87,13 +87,16 @@ def _next_weekday(day: date, weekday: int) -> date:
 _HABIT_EN = rf"\b(?:every|each)\s+(?:{_WD_EN})\b(?:\s+(?:night|morning|afternoon|evening))?"
 _HABIT_KO = r"매주\s?[월화수목금토일]요일(?:마다)?|(?<![가-힣])[월화수목금토일]요일마다"
 # A sentence that tells what happened: an English past form, a Korean past ending (a syllable closed by ㅆ,
-# not "있"); one that plans: "will", "going to", "기로", "예정", "ㄹ 거".
+# not "있"); one that plans: "will", "going to", "기로", "예정", "ㄹ 거", or arranges in the past what is to come
+# ("booked a table for Saturday night", "said she'd come on Friday", "토요일에 오신다고 했다"): no past.
 _PAST_EN = re.compile(r"\b(?:was|were|had|did|went|came|got|made|took|gave|saw|met|said|told|left|sat|ran|ate|"
                       r"bought|paid|sold|spent|found|felt|brought|began|drove|flew|wrote|won|lost|\w{2,}(?<!e)ed)\b",
                       re.I)
-_FUTURE = re.compile(r"\b(?:will|going to|gonna|plan(?:s|ning)? to|hope to|looking forward|can't wait)\b|'ll\b"
-                     r"|\b(?:am|are|is)\s+\w+ing\b|'(?:m|re)\s+\w+ing\b"
-                     r"|기로|예정|려고|겠|[할갈볼올줄날]\s?(?:거|게|까|생각)", re.I)
+_FUTURE = re.compile(r"\b(?:will|would|going to|gonna|plan(?:s|ned|ning)? to|hope to|looking forward|can't wait"
+                     r"|excited|booked|scheduled|arranged|promised|agreed|decided|reserved|invited|asked|signed up"
+                     r"|expect(?:s|ed)?|due)\b|'(?:ll|d)\b|\b(?:am|are|is)\s+\w+ing\b|'(?:m|re)\s+\w+ing\b"
+                     r"|기로|예정|려고|겠|예약|약속|자고|[다라]고\s?(?:했|하셨|하더|그러)|[할갈볼올줄날]\s?(?:거|게|까|생각)",
+                     re.I)
 
 
 def _tense(text: str) -> str:
