@@ -29,6 +29,7 @@ from .reading import (
     rarest_sentence,
     rarest_term,
     spelled,
+    told_day,
 )
 
 LIST_SHARE = 0.4  # list/count: notes with at least this share of the best note's subject words
@@ -123,5 +124,4 @@ def occasion(note: Note, entry_days: set[str]) -> str:
     """The day a passage's event happened: its own past day ("어제"), or, for a passage that writes none,
     the one earlier day its entry's other passages date (the story the entry tells), else the entry's day."""
     own = event_day(note)
-    earlier = entry_days - {day(note)}
-    return next(iter(earlier)) if own == day(note) and len(earlier) == 1 else own
+    return (told_day(note, entry_days) or own) if own == day(note) else own

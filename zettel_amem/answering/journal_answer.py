@@ -62,6 +62,7 @@ from .reading import (
     rarest_sentence,
     rarest_term,
     spelled,
+    told_day,
     whole,
 )
 
@@ -158,13 +159,13 @@ def answer_when(question: Question, evidence: list[Evidence]) -> tuple[str, list
 
 
 def story_day(item: Evidence, evidence: list[Evidence]) -> str:
-    """For a passage that dates nothing, the one earlier day its entry's other passages date ("어제 치과에
-    들렀다. … 이번엔 스케일링만 받았다"): the story's day holds across the entry; "" when none or several."""
+    """For a passage that dates nothing, the day its entry's other passages tell (`told_day`): the story's
+    day holds across the entry."""
     if note_dates(item.note):
         return ""
     entry = entry_id_of(item.note.id)
-    days = {event_day(e.note) for e in evidence if e is not item and entry_id_of(e.note.id) == entry} - {day(item.note)}
-    return days.pop() if len(days) == 1 else ""
+    days = {event_day(e.note) for e in evidence if e is not item and entry_id_of(e.note.id) == entry}
+    return told_day(item.note, days)
 
 
 def dated_telling(question: Question, evidence: list[Evidence]) -> list[Evidence]:

@@ -97,6 +97,13 @@ def planned(note: Note) -> bool:
     return bool(mentions) and all(m.plan for m in mentions)
 
 
+def told_day(note: Note, entry_days: set[str]) -> str:
+    """The one day other than the note's own among the days its entry's passages date (the story the entry
+    tells, "어제 치과에 들렀다. … 스케일링만 받았다"), or "" when there is none or several."""
+    earlier = entry_days - {day(note)}
+    return next(iter(earlier)) if len(earlier) == 1 else ""
+
+
 def event_day(note: Note) -> str:
     """The day a passage dates its event: the one past day it writes ("어제"), else the day it was written."""
     days = {m.start for m in date_mentions(note.content, note.at) if m.start == m.end and not m.plan}
