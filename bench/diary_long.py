@@ -44,13 +44,20 @@ import sys
 import time
 from pathlib import Path
 
-from bench.journal_qa import CATEGORIES, ask_all, percentile, summarise, table, write_out
+from bench.journal_qa import CATEGORIES as JOURNAL_CATEGORIES
+from bench.journal_qa import STORY, ask_all, percentile, summarise, table, write_out
 from bench.journal_qa import build as journal_qa_build
+
+CATEGORIES = [*JOURNAL_CATEGORIES, STORY]
 
 DATA = Path(__file__).resolve().parent / "data"
 DIARY = DATA / "diary-long.json"
 QUESTIONS = {"tune": DATA / "diary-long-qa.json", "dev": DATA / "diary-long-qa-dev.json",
              "dev2": DATA / "diary-long-qa-dev2.json", "sealed": DATA / "diary-long-qa-sealed.json"}
+# The third diary (#52): another life, written with its questions before the code that answers them
+DIARIES = {"long": (DIARY, QUESTIONS),
+           "three": (DATA / "diary-three.json", {"dev": DATA / "diary-three-qa-dev.json",
+                                                  "sealed": DATA / "diary-three-qa-sealed.json"})}
 BUILT = "diary-long-built.json"
 _HANGUL = re.compile(r"[\uac00-\ud7a3]")
 _LATIN = re.compile(r"[A-Za-z]")
@@ -63,8 +70,8 @@ def load_diary(path: Path = DIARY) -> tuple[str, list[tuple[str, str]]]:
     return data["today"], entries
 
 
-def load_questions(half: str) -> list[dict]:
-    return json.loads(QUESTIONS[half].read_text(encoding="utf-8"))
+def load_questions(half: str, diary: str = "long") -> list[dict]:
+    return json.loads(DIARIES[diary][1][half].read_text(encoding="utf-8"))
 
 
 def language(text: str) -> str:
@@ -74,12 +81,12 @@ def language(text: str) -> str:
     return "ko" if share >= 0.8 else "en" if share <= 0.2 else "mixed"
 
 
-def stats() -> dict:
+def stats(diary: str = "long") -> dict:
     """The data's statistics; reads the question files only to count them per category and half."""
-    today, entries = load_diary()
+    today, entries = load_diary(DIARIES[diary][0])
     lengths = [len(text) for _at, text in entries]
     languages = [language(text) for _at, text in entries]
-    halves = {half: load_questions(half) for half in QUESTIONS}
+    halves = {half: load_questions(half, diary) for half in DIARIES[diary][1]}
     return {
         "entries": len(entries), "first": entries[0][0][:10], "last": entries[-1][0][:10], "today": today,
         "median_chars": statistics.median(lengths), "max_chars": max(lengths), "min_chars": min(lengths),
@@ -159,8 +166,10 @@ def recall_summary(rows: list[dict]) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--store", type=Path, default=Path("results/diary-long-store"),
-                        help="where the built diary store is kept (built when missing)")
+    parser.add_argument("--diary", choices=sorted(DIARIES), default="long",
+                        help="which diary: the baker's year (long) or the third diary (three: dev and sealed only)")
+    parser.add_argument("--store", type=Path, help="where the built diary store is kept (built when missing; "
+                                                   "default results/diary-DIARY-store)")
     parser.add_argument("--sealed", action="store_true",
                         help="score the sealed half instead of the tune half (once, at the end)")
     parser.add_argument("--dev", action="store_true",
@@ -181,12 +190,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="time the first N questions as a user waits for them: `zk ask --json` subprocesses")
     args = parser.parse_args(argv)
     if args.stats:
-        print(json.dumps(stats(), ensure_ascii=False, indent=1))
+        print(json.dumps(stats(args.diary), ensure_ascii=False, indent=1))
         return 0
     from bench import shipped_defaults_only
 
     shipped_defaults_only()
-    today, entries = load_diary()
+    diary_file, halves = DIARIES[args.diary]
+    args.store = args.store or Path(f"results/diary-{args.diary}-store")
+    today, entries = load_diary(diary_file)
     os.environ["ZK_TODAY"] = today
     os.environ["ZK_NO_WORKER"] = "1"
     if not (args.store / BUILT).exists():
@@ -194,7 +205,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.build_only:
         return 0
     half = "sealed" if args.sealed else "dev2" if args.dev2 else "dev" if args.dev else "tune"
-    questions = [q for q in load_questions(half) if args.only is None or q["category"] == args.only]
+    if half not in halves:
+        parser.error(f"the {args.diary} diary has no {half} half (it has {', '.join(halves)})")
+    questions = [q for q in load_questions(half, args.diary) if args.only is None or q["category"] == args.only]
     questions = questions[:args.limit] if args.limit else questions
     if args.cli:
         print(json.dumps(cli_seconds(args.store, questions[:args.cli]), indent=1))
@@ -214,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
             row["cites_evidence"] = bool(evidence[row["id"]] & set(row["cited_at"])) if evidence[row["id"]] else None
         summary = summarise(rows)
         summary["citing"] = citing_summary(rows)
-        summary["splits"] = {h: _accuracy([r for r in rows if r["split"] == h]) for h in QUESTIONS}
+        summary["splits"] = {h: _accuracy([r for r in rows if r["split"] == h]) for h in halves}
         summary.update(half=half, evidence_recall=recall_summary(rows),
                        wall_seconds=round(time.perf_counter() - start, 1))
     write_out(args.out, summary, rows)
@@ -262,7 +275,7 @@ def _table(summary: dict) -> str:
     if "overall" in summary:
         splits = summary["splits"]
         other = "dev" if summary["half"] == "dev" else "sealed"
-        shown = {**summary, "splits": {"tune": splits["tune"], "heldout": splits[other]}}
+        shown = {**summary, "splits": {"tune": splits.get("tune"), "heldout": splits.get(other)}}
         lines.insert(0, table(shown).replace(" · heldout ", f" · {other} "))
     return "\n".join(lines)
 

@@ -36,6 +36,8 @@ TODAY = "2026-12-01"
 SCORED_CHARS = 240
 _ENTRY = re.compile(r"^\[(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2})\] (.+)$")
 CATEGORIES = ["current", "when", "not_recorded", "single", "multi", "why", "count", "cross_language"]
+STORY = "story"  # "what happened with X" (#52): the diaries' question files hold these, this journal's none
+VIEW_CHARS = 1000  # the view is scored whole (it is built to fit ~700 characters); this only bounds a runaway
 
 
 def load_entries(path: Path = JOURNAL) -> list[tuple[str, str]]:
@@ -56,11 +58,33 @@ def normalise(text: str) -> str:
     return re.sub(r"[\s'\"`’‘“”.,!?:;()\[\]{}<>·『』「」-]+", "", text)
 
 
-def is_right(answer: str, facts: list[list[str]]) -> bool:
-    """Every fact (a list of alternatives) appears in the first SCORED_CHARS characters of the answer."""
-    shown = normalise(answer[:SCORED_CHARS])
+def is_right(answer: str, facts: list[list[str]], chars: int = SCORED_CHARS) -> bool:
+    """Every fact (a list of alternatives) appears in the first `chars` characters of the answer."""
+    shown = normalise(answer[:chars])
     return bool(facts) and all(any(normalise(alt) in shown for alt in alternatives if normalise(alt))
                                for alternatives in facts)
+
+
+def events_shown(text: str, events: list[dict], chars: int = VIEW_CHARS) -> int:
+    """How many of a story question's gold events (each a list of facts) the text holds whole."""
+    return sum(is_right(text, event["facts"], chars) for event in events)
+
+
+def scored(qa: dict, headline: str, view: str, declined: bool) -> tuple[bool, bool]:
+    """(headline right, on screen) of one answer. A not-recorded question is right both ways when declined.
+    A story question (#52) is on screen when the view holds `min_events` of its gold events whole, and its
+    headline (a lead listing the days told) right when it names the days of as many; any other question's
+    headline is right when its first SCORED_CHARS characters hold every key fact, and it is on screen when
+    the whole view holds them."""
+    if qa["category"] == "not_recorded":
+        return declined, declined
+    if declined:
+        return False, False
+    if qa.get("events"):
+        least = qa.get("min_events", 3)
+        return sum(event["date"] in headline for event in qa["events"]) >= least, \
+            events_shown(view, qa["events"]) >= least
+    return is_right(headline, qa["facts"]), is_right(view, qa["facts"], VIEW_CHARS)
 
 
 _MONTHS = ("january february march april may june july august september october november december").split()
@@ -150,13 +174,17 @@ def ask_all(store: Path, questions: list[dict], entries: list[tuple[str, str]], 
             pass
         seconds = time.perf_counter() - start
         text = answer.text.strip()
+        shown = getattr(answer, "view", None)  # None: an answer without a view (a chat, or code before #52)
+        view = shown.text() if shown is not None else text
         declined = answer.mode == "declined"
-        right = declined if qa["category"] == "not_recorded" else (not declined and is_right(text, qa["facts"]))
+        right, on_screen = scored(qa, text, view, declined)
         rows.append({"id": qa["id"], "category": qa["category"], "split": qa["split"], "question": qa["question"],
-                     "answer": text, "mode": answer.mode, "reason": answer.reason, "right": right,
+                     "answer": text, "view": view, "mode": answer.mode, "reason": answer.reason, "right": right,
+                     "on_screen": on_screen, "confidence": shown.confidence if shown else None,
+                     "signals": shown.signals if shown else {}, "kind": shown.kind if shown else "",
                      "declined": declined, "seconds": round(seconds, 2),
                      "cited_at": sorted({quote["at"][:16] for quote in answer.quotes}),
-                     "ungrounded_dates": sorted(ungrounded_dates(text, qa["question"], entries))})
+                     "ungrounded_dates": sorted(ungrounded_dates(view, qa["question"], entries))})
         print(f"{index}/{len(questions)} {'ok ' if right else 'BAD'} [{qa['category']}] {qa['question']} -> "
               f"{text[:100]!r} ({answer.mode}, {seconds:.1f}s)", file=sys.stderr)
     return rows
@@ -183,25 +211,48 @@ def summarise(rows: list[dict]) -> dict:
     not_rec = [r for r in rows if r["category"] == "not_recorded"]
     answerable = [r for r in rows if r["category"] != "not_recorded"]
     times = [r["seconds"] for r in rows]
+    categories = CATEGORIES + ([STORY] if any(r["category"] == STORY for r in rows) else [])
     return {
         "questions": len(rows), "overall": accuracy(rows),
         "categories": {c: {"n": len([r for r in rows if r["category"] == c]),
-                           "accuracy": accuracy([r for r in rows if r["category"] == c])} for c in CATEGORIES},
+                           "accuracy": accuracy([r for r in rows if r["category"] == c])} for c in categories},
         "splits": {s: accuracy([r for r in rows if r["split"] == s]) for s in ("tune", "heldout")},
         "not_recorded_declined": accuracy([{**r, "right": r["declined"]} for r in not_rec]),
         "answerable_declined": accuracy([{**r, "right": r["declined"]} for r in answerable]),
         "ungrounded_date_answers": sum(bool(r["ungrounded_dates"]) for r in rows),
+        "on_screen": accuracy([{**r, "right": r.get("on_screen", False)} for r in answerable]),
+        "on_screen_categories": {c: accuracy([{**r, "right": r.get("on_screen", False)} for r in rows
+                                              if r["category"] == c]) for c in categories},
+        "sureness": sureness(rows),
         "modes": {m: sum(r["mode"] == m for r in rows) for m in sorted({r["mode"] for r in rows})},
         "p50_seconds": percentile(times, 0.5), "p95_seconds": percentile(times, 0.95),
     }
 
 
+def sureness(rows: list[dict]) -> dict:
+    """Per level ("sure", "likely", "unsure"): how many answers, how many of them right (headline), and the
+    share of the answerable questions at that level."""
+    answerable = [r for r in rows if r["category"] != "not_recorded"]
+    out = {}
+    for level in ("sure", "likely", "unsure"):
+        at = [r for r in rows if r.get("confidence") == level]
+        out[level] = {"n": len(at), "right": round(100 * sum(r["right"] for r in at) / len(at), 1) if at else None,
+                      "answerable_share": round(100 * sum(r.get("confidence") == level for r in answerable)
+                                                / len(answerable), 1) if answerable else None}
+    return out
+
+
 def table(summary: dict) -> str:
-    lines = ["| category | n | accuracy % |", "|---|---|---|"]
+    lines = ["| category | n | headline right % | on screen % |", "|---|---|---|---|"]
+    screens = summary.get("on_screen_categories", {})
     for name, row in summary["categories"].items():
         if row["n"]:
-            lines.append(f"| {name} | {row['n']} | {row['accuracy']} |")
-    lines.append(f"| **overall** | {summary['questions']} | **{summary['overall']}** |")
+            lines.append(f"| {name} | {row['n']} | {row['accuracy']} | {screens.get(name)} |")
+    lines.append(f"| **overall** | {summary['questions']} | **{summary['overall']}** | "
+                 f"**{summary.get('on_screen')}** (answerable) |")
+    sure = summary.get("sureness", {})
+    lines.append("\nsureness: " + " · ".join(f"{level} {row['n']} ({row['right']} % right, {row['answerable_share']} % "
+                                               f"of answerable)" for level, row in sure.items()))
     lines.append(f"\ntune {summary['splits']['tune']} % · heldout {summary['splits']['heldout']} % · "
                  f"not-recorded declined {summary['not_recorded_declined']} % · answerable declined "
                  f"{summary['answerable_declined']} % · ungrounded-date answers {summary['ungrounded_date_answers']}"

@@ -17,7 +17,7 @@ from zettel_amem.memory import Memory
 def _no_user_config(tmp_path_factory, monkeypatch):
     """Tests never read the developer's own config dir (config.toml, prompt overrides)."""
     config = tmp_path_factory.mktemp("zk-config")
-    # The scripted models' rewrites ("Updated by 7c01aa3e.") are about nothing, so the evolution topic
+    # The scripted models' rewrites ("Updated by Knee hurts after.") are about nothing, so the evolution topic
     # guard would refuse them all; tests of the pipeline's mechanics run without it (in-process and in
     # subprocesses alike). The guard has its own test, which switches it on (test_pipeline.py).
     # The model path of `zk ask` is what most tests exercise; the journal path (#26, on by default) has its

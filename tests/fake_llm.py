@@ -21,15 +21,15 @@ from typing import Any
 
 from zettel_amem.backends.llm import LLMError, Usage
 
-TASKS = ("annotate", "link", "summarise", "extract", "same_entity", "answer", "read")
+TASKS = ("annotate", "link", "summarise", "extract", "same_entity", "answer", "read", "headline")
 
 
 class FakeLLM:
     """Answers every JSON task by its schema title: a queued reply first, else the task's rule.
 
     The rules are attributes a test may replace: `annotate(user) -> dict`, `link(user, candidate_ids)`,
-    `summarise(user)`, `extract(user)`, `same(user)`, `read(user, count)`, `read_all(user, count)`, and
-    `answer` (the text).
+    `summarise(user)`, `extract(user)`, `same(user)`, `read(user, count)`, `read_all(user, count)`,
+    `headline(user, count)` (a journal answer's written headline, from the first sentence) and `answer` (the text).
     `fail = True` makes every call raise LLMError, like a model that crashed. `calls` records every
     call with its `task`.
     """
@@ -47,6 +47,7 @@ class FakeLLM:
         self.answer = "The knee notes say so."
         self.read = lambda user, count: {"passage": 0}  # which passage answers (reader.py): none
         self.read_all = lambda user, count: {"passages": []}  # ... which record a time it happened: none
+        self.headline = lambda user, count: {"answer": self.answer, "sentences": [1]}
         # Upper tiers: a summary is the session's first turns; entities are capitalised words and
         # "X uses Y" sentences become "uses database" relations; no unsure name is the same.
         self.summarise = lambda user: {"facts": [re.sub(r"^\S+ \S+ ", "", line)
@@ -104,6 +105,8 @@ class FakeLLM:
             return self.read_all(user, len(props["passages"]["items"]["enum"]))
         if task == "read":
             return self.read(user, len(props["passage"]["enum"]) - 1)
+        if task == "headline":
+            return self.headline(user, len(props["sentences"]["items"]["enum"]))
         ids = props["ids"].get("items", {}).get("enum", [])  # answer: short, citing the first note given
         return {"answer": self.answer, "ids": ids[:1]}
 
@@ -123,7 +126,7 @@ class EvolvingFakeLLM(FakeLLM):
     def __init__(self) -> None:
         super().__init__()
         self.link = lambda user, ids: {"links": ids[:2], "updates": [
-            {"id": i, "context": f"Updated by {_new_id(user)}.", "tags": ["evolved"]} for i in ids[:2]]}
+            {"id": i, "context": f"Updated by {new_note_start(user)}.", "tags": ["evolved"]} for i in ids[:2]]}
 
 
 def _after(user: str, marker: str) -> str:
@@ -141,6 +144,7 @@ def _extract_by_rule(user: str) -> dict:
     return {"entities": [{"name": n, "type": kinds.get(n, "other")} for n in names], "relations": relations}
 
 
-def _new_id(user: str) -> str:
-    match = re.search(r"\[([0-9a-f]+)\]", user)  # the new note's id is the first one the prompt names
-    return match.group(1) if match else "?"
+def new_note_start(user: str, words: int = 3) -> str:
+    """The first words of the new note in a link prompt (which names no note id: the model never sees one)."""
+    match = re.search(r"^New note \S+: (.*)$", user, re.MULTILINE)
+    return " ".join(match.group(1).split()[:words]) if match else "?"

@@ -6,11 +6,17 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests import harness
 from tests.fake_llm import EvolvingFakeLLM
 from tests.harness import one_line
 from tests.sample import RUNS, TEXT_WITH_ESCAPES, add_all
@@ -157,3 +163,130 @@ def test_crafted_restore_records_are_checked_one_by_one(records, raw, tmp_path_f
     assert len({n.id for n in notes}) == len(notes) == report["added"]
     assert all(len(n.id) == 32 and all(c in "0123456789abcdef" for c in n.id) for n in notes)
     assert all(len(link) == 32 for n in notes for link in n.links)
+
+
+# -- the break-it report (issue #53): C11, a backup written all or nothing; C9, records nested too deeply -------
+def _backup_of(zk, tmp_path, notes: list[str], name: str = "backup.jsonl") -> list[str]:
+    for text in notes:
+        zk("add", text, check=True)
+    path = tmp_path / name
+    zk("export", "--all", "-o", str(path), check=True)
+    return path.read_text(encoding="utf-8").splitlines(keepends=True)
+
+
+def test_c11_a_failed_export_leaves_the_old_backup_as_it_was(zk, tmp_path, monkeypatch):
+    import errno
+
+    from zettel_amem.ingest import export
+
+    folder = tmp_path / "backups"
+    folder.mkdir()
+    good = _backup_of(zk, folder, ["어제의 백업 yesterday's backup"])
+    target = folder / "backup.jsonl"
+    target.chmod(0o600)
+    real_export = export.export_jsonl
+
+    def disk_fills(memory, out, all_notebooks=True):  # half a record in, the disk is full
+        out.write(json.dumps({"type": "zk-export", "notes": 6}) + "\n" + '{"type": "note", "content": "오늘')
+        out.flush()
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    def interrupted(memory, out, all_notebooks=True):
+        real_export(memory, out, all_notebooks)
+        raise KeyboardInterrupt
+
+    zk("add", "오늘의 새 노트 today's note", check=True)
+    for failing in (disk_fills, interrupted):
+        monkeypatch.setattr(export, "export_jsonl", failing)
+        code, _, err = zk("export", "--all", "-o", str(target))
+        assert code == (1 if failing is disk_fills else 130), err  # one line or "interrupted"
+        assert target.read_text(encoding="utf-8").splitlines(keepends=True) == good  # the old backup, whole
+        assert sorted(p.name for p in folder.iterdir()) == ["backup.jsonl"]  # no temporary file left behind
+    monkeypatch.setattr(export, "export_jsonl", disk_fills)
+    _, _, err = zk("export", "--all", "-o", str(target))
+    assert one_line(err) and "no space left" in err and f"{target} was not changed" in err
+    monkeypatch.setattr(export, "export_jsonl", real_export)
+    zk("export", "--all", "-o", str(target), check=True)
+    assert len(target.read_text(encoding="utf-8").splitlines()) == 3  # the header and both notes
+    assert target.stat().st_mode & 0o777 == 0o600  # a private backup stays private
+
+
+def test_c11_export_targets_that_cannot_be_written_are_one_line(zk, tmp_path, monkeypatch):
+    zk("add", "무릎이 아프다 my knee hurts", check=True)
+    folder = tmp_path / "backups"
+    folder.mkdir()
+    for target, says in ((folder, "is a folder"), (tmp_path / "missing" / "x.jsonl", "no folder"),
+                         (Path("/dev/full"), "No space left")):
+        code, _, err = zk("export", "-o", str(target))
+        assert code == 1 and one_line(err) and says in err and str(target) in err, err
+    assert list(folder.iterdir()) == []
+    monkeypatch.chdir(tmp_path)
+    code, out, err = zk("export", "-o", "-")  # standard output, and only the backup there
+    assert code == 0 and not (tmp_path / "-").exists()
+    records = [json.loads(line) for line in out.splitlines()]
+    assert records[0]["type"] == "zk-export" and [r["content"] for r in records[1:]] == ["무릎이 아프다 my knee hurts"]
+
+
+def test_c11_a_backup_cut_short_never_restores_silently(zk, tmp_path):
+    lines = _backup_of(zk, tmp_path, [f"{i}번째 노트: 오늘은 {i}km 달렸다 ran {i} km" for i in range(1, 7)])
+    whole = "".join(lines).encode("utf-8")
+    at_line_end = tmp_path / "cut-at-line.jsonl"
+    at_line_end.write_bytes("".join(lines[:5]).encode("utf-8"))  # the header and 4 of the 6 notes
+    code, out, err = zk("--home", str(tmp_path / "a"), "import", str(at_line_end), "--json")
+    report = json.loads(out)
+    assert code == 3 and report["added"] == 4
+    assert [f["message"] for f in report["failed"]] == ["the backup holds 4 of 6 notes (cut short?)"]
+    mid_character = whole.rindex("번째".encode()) + 1  # inside a Korean character of the last record
+    cut = tmp_path / "cut-mid-record.jsonl"
+    cut.write_bytes(whole[:mid_character])
+    code, out, err = zk("--home", str(tmp_path / "b"), "import", str(cut), "--json")
+    report = json.loads(out)
+    assert code == 3 and report["added"] == 5
+    assert {f["line"]: f["message"] for f in report["failed"]} == {
+        7: "the backup ends in the middle of this record (cut short?); skipped",
+        None: "the backup holds 5 of 6 notes (cut short?)"}
+    code, _, err = zk("--home", str(tmp_path / "c"), "import", str(cut))  # as a user sees it
+    assert code == 3 and "cut short" in err and "5 of 6" in err
+
+
+def test_c9_a_record_nested_too_deeply_is_skipped_and_the_rest_restored(zk, tmp_path):
+    lines = _backup_of(zk, tmp_path, [f"note {i} 노트 {i}" for i in range(12)])
+    record = json.loads(lines[7])
+    deep_links = json.dumps({**record, "id": "e" * 32}).replace('"links": []', '"links": ' + "[" * 100_000 + "]"
+                                                                 * 100_000)
+    deep_history = json.dumps({**record, "id": "f" * 32, "history": [{  # readable, but deep enough that the
+        "version": 1, "at": "2026-03-01T08:00:00", "reason": "evolution",  # store's reads would fail on it
+        "changes": {"content": {"old": json.loads("[" * 900 + "]" * 900), "new": "x"}}}]})
+    lines[7:7] = [deep_links + "\n", deep_history + "\n"]
+    backup = tmp_path / "with-deep.jsonl"
+    backup.write_text("".join(lines), encoding="utf-8")
+    home = tmp_path / "restored"
+    code, out, err = zk("--home", str(home), "import", str(backup), "--json")
+    report = json.loads(out)
+    assert code == 3 and report["added"] == 12, err
+    messages = {f["line"]: f["message"] for f in report["failed"]}
+    assert messages[8] == "not valid JSON: nested too deeply; skipped"
+    assert set(messages) == {8, 9} and "nested" in messages[9]
+    listed = zk("--home", str(home), "list", "--json", "--limit", "100")
+    assert listed.exit_code == 0 and len(listed.json()) == 12, listed.stderr
+
+
+def test_c11_a_full_disk_keeps_the_old_backup(zk, zk_home, tmp_path):
+    """The report's case on a real full disk: a 256 KB tmpfs (root in a mount namespace; skipped elsewhere)."""
+    if os.geteuid() != 0 or shutil.which("unshare") is None or subprocess.run(["unshare", "-m", "true"]).returncode:
+        pytest.skip("needs root with mount namespaces to mount a small tmpfs")
+    old_home, disk = tmp_path / "old-home", tmp_path / "disk"
+    zk("--home", str(old_home), "add", "어제의 백업 yesterday's backup", check=True)
+    for i in range(3):  # today's notebook: its backup no longer fits
+        zk("add", f"{i}: " + "오늘은 무릎이 괜찮았다 my knee was fine today. " * 600, check=True)
+    disk.mkdir()
+    backup = disk / "backup.jsonl"
+    done = harness.shell(f"unshare -m bash -c 'mount -t tmpfs -o size=256k tmpfs {disk} && "
+                         f"zk --home {old_home} export --all -o {backup} && md5sum {backup} && "
+                         f"head -c 200000 /dev/zero > {disk}/filler; zk export --all -o {backup}; echo exit=$?; "
+                         f"md5sum {backup}; ls -A {disk}'", zk_home)
+    before, after, *rest = [line for line in done.stdout.splitlines() if not line.startswith("exit=")]
+    assert "exit=1" in done.stdout and before == after, done.stdout + done.stderr
+    assert rest == ["backup.jsonl", "filler"]  # no temporary file left behind
+    err = done.stderr.strip().splitlines()[-1]
+    assert "no space left" in err and f"{backup} was not changed" in err, done.stderr

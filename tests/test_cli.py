@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from tests.harness import FAKE_MODEL, modules_after_help, one_line
 from zettel_amem.core.config import ZkError
+from zettel_amem.core.text import is_blank
 from zettel_amem.memory import Memory
 
 
@@ -179,6 +180,36 @@ def test_more_than_a_hundred_malformed_inputs_get_one_clear_line(zk, zk_home):
     assert [(n.id, n.content) for n in notes] == [(keep.id, keep.content)]
 
 
+def test_a_note_of_only_invisible_characters_is_empty_wherever_a_note_is_made(zk, zk_home, tmp_path, monkeypatch):
+    """Issue #53 C10: zero-width spaces, the Hangul filler, the Braille blank or a lone bidi override were saved
+    as notes listed as blank rows. Like an NBSP-only note they are "the note is empty", in `zk add` (argument
+    and stdin), `zk edit`, `zk import` (skipped as a blank line) and the library's add (MCP add_note); text
+    with anything visible besides them is stored byte for byte."""
+    from tests.test_text import INVISIBLE_ONLY, VISIBLE_WITH_THEM
+
+    for text in INVISIBLE_ONLY:
+        for args, stdin in ((["add", text], None), (["add", "-"], text.encode())):
+            code, out, err = zk(*args, stdin=stdin)
+            assert (code, out, err) == (1, "", "zk: error: the note is empty\n"), ascii(text)
+        with pytest.raises(ZkError, match="^the note is empty$"):
+            Memory(zk_home).add(text)  # what MCP add_note calls
+    stored = [zk("add", text, "--json", check=True).json()["id"] for text in VISIBLE_WITH_THEM]
+    shown = {n["id"]: n["content"] for n in zk("list", "--json", "--limit", "100", check=True).json()}
+    assert [shown[i] for i in stored] == [text.strip() for text in VISIBLE_WITH_THEM]
+    editor = tmp_path / "blank.sh"
+    editor.write_text("#!/bin/sh\nprintf '\\342\\200\\213\\343\\205\\244\\n' > \"$1\"\n")  # ZWSP, U+3164
+    editor.chmod(0o755)
+    monkeypatch.setenv("EDITOR", str(editor))
+    code, _, err = zk("edit", stored[0][:8])
+    assert code == 1 and "the edited note is empty" in err and one_line(err), err
+    lines = tmp_path / "lines.txt"
+    lines.write_text("첫 줄 first line\n\u200b\u200b\n\u3164\nlast line 끝\n", encoding="utf-8")
+    imported = zk("import", str(lines), "--json", check=True).json()
+    assert imported["added"] == 2 and not imported.get("problems"), imported
+    contents = [n["content"] for n in zk("list", "--json", "--limit", "100", check=True).json()]
+    assert not [c for c in contents if is_blank(c)] and len(contents) == len(VISIBLE_WITH_THEM) + 2
+
+
 def test_huge_note_is_refused_and_long_lines_are_kept(zk_home):
     memory = Memory(zk_home)
     with pytest.raises(ZkError, match="too long"):
@@ -286,3 +317,32 @@ def test_12_huge_note_messages_say_the_limit(zk, tmp_path):
     assert "limit is 100,000" in problem["message"] and "zk import" not in problem["message"]
     code, _, err = zk("add", "-", stdin=b"y" * (5 * 1024 * 1024))
     assert code == 1 and one_line(err) and "limit is 100,000" in err and "split it" in err
+
+
+def test_deleting_commands_refuse_without_yes_where_no_one_can_be_asked(zk):
+    """#53: `zk rm` deleted without asking when stdin was no terminal, while `zk sync --prune` refused."""
+    note = zk("add", "keep me", "--json", check=True).json()["id"]
+    code, _, err = zk("rm", note[:8])  # stdin: empty, not a terminal
+    assert code == 1 and "--yes" in err and len(err.strip().splitlines()) == 1
+    assert zk("show", note[:8]).exit_code == 0  # still there
+    assert zk("rm", note[:8], "--yes").exit_code == 0 and zk("show", note[:8]).exit_code != 0
+
+
+def test_a_reading_command_on_a_home_that_does_not_exist_creates_nothing(zk, tmp_path):
+    """#53: `zk status` on a mistyped home created an empty store there."""
+    missing = tmp_path / "mistyped"
+    for command in (["status"], ["list"], ["ask", "what happened with my knee?"], ["search", "knee"], ["export"]):
+        code, out, err = zk("--home", str(missing), *command)
+        assert code == 1 and f"no notebook at {missing}" in err and len(err.strip().splitlines()) == 1, command
+    assert not missing.exists()
+    assert zk("--home", str(missing), "add", "the first note").exit_code == 0  # a writing command starts one
+    assert zk("--home", str(missing), "status").exit_code == 0
+
+
+@pytest.mark.parametrize("fmt", ["auto", "chatgpt"])
+def test_importing_an_endless_device_stops_at_the_limit_with_one_line(zk, fmt):
+    """#53: `zk import /dev/zero` ran until killed. Lines stop after 64 MiB without a break, a document read
+    whole after 256 MiB."""
+    code, out, err = zk("import", "/dev/zero", "--format", fmt)
+    said = [line for line in (out + err).splitlines() if "not a text file" in line or "larger than" in line]
+    assert code in (1, 3) and len(said) == 1 and "Traceback" not in err

@@ -28,6 +28,7 @@ def _built(settings: Settings) -> list[dict]:
     from zettel_amem.amem.link import link_schema
     from zettel_amem.answering.answer import answer_schema
     from zettel_amem.answering.reader import read_all_schema, read_schema
+    from zettel_amem.answering.writer import headline_schema
     from zettel_amem.core.models import Entity
     from zettel_amem.tiers.episodes import summary_schema
     from zettel_amem.tiers.extraction import ask_same, extract_schema
@@ -36,7 +37,7 @@ def _built(settings: Settings) -> list[dict]:
     ask_same(fake, Prompts(), "Kim Minsu", Entity(id="e" * 16, name="김민수"), "person")
     built = [annotate_schema(settings), link_schema(["1234abcd", "5678ef90"], settings),
              summary_schema("English", 5), extract_schema(), answer_schema(["1234abcd"], "where do I run?"),
-             read_schema(3), read_all_schema(3), *(c["schema"] for c in fake.calls)]
+             read_schema(3), read_all_schema(3), headline_schema(3), *(c["schema"] for c in fake.calls)]
     return built
 
 

@@ -381,6 +381,35 @@ def test_7_chatgpt_mapping_cycle_is_reported(zk, tmp_path):
     assert len(report["failed"]) == 1 and "cycle" in report["failed"][0]["message"]
 
 
+# -- the break-it report (issue #53), C9: JSON nested too deeply ---------------------------------------
+def test_c9_json_nested_too_deeply_is_one_line_naming_the_file(zk, zk_home, tmp_path):
+    depth = 100_000
+    deep = tmp_path / "깊은 deep.json"
+    deep.write_text("[" * depth + "]" * depth, encoding="utf-8")
+    chatgpt = tmp_path / "conversations.json"  # a ChatGPT export whose message parts hold the nesting
+    chatgpt.write_text('[{"title": "t", "mapping": {"a": {"parent": null, "children": [], "message": {"author": '
+                       '{"role": "user"}, "content": {"parts": ' + "[" * depth + "]" * depth + "}}}}}]",
+                       encoding="utf-8")
+    for path in (deep, chatgpt):
+        for fmt in ("auto", "chatgpt", "locomo"):
+            code, _, err = zk("import", str(path), "--format", fmt, "--no-llm", "-q")
+            assert code == 1 and harness.one_line(err), err
+            assert f"{path.name} is not valid JSON (nested too deeply)" in err
+    vault = tmp_path / "vault"  # a vault whose marker is nested too deeply
+    vault.mkdir()
+    (vault / ".zk-vault.json").write_text('{"a": ' * depth + "1" + "}" * depth, encoding="utf-8")
+    code, _, err = zk("import", str(vault), "-q")
+    assert code == 1 and harness.one_line(err) and "nested too deeply" in err, err
+    assert Memory(zk_home).store.count() == 0
+    chat = tmp_path / "chat.jsonl"  # one such line in a chat log: that line is skipped, the rest imported
+    chat.write_text('{"role": "user", "content": "무릎이 아프다"}\n' + "[" * depth + "]" * depth + "\n",
+                    encoding="utf-8")
+    code, out, err = zk("import", str(chat), "--no-llm", "--json")
+    report = json.loads(out)
+    assert code == 3 and report["added"] == 1
+    assert report["failed"] == [{"line": 2, "record": None, "message": "not valid JSON: nested too deeply"}]
+
+
 # --------------------------------------------------------------------------- enrichment of chat turns
 
 

@@ -6,18 +6,18 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from tests.harness import modules_after_help
 from zettel_amem.core.config import ZkError
-from zettel_amem.core.dates import parse, resolve
+from zettel_amem.core.dates import day_range, parse, resolve
 from zettel_amem.memory import Memory
 from zettel_amem.storage.database import SCHEMA_VERSION
 from zettel_amem.storage.store import note_to_row
-from zettel_amem.views import Views
+from zettel_amem.views import Day, Views
 
 EDITOR = '''\
 import json, os, pathlib, sys
@@ -315,6 +315,8 @@ def test_28_midnight_and_iso_basic(phrase, at):
     ("1", "a bare number is not a date"), ("12", "a bare number is not a date"),
     ("1700000000", "a bare number is not a date"),
     pytest.param("1" * 1000, "a bare number is not a date", id="1000-digits"),
+    ("-1", "a bare number is not a date"), ("+5", "a bare number is not a date"),  # -1 was 1 January
+    ("\u22122", "a bare number is not a date"), ("-2026", "a bare number is not a date"),
     ("-1 days ago", "a count cannot be signed"), ("+3 days ago", "a count cannot be signed"),
     ("-2일 전", "a count cannot be signed"),
     ("yesterday\x1b[31m", "control characters"), ("어제\t밤", "control characters"), ("어제\x00", "control characters"),
@@ -324,6 +326,73 @@ def test_28_bare_numbers_signed_counts_and_control_characters_are_refused(phrase
         with pytest.raises(ZkError, match=message) as info:
             resolve(phrase, role, NOW)
         assert "\n" not in str(info.value) and "\x1b" not in str(info.value)
+
+
+MAY_31 = datetime(2026, 5, 31, 14, 30)
+
+
+@pytest.mark.parametrize("phrase, now, day", [
+    ("3 months ago", MAY_31, "2026-02-28"), ("3달 전", MAY_31, "2026-02-28"), ("3개월 전", MAY_31, "2026-02-28"),
+    ("1 year ago", MAY_31, "2025-05-31"), ("1년 전", MAY_31, "2025-05-31"), ("a year ago", MAY_31, "2025-05-31"),
+    ("2 months ago", MAY_31, "2026-03-31"), ("in 2 months", MAY_31, "2026-07-31"),
+    ("3 months ago", datetime(2028, 5, 31, 9, 0), "2028-02-29"),  # clamped at the month's end, leap year
+    ("3 months ago", datetime(2026, 12, 6, 7, 52), "2026-09-06"), ("100 years ago", NOW, "1926-03-28"),
+    ("1 year 2 months ago", NOW, "2025-01-28"),
+])
+def test_53_a_count_of_months_or_years_back_keeps_the_day(phrase, now, day):
+    """Issue #53 C4: "3 months ago" was the 1st of the month (dateparser's day-of-month preference)."""
+    assert resolve(phrase, "at", now) == (f"{day}T{now:%H:%M:%S}", "")  # the time of day, as for "3 days ago"
+    for role in ("since", "until", "day"):
+        assert resolve(phrase, role, now) == (f"{day}T00:00:00", "")
+
+
+@pytest.mark.parametrize("phrase, label, first, last", [
+    ("last year", "2025", "2025-01-01", "2025-12-31"), ("작년", "2025", "2025-01-01", "2025-12-31"),
+    ("2025년", "2025", "2025-01-01", "2025-12-31"),  # dateparser read "2025년" as 2025 years ago
+    ("올해", "2026", "2026-01-01", "2026-12-31"),
+    ("last month", "2026-04", "2026-04-01", "2026-04-30"), ("지난달", "2026-04", "2026-04-01", "2026-04-30"),
+    ("March 2026", "2026-03", "2026-03-01", "2026-03-31"), ("2026년 2월", "2026-02", "2026-02-01", "2026-02-28"),
+])
+def test_53_a_whole_month_or_year_is_a_range_and_no_day(phrase, label, first, last):
+    kind = "year" if len(label) == 4 else "month"
+    since, note = resolve(phrase, "since", MAY_31)
+    assert since == f"{first}T00:00:00" and note == f"'{phrase}' read as {label}, the whole {kind}: from {first} on"
+    until, note = resolve(phrase, "until", MAY_31)
+    assert until == f"{first}T00:00:00" and f"before {first}" in note  # --until is exclusive, as `--until 2026`
+    day = Day(*day_range(phrase, MAY_31))
+    end = (date.fromisoformat(last) + timedelta(days=1)).isoformat()
+    assert (day.date.isoformat(), day.start, day.end, day.label) == (first, f"{first}T00:00:00", f"{end}T00:00:00",
+                                                                      label)
+    assert day.note == f"'{phrase}' read as {label}, the whole {kind}: {first} to {last}"
+    with pytest.raises(ZkError, match=f"names a whole {kind} \\({label}\\), not a day") as info:
+        resolve(phrase, "at", MAY_31)  # which day of it is a guess: refused, never the 1st silently
+    assert "\n" not in str(info.value)
+
+
+def test_53_months_and_years_through_the_cli(zk, zk_home, monkeypatch):
+    """The report's case (today 2026-12-06): `zk on "3달 전"` listed the 1 September note, `--since "1 year
+    ago"` kept a note three days before a year ago, `--at -1` filed a note on 1 January."""
+    monkeypatch.setenv("ZK_TODAY", "2026-12-06")
+    for text, at in [("first of september", "2026-09-01T10:00"), ("sixth of september", "2026-09-06T10:00"),
+                     ("three days before a year ago", "2025-12-03T10:00"), ("a year ago today", "2025-12-06T10:00"),
+                     ("작년 봄", "2025-04-02T10:00"), ("november", "2026-11-30T23:00")]:
+        zk("add", text, "--at", at, check=True)
+    for phrase in ("3달 전", "3 months ago"):
+        assert [n["content"] for n in zk("on", phrase, "--json", check=True).json()] == ["sixth of september"]
+    since = zk("list", "--since", "1 year ago", "--json", check=True).json()
+    assert {n["content"] for n in since} == {"first of september", "sixth of september", "a year ago today",
+                                              "november"}
+    code, out, err = zk("on", "작년")
+    assert code == 0 and out.startswith("2025 3 note(s)") and "'작년' read as 2025, the whole year" in err
+    listed = zk("list", "--since", "last month", "--until", "this month", "--json", check=True).json()
+    assert [n["content"] for n in listed] == ["november"]
+    assert [n["content"] for n in zk("list", "--until", "작년", "--json", check=True).json()] == []
+    code, out, err = zk("add", "어느 날", "--at", "작년")
+    assert code == 1 and len(err.strip().splitlines()) == 1 and "names a whole year (2025), not a day" in err
+    for bare in ("-1", "+5"):
+        code, _, err = zk("add", "x", "--at", bare)
+        assert code == 1 and f"cannot read the date '{bare}': a bare number is not a date" in err
+    assert len(zk("list", "--json", check=True).json()) == 6
 
 
 def test_28_a_bare_year_is_the_year_through_the_cli(tmp_path):

@@ -13,6 +13,7 @@ from zettel_amem.answering import counting
 from zettel_amem.answering import journal_answer as ja
 from zettel_amem.answering.evidence import Evidence
 from zettel_amem.answering.questions import analyse, kind_of
+from zettel_amem.answering.view import HEADLINE_QUOTE, View, answer_view
 from zettel_amem.core.models import Note
 from zettel_amem.core.words import subject_terms
 
@@ -26,6 +27,13 @@ def _evidence(rows: list[tuple[str, str, float, set[str]]], own: list[float] | N
         item.own = share
         out.append(item)
     return out
+
+
+def _shown(question, evidence: list[Evidence], answerer) -> tuple[View, list[str]]:
+    """What `zk ask` shows for the passages an answerer picks (view.py, as `answer_journal` builds it), and
+    the passages it cites."""
+    pick = answerer(question, evidence)
+    return answer_view(question, evidence, pick), pick.cited
 
 
 def test_a_count_counts_occasions_not_the_passages_their_entry_lends_the_word(journal, fake_llm):
@@ -44,7 +52,7 @@ def test_a_count_counts_occasions_not_the_passages_their_entry_lends_the_word(jo
     # 7 Feb and 15 May ("어제"); the 13-pound passage tells the same evening, July's did not happen, and
     # the February entry's plant passage ("어제 … 분갈이", another day) holds no 볼링 of its own
     assert answer.text.startswith("2번"), answer.text
-    assert "고무나무" not in answer.text and "분갈이" not in answer.text
+    assert "고무나무" not in answer.view.text() and "분갈이" not in answer.view.text()
     assert fake_llm.tasks().count("answer") == 0
 
 
@@ -62,8 +70,8 @@ def test_why_did_it_stop_prefers_the_change_that_gives_its_reason():
         ("b-p0", "2026-06-03T21:00",
          "수영 강습은 어제가 마지막이었다. 이사하고 회사가 멀어져서 새벽반에 못 간다.", 0.55,
          {"수영", "강습"})])
-    text, cited = ja.answer_why(question, evidence)
-    assert cited == ["b-p0"] and "멀어져서" in text
+    view, cited = _shown(question, evidence, ja.answer_why)
+    assert cited == ["b-p0"] and "멀어져서" in view.headline
 
 
 def test_now_reads_the_newest_passage_on_what_the_best_passage_names():
@@ -73,8 +81,8 @@ def test_now_reads_the_newest_passage_on_what_the_best_passage_names():
         ("b-p1", "2026-03-31T21:00", "토리는 공원 다녀온 뒤로 산책 가방만 보면 짖는다.", 0.6, {"토리", "다녀"}),
         ("c-p0", "2026-07-19T21:00", "별빛미용실은 너무 멀어서 동네 구름미용실로 바꿨다.", 0.5, {"미용실"}),
         ("d-p2", "2026-08-20T21:00", "토리는 바다에 다녀와서 모래를 잔뜩 묻혀 왔다.", 0.6, {"토리", "다녀"})])
-    text, _cited = ja.answer_now(question, evidence)
-    assert "구름미용실" in text  # not the newest passage that only shares the dog and the verb
+    view, _cited = _shown(question, evidence, ja.answer_now)
+    assert "구름미용실" in view.headline  # not the newest passage that only shares the dog and the verb
 
 
 def test_a_plan_gives_way_to_its_months_passage_sharing_one_word_when_it_scores_near():
@@ -86,8 +94,8 @@ def test_a_plan_gives_way_to_its_months_passage_sharing_one_word_when_it_scores_
          "사흘 전 일요일, 공방 쉬는 날에 새 가마(kiln)가 들어왔다. 설치는 오전 내내 걸렸다.",
          0.53, {"kiln", "installed"})])
     evidence[1].cosine = 0.84  # scores within WHEN_WIDE of the plan
-    text, cited = ja.answer_when(question, evidence)
-    assert cited == ["b-p0"] and text.startswith("2026-09-06"), text
+    view, cited = _shown(question, evidence, ja.answer_when)
+    assert cited == ["b-p0"] and view.headline.startswith("2026-09-06"), view.headline
 
 
 def test_a_number_asked_is_read_beside_most_of_the_question():
@@ -107,7 +115,7 @@ def test_a_phone_call_gives_no_name_but_a_quoted_name_does():
         ("a-p0", "2026-09-19T21:00", "I called Mom: she will close the restaurant for three days.", 0.54,
          {"mom", "restaurant"}),
         ("b-p0", "2026-02-18T21:00", "엄마 식당 '바다식당'은 설 앞뒤로 문을 닫았다.", 0.54, {"mom", "restaurant"})])
-    assert ja.answer_plain(question, evidence)[1] == ["b-p0"]
+    assert ja.answer_plain(question, evidence).cited == ["b-p0"]
 
 
 def test_a_price_is_declined_only_when_no_passage_naming_the_subject_in_its_language_writes_one():
@@ -139,8 +147,8 @@ def test_when_an_undated_passage_takes_the_day_its_entry_tells():
         ("e-p1", "2026-10-14T21:00", "이번엔 스케일링만 받았다. 삼십 분쯤 걸렸다.", 0.9, {"스케일링"}),
         ("e-p0", "2026-10-14T21:00", "어제 퇴근하고 치과에 들렀다.", 0.5, set()),
         ("f-p0", "2026-05-13T21:00", "오늘 수영 강습에 갔다.", 0.0, set())])
-    text, cited = ja.answer_when(question, evidence)
-    assert cited == ["e-p1"] and text.startswith("2026-10-13"), text
+    view, cited = _shown(question, evidence, ja.answer_when)
+    assert cited == ["e-p1"] and view.headline.startswith("2026-10-13"), view.headline
     assert ja.story_day(evidence[2], evidence) == ""  # an entry with no other dated passage tells nothing
 
 
@@ -158,8 +166,8 @@ def test_when_reads_the_passage_that_dates_the_event_over_an_undated_mention():
          "어제 민호 필기시험. 아침 8시에 들어간다고 문자가 왔다.", 0.43, {"exam", "minho"})])
     for item, cosine in zip(evidence, (0.834, 0.817, 0.815)):
         item.cosine = cosine
-    text, cited = ja.answer_when(question, evidence)
-    assert cited == ["c-p0"] and text.startswith("2026-04-11"), text
+    view, cited = _shown(question, evidence, ja.answer_when)
+    assert cited == ["c-p0"] and view.headline.startswith("2026-04-11"), view.headline
 
 
 def test_a_list_quotes_a_sentence_two_passages_share_once():
@@ -169,8 +177,8 @@ def test_a_list_quotes_a_sentence_two_passages_share_once():
         ("a-p3", "2026-05-13T21:00", shared, 0.6, {"금", "작품"}),
         ("a-p2", "2026-05-13T21:00", shared + " 버리는 건 어려운 일이다.", 0.6, {"금"}),  # read with its neighbour
         ("b-p0", "2026-03-11T21:00", "첫 그릇이 가마에서 금이 간 채로 나왔다.", 0.6, {"금", "가마"})])
-    text, _cited = counting.answer_list(question, evidence)
-    assert text.count(shared) <= 1, text
+    view, _cited = _shown(question, evidence, counting.answer_list)
+    assert view.text().count(shared) <= 1, view.text()
 
 
 def test_a_count_reads_the_sentence_with_the_subjects_rarest_word_for_what_did_not_happen():
@@ -180,8 +188,8 @@ def test_a_count_reads_the_sentence_with_the_subjects_rarest_word_for_what_did_n
         ("a-p0", "2026-02-03T21:00", "어제 출근길에 킥보드 배터리를 갈았다. 가게에서 삼십 분 걸렸다.", 1.0, subject),
         ("b-p1", "2026-07-03T21:00", "킥보드는 결국 중고로 넘겼다. 배터리 교체비도 못 건졌다.", 1.0, subject),
         ("c-p0", "2026-04-08T21:00", "킥보드 배터리를 또 갈았다. 이번엔 정품으로.", 1.0, subject)])
-    text, cited = counting.answer_list(question, evidence)
-    assert text.startswith("2번") and "b-p1" not in cited, text
+    view, cited = _shown(question, evidence, counting.answer_list)
+    assert view.headline.startswith("2번") and "b-p1" not in cited, view.text()
 
 
 def test_a_list_leaves_out_passages_its_entry_lends_the_subject():
@@ -191,8 +199,9 @@ def test_a_list_leaves_out_passages_its_entry_lends_the_subject():
         ("a-p0", "2026-01-15T21:00", "토리랑 공원을 두 바퀴 돌았다.", 0.6, {"토리"}),
         ("b-p0", "2026-07-19T21:00", "별빛미용실은 너무 멀어서 동네 구름미용실로 바꿨다.", 0.5, {"미용실"})],
         own=[0.9, 0.3, 0.6])
-    text, cited = counting.answer_list(question, evidence)
-    assert cited == ["a-p1", "b-p0"], text
+    view, cited = _shown(question, evidence, counting.answer_list)
+    assert cited == ["a-p1", "b-p0"], view.text()
+    assert [line.passage_id for line in view.supporting] == ["a-p1", "b-p0"], view.text()  # by date
 
 
 def test_a_long_passage_quotes_the_sentence_that_answers_not_its_first_characters():
@@ -202,9 +211,9 @@ def test_a_long_passage_quotes_the_sentence_that_answers_not_its_first_character
                     "In the end he said he is selling the building, because his knees cannot take the stairs "
                     "any more, so I have to find a new place by the end of summer. I did not sleep much.")
     evidence = _evidence([("a-p0", "2026-04-23T21:00", long_passage, 0.8, {"landlord", "move"})])
-    text, _cited = ja.answer_why(question, evidence)
-    assert "because his knees" in text and text.endswith("(2026-04-23)"), text
-    assert len(text) <= ja.NOTE_CHARS + len(" (2026-04-23)"), text
+    view, _cited = _shown(question, evidence, ja.answer_why)
+    assert "because his knees" in view.line.text and view.line.day == "2026-04-23", view.headline
+    assert len(view.line.text) <= HEADLINE_QUOTE and "The landlord came by" not in view.line.text, view.headline
 
 
 def test_a_passage_that_only_says_it_might_happen_is_neither_when_it_happened_nor_a_time():
@@ -214,11 +223,11 @@ def test_a_passage_that_only_says_it_might_happen_is_neither_when_it_happened_no
              {"jiwoo", "busan"})
     when = analyse("Which day did Jiwoo arrive from Busan?")
     assert ja.by_mention(when, _evidence([first, visit])).note.id == "b-p0"
-    text, _cited = ja.answer_when(when, _evidence([first, visit]))
-    assert text.startswith("2026-05-22"), text  # "on Friday night", written on Sunday the 24th
+    view, _cited = _shown(when, _evidence([first, visit]), ja.answer_when)
+    assert view.headline.startswith("2026-05-22"), view.headline  # "on Friday night", written on Sunday the 24th
     count = analyse("How many times did Jiwoo come up from Busan?")
-    text, cited = counting.answer_list(count, _evidence([first, visit]))
-    assert text.startswith("1 time") and cited == ["b-p0"], text
+    view, cited = _shown(count, _evidence([first, visit]), counting.answer_list)
+    assert view.headline.startswith("1 time:") and cited == ["b-p0"], view.text()
 
 
 def test_a_one_syllable_word_meets_it_with_two_particles():
@@ -269,8 +278,8 @@ def test_a_family_word_alone_names_no_occasion_in_the_other_language():
         # near the best by words: its entry's Korean passages lend it theirs
         ("c", "2026-05-20T21:00", "Mom called about her knee appointment; it went fine.", 0.4, {"엄마"}),
     ], own=[0.6, 0.6, 0.2])
-    text, cited = counting.answer_list(question, evidence)
-    assert text.startswith("2번") and cited == ["a", "b"], text
+    view, cited = _shown(question, evidence, counting.answer_list)
+    assert view.headline.startswith("2번:") and cited == ["a", "b"], view.text()
 
 
 def test_how_much_asks_a_reading_written_after_its_word_as_well_as_a_price():

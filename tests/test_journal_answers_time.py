@@ -68,7 +68,10 @@ def test_the_now_part_follows_the_value_the_first_part_named(journal):
                       ("2026-04-09T22:00", "온비서 베타 오픈. 첫날 가입자 120명. 현우 님이 데모를 잘 해줬다."),
                       ("2026-07-07T13:00", "현우 님이 육아휴직에 들어가서 온비서 PM은 이제 소라 님이다.")])
     answer = ask_through(journal, "온비서 DB는 처음에 뭐였고 지금은 뭐야?")
-    assert "SQLite" in answer.text and "PostgreSQL" in answer.text and "소라" not in answer.text
+    view = answer.view
+    assert "SQLite" in view.headline and view.line.passage_id == answer.cited()[0], view.text()  # what it was
+    now = view.supporting[0]  # the "now" part's passage follows the headline: the DB's, not the PM's
+    assert now.passage_id == answer.cited()[1] and "PostgreSQL" in now.text and "소라" not in now.text, view.text()
 
 
 def test_an_event_no_note_words_is_dated_by_the_first_note_naming_it(journal):

@@ -9,6 +9,7 @@ from zettel_amem.answering import journal_answer as ja
 from zettel_amem.answering.differences import answer_difference, asked_months, measured
 from zettel_amem.answering.evidence import Evidence
 from zettel_amem.answering.questions import analyse
+from zettel_amem.answering.view import answer_view
 from zettel_amem.core.models import Note
 
 
@@ -29,10 +30,13 @@ ROWS = [
 def test_the_change_between_two_months_is_computed_from_each_months_passage():
     question = analyse("모카 3월 검진이랑 7월 검진 때 몸무게 몇 kg 빠졌어?")
     assert question.kind == "change" and asked_months(question.text) == [3, 7] and measured(question.text)
-    text, cited = ja.answer_one(question, _evidence(ROWS))
+    evidence = _evidence(ROWS)
+    pick = ja.answer_one(question, evidence)
+    view = answer_view(question, evidence, pick)
     # July: the check-up that happened (the 11th), not the plan written on the 2nd; each month's first value
-    assert text.startswith("0.5 kg 차이: 8.4 kg (2026-03-14) -> 7.9 kg (2026-07-12)"), text
-    assert cited == ["a-p0", "c-p0"]
+    assert view.headline.startswith("0.5 kg 차이: 8.4 kg (2026-03-14) -> 7.9 kg (2026-07-12)"), view.text()
+    assert pick.cited == ["a-p0", "c-p0"]
+    assert {"a-p0", "c-p0"} <= {line.passage_id for line in view.supporting}, view.text()  # both values shown
 
 
 def test_english_months_and_weight_words_are_read_too():
@@ -46,8 +50,10 @@ def test_a_question_without_two_months_or_a_value_is_answered_as_a_plain_one():
     assert answer_difference(analyse("모카 3월이랑 7월에 뭐가 빠졌어?"), _evidence(ROWS)) is None
     no_value = analyse("How much weight did Mocha lose between the March and September check-ups?")
     assert answer_difference(no_value, _evidence(ROWS)) is None
-    text, _cited = ja.answer_one(no_value, _evidence(ROWS))
-    assert text  # the best passage, as before
+    evidence = _evidence(ROWS)
+    pick = ja.answer_one(no_value, evidence)
+    assert pick.cited and not pick.lead and pick.cited == ja.answer_plain(no_value, evidence).cited  # as plain
+    assert answer_view(no_value, evidence, pick).kind == "quote"  # a passage quoted, no difference
 
 
 def test_a_change_or_a_goal_is_no_reading():

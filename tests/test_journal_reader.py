@@ -34,10 +34,11 @@ def _shown(fake_llm) -> list[str]:
 def test_the_passage_the_model_picks_is_the_answer(journal, fake_llm):
     fake_llm.read = lambda user, count: {"passage": 1 + next(i for i, line in enumerate(
         re.findall(r"^\[\d+\].*$", user, re.MULTILINE)) if "fountain pen" in line)}
-    assert "fountain pen" not in ask_through(journal, "What did we give Marco?").text  # the rules' pick
+    assert "fountain pen" not in ask_through(journal, "What did we give Marco?").view.line.text  # the rules' pick
     journal.settings.answer_journal_reader = True
     answer = ask_through(journal, "What did we give Marco?")
-    assert "fountain pen" in answer.text and answer.text.endswith("(2026-03-09)")
+    assert "fountain pen" in answer.view.line.text and answer.view.line.day == "2026-03-09"
+    assert answer.text == answer.view.headline and "fountain pen" in answer.text
     assert answer.mode == "extractive" and answer.reason.startswith("the model fake chose passage")
     assert fake_llm.tasks() == ["read"]
     assert len(_shown(fake_llm)) == len(ENTRIES)  # at most answer_reader_passages (5)
@@ -70,10 +71,12 @@ def test_a_count_counts_the_passages_the_model_read_as_times_it_happened(journal
     fake_llm.read_all = lambda user, count: (lines.extend(re.findall(r"^\[\d+\].*$", user, re.MULTILINE)) or
                                              {"passages": [1 + i for i, line in enumerate(lines) if "sang" in line]})
     answer = ask_through(journal, "How many times did we sing the canon?")
-    assert answer.text.startswith("1 time: We sang the canon twice") and rules.text.startswith("1 time")
+    occasions = answer.view.supporting  # one line per time it happened
+    assert answer.text.startswith("1 time:") and rules.text.startswith("1 time:")
+    assert len(occasions) == 1 and "We sang the canon twice" in occasions[0].text, answer.view.text()
     assert "found it in 1 of the best 3 passages" in answer.reason and fake_llm.tasks() == ["read"]
     fake_llm.read_all = lambda user, count: {"passages": []}  # none: the rules' count stands
-    assert ask_through(journal, "How many times did we sing the canon?").text == rules.text
+    assert ask_through(journal, "How many times did we sing the canon?").view.text() == rules.view.text()
 
 
 def test_the_prompt_shows_few_clipped_passages_and_the_reply_is_one_number(journal, fake_llm):

@@ -97,3 +97,81 @@ def test_not_decided_is_read_in_the_sentence_that_answers(memory):
     assert "340 dollars" in answer.text and answer.mode == "extractive"
     undecided = ask_through(memory, "Did I decide whether to pay for the brake pads?")
     assert undecided.mode == "declined" and "never decided" in undecided.reason
+
+
+def _long_tail() -> str:
+    """The report's entry (issue #53 C1): 1,200 short sentences, then one past the 35,000th character."""
+    import random
+
+    rng = random.Random(2)
+    words = "the run knee coffee meeting lunch office train walk park".split()
+    text = " ".join(f"Sentence {i} about the {rng.choice(words)}." for i in range(1200))
+    return text + " Then I met Zebulon at the xylophone museum in Gangneung."
+
+
+class Counting:
+    """The embedder, keeping every text it was given."""
+
+    def __init__(self, inner):
+        self.inner, self.texts = inner, []
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
+
+    def embed_passages(self, texts: list[str]):
+        self.texts += texts
+        return self.inner.embed_passages(texts)
+
+
+def test_53_a_sentence_past_the_6000th_character_is_shown_and_quoted(zk, zk_home, fake_llm, embedder):
+    """Only the first 6,000 characters were cut: the entry was found, but shown and quoted by unrelated
+    early sentences. The whole entry is cut now; only its first passages are embedded (the add costs what
+    it did), the later ones are found by their words."""
+    text = _long_tail()
+    assert len(text) == 35_781
+    counting = Counting(embedder)
+    journal = Memory(zk_home, llm=fake_llm, embedder=counting)
+    journal.settings.answer_journal = True
+    page = journal.add(text, "2026-12-06T10:00").id
+    entry, *embedded = counting.texts  # the entry's own vector (of its first ~400 words), then its passages
+    journal.add("short note about coffee at the office", "2026-12-06T11:00")
+    hits = zk("search", "xylophone museum", "--json", check=True).json()
+    assert hits[0]["id"] == page
+    assert [p["text"] for p in hits[0]["passages"]] == ["Then I met Zebulon at the xylophone museum in Gangneung."]
+    assert "Zebulon" in zk("search", "Zebulon Gangneung", check=True).stdout
+    answer = ask_through(journal, "Where did I meet Zebulon?")
+    assert "xylophone museum" in answer.text and all("Zebulon" in q["text"] for q in answer.quotes)
+
+    from zettel_amem.core.passages import EMBEDDED_CHARS
+
+    stored = journal.store.get(page, with_vector=True).passages
+    assert stored[-1].text == "Then I met Zebulon at the xylophone museum in Gangneung."
+    assert all((p.vector is not None) == (p.start < EMBEDDED_CHARS) for p in stored)
+    assert entry == text and embedded == [p.text for p in stored if p.start < EMBEDDED_CHARS]
+    assert sum(map(len, embedded)) < EMBEDDED_CHARS  # the add embeds what it did before (~200 passages, not 1,201)
+
+
+def test_53_an_entry_cut_at_6000_characters_is_cut_again_on_process(zk, zk_home, memory):
+    """A store written before: the entry's passages stop at the 6,000th character. `zk process` (and the
+    idle worker) cut it whole; the passages it had keep their vectors (nothing embedded again)."""
+    from zettel_amem.core.passages import make_passages
+
+    text = _long_tail()
+    note = memory.add(text, "2026-12-06T10:00")
+    old = make_passages(text[:6000], note.at)  # what the earlier cut stored, every passage embedded
+    for passage, vector in zip(old, memory.embedder.embed_passages([p.text for p in old])):
+        passage.vector = [float(x) for x in vector]
+    stored = memory.store.get(note.id, with_vector=True)
+    stored.passages = old
+    memory.store.update([stored])
+    assert len(Memory(zk_home).store.get(note.id).passages) == len(old)
+    head = {p.text: p.vector for p in old[:-1]}  # the last one was cut mid-sentence at 6,000
+    hits = zk("search", "xylophone museum", "--json", check=True).json()
+    assert "xylophone" not in json.dumps(hits[0]["passages"])  # the report's case
+    reopened = Memory(zk_home)
+    assert reopened.pipeline.fill_passages() == 1 and reopened.pipeline.fill_passages() == 0
+    again = reopened.store.get(note.id, with_vector=True).passages
+    assert again[-1].text.endswith("in Gangneung.") and len(again) > 1000
+    assert all(head[p.text] == p.vector for p in again if p.text in head)
+    hits = zk("search", "xylophone museum", "--json", check=True).json()
+    assert [p["text"] for p in hits[0]["passages"]] == ["Then I met Zebulon at the xylophone museum in Gangneung."]

@@ -331,16 +331,19 @@ def model_env(monkeypatch):
 
 def test_38_ask_over_journal_notes_with_a_dead_server_says_extractive_and_names_the_server(zk, zk_home, model_env):
     zk_home.mkdir(parents=True, exist_ok=True)
-    (zk_home / "config.toml").write_text("answer_journal = true\n", encoding="utf-8")
+    (zk_home / "config.toml").write_text("answer_journal = true\n[llm]\nretries = 0\n", encoding="utf-8")
     zk("add", "--at", "2026-05-14T19:20", "My knee hurt after the run at the Han river.", check=True)
     code, out, err = zk("--model", DEAD, "ask", "When did my knee hurt?")
     assert code == 0 and "My knee hurt" in out, err
-    assert err.splitlines() == ["(extractive: a journal question is answered from your notes' own words; no model "
-                                "was called)", DEAD_LINE]
-    assert "failed" not in err
+    # A model server writes a journal answer's headline (#52); dead, the quoted view stays and one line says
+    # why, naming the server once.
+    [line] = err.splitlines()
+    assert line.startswith("(extractive: ") and "could not write the headline" in line, err
+    assert line.count("127.0.0.1:9") == 2 and "connection refused" in line  # the model's name, then the address
     code, out, err = zk("--model", DEAD, "ask", "When did my knee hurt?", "--json")
     answer = json.loads(out)
-    assert answer["mode"] == "extractive" and answer["model"] is None and "no model was called" in answer["reason"]
+    assert answer["mode"] == "extractive" and answer["model"] == DEAD and "could not write" in answer["reason"]
+    assert answer["view"]["line"]["text"].startswith("My knee hurt")
     assert answer["model_server"] == {"address": "127.0.0.1:9", "reachable": False, "problem": "connection refused"}
     code, out, err = zk("--model", DEAD, "ask", "Which gym do I go to?")  # declined: the server is still named
     assert code == 0 and err.splitlines() == ["(declined: no note mentions gym)", DEAD_LINE], err

@@ -63,24 +63,54 @@ def test_links_are_stored_by_id_never_by_rank(memory, fake_llm):
     c = add_ready(memory, "Dinner with Mina at the ramen place.", "2026-03-30T19:00")
     seen = {}
 
-    def pick_last(user, ids):
-        seen["ids"] = ids
-        return {"links": [ids[-1]], "updates": []}
+    def pick_last(user, labels):
+        seen["user"], seen["labels"] = user, labels
+        return {"links": [labels[-1]], "updates": []}
 
     fake_llm.link = pick_last
     new = add_ready(memory, "Doctor says no running for two weeks; the race is undecided.", "2026-04-01T18:00")
-    chosen = next(n for n in (a, b, c) if n.id.startswith(seen["ids"][-1]))
+    # The label is mapped back to the note the prompt showed under it, whatever the search ranked where.
+    [shown] = [line for line in seen["user"].splitlines() if line.startswith(f"[{seen['labels'][-1]}] ")]
+    chosen = next(n for n in (a, b, c) if n.content in shown)
     assert new.links == [chosen.id]
-    # The reference code's bug: an answer "1" or a rank would have pointed at the 2nd stored note.
     assert memory.backlinks(chosen.id) == [new.id]
     for other in {a.id, b.id, c.id} - {chosen.id}:
         assert new.id not in memory.backlinks(other)
 
 
-def test_ids_outside_the_candidates_are_ignored(memory, fake_llm):
+def test_the_link_prompt_names_no_note_id_so_the_ids_drawn_change_no_decision(zk_home, embedder, monkeypatch):
+    """A 0.5B model's choices moved with the hex digits of the ids in its prompt, so whether a note evolved
+    depended on the ids its notes drew (#53): the same notes under other ids must give the same prompt."""
+    import random
+    import uuid
+
+    from tests.fake_llm import FakeLLM
+
+    prompts = []
+    for seed in (0, 1):
+        monkeypatch.setattr(uuid, "uuid4", lambda rng=random.Random(seed): uuid.UUID(int=rng.getrandbits(128),
+                                                                                     version=4))
+        fake = FakeLLM()
+        memory = Memory(zk_home / str(seed), llm=fake, embedder=embedder)
+        memory.settings.link_min_similarity = 0.0
+        notes = [add_ready(memory, text, at) for at, text in [
+            ("2026-03-10T20:00", "Entered the autumn 10 km race today."),
+            ("2026-03-29T09:15", "무릎이 아파서 토요일 달리기를 8km에서 멈췄다."),
+            ("2026-04-01T18:00", "The doctor says no running for 2 weeks; the race is undecided.")]]
+        link = [c for c in fake.calls if c["task"] == "link"][-1]
+        assert not any(n.id[:6] in link["user"] or n.id[:6] in str(link["schema"]) for n in notes)
+        assert link["schema"]["properties"]["links"]["items"]["enum"] == ["1", "2"]  # oldest first
+        assert link["user"].index("Entered the autumn") < link["user"].index("무릎이")
+        prompts.append((link["system"], link["user"], link["schema"]))
+        assert notes[2].links == [notes[0].id]  # the fake links its first label: the oldest candidate
+    assert prompts[0] == prompts[1]
+
+
+def test_labels_outside_the_candidates_are_ignored(memory, fake_llm):
     a = add_ready(memory, "Ran 10km at Yeouido.", "2026-03-01T08:00")
-    fake_llm.link = lambda user, ids: {"links": ["0", "1", "deadbeef", ids[0]],
-                                       "updates": [{"id": "00000000", "context": "HACKED", "tags": ["x"]}]}
+    fake_llm.link = lambda user, labels: {"links": ["0", "2", "deadbeef", a.id[:8], labels[0]],
+                                          "updates": [{"id": "9", "context": "HACKED", "tags": ["x"]},
+                                                      {"id": a.id, "context": "HACKED", "tags": ["x"]}]}
     new = add_ready(memory, "Ran 5km at Yeouido.", "2026-03-08T08:00")
     assert new.links == [a.id]
     assert memory.store.get(a.id).context != "HACKED"
@@ -262,6 +292,24 @@ def test_an_off_topic_rewrite_is_refused_and_counted(memory, fake_llm):
     assert result.evolved == [knee.id] and result.refused == []  # a rewrite about the note itself passes
 
 
+def test_a_rewrite_naming_the_note_in_another_form_of_its_word_is_on_topic(memory, fake_llm):
+    """The bundled model's rewrite of "I run 10 km every weekend" said "no running for 2 weeks": the guard read
+    no shared word and refused every rewrite of the knee dialogue (#53). Word forms now meet by their stem;
+    a rewrite sharing no word in any form is still refused."""
+    memory.settings.evolve_on_topic = True
+    runs = add_ready(memory, "I run 10 km at Yeouido Hangang Park every weekend.", "2026-03-01T08:00")
+    fake_llm.link = lambda user, ids: {"links": ids[:1], "updates": [
+        {"id": ids[0], "context": "No running for 2 weeks because of my knee; the race is undecided.", "tags": []}]}
+    result = memory.process(memory.add("The doctor says no running for 2 weeks because of my knee.",
+                                       "2026-04-01T18:00").id)
+    assert result.evolved == [runs.id] and result.refused == []
+    fake_llm.link = lambda user, ids: {"links": ids[:1], "updates": [
+        {"id": ids[0], "context": "Dentist appointment on Friday for a filling.", "tags": []}]}
+    result = memory.process(memory.add("Dentist appointment on Friday for a filling, after my weekend runs.",
+                                       "2026-04-02T18:00").id)
+    assert result.refused == [runs.id] and result.evolved == []
+
+
 # -- bounded influence: what a hostile note can change --------------------------------------------
 def test_prompt_injection_only_reaches_the_bounded_neighbourhood(zk_home, embedder):
     class ObedientFake(EvolvingFakeLLM):
@@ -304,3 +352,20 @@ def test_prompt_injection_only_reaches_the_bounded_neighbourhood(zk_home, embedd
 def test_ready_state_after_processing(evolving):
     ids = add_all(evolving, RUNS[:2])
     assert all(evolving.store.get(i).status == READY for i in ids)
+
+
+def test_a_story_too_far_apart_for_the_threshold_still_gets_its_link_call(memory, fake_llm):
+    """e5 scores two notes of one story below the link threshold as often as two unrelated Korean notes above
+    it; a rare word both name (the race, 지민) is what says they belong together (#53)."""
+    memory.settings.link_min_similarity = None  # the embedder's calibrated threshold, as users get it
+    race = add_ready(memory, "Entered the autumn 10 km race today.", "2026-03-10T20:00")
+    doctor = add_ready(memory, "The doctor says no running for 2 weeks because of my knee; the race is undecided.",
+                       "2026-04-01T18:00")
+    assert memory.pipeline.link_candidates(doctor)[0][1] < memory.pipeline.link_threshold()  # below it ...
+    assert fake_llm.tasks().count("link") == 1 and doctor.links == [race.id]  # ... and asked all the same
+    add_ready(memory, "다음 주 토요일에 친구 지민이가 서울에 놀러 온다.", "2026-05-01T20:00")
+    add_ready(memory, "지민이가 감기에 걸려서 서울 방문은 취소됐다.", "2026-05-08T22:00")
+    assert fake_llm.tasks().count("link") == 2
+    add_ready(memory, "Bought a new rice cooker; the old one burnt the rice every time.", "2026-05-09T19:00")
+    add_ready(memory, "엄마랑 김장을 했다. 배추 30포기를 절였다.", "2026-05-10T18:00")
+    assert fake_llm.tasks().count("link") == 2  # notes that name nothing of another's are not asked about

@@ -10,6 +10,7 @@ from zettel_amem.answering import journal_answer, questions
 from zettel_amem.answering.evidence import Evidence
 from zettel_amem.answering.journal_answer import answer_journal
 from zettel_amem.answering.questions import Question, analyse, kind_of
+from zettel_amem.answering.view import Pick
 from zettel_amem.core.models import Note
 
 WHERE = re.compile(r"\bwhere\b|어디서", re.I)
@@ -23,12 +24,13 @@ def close_to_all(text: str, notes: list[Note]) -> list[float]:
     return [0.9 for _ in notes]
 
 
-def where_answerer(question: Question, evidence: list[Evidence]) -> tuple[str, list[str]]:
-    return f"dummy answer for {question.kind} from {evidence[0].note.id}", [evidence[0].note.id]
+def where_answerer(question: Question, evidence: list[Evidence]) -> Pick:
+    """Picks the last passage (the rules' best is the first) and leads with a line of its own."""
+    return Pick([evidence[-1].note.id], lead=f"dummy answer for {question.kind} from {evidence[-1].note.id}")
 
 
 def test_the_shipped_kinds_are_tried_in_table_order():
-    assert [name for name, _ in questions.KINDS] == ["why", "when", "count", "change", "now", "list"]
+    assert [name for name, _ in questions.KINDS] == ["why", "when", "count", "story", "change", "now", "list"]
     assert kind_of("Where did I buy the ThinkPad?") == questions.PLAIN
     assert set(journal_answer.ANSWERERS) >= {name for name, _ in questions.KINDS} | {questions.PLAIN}
 
@@ -39,7 +41,10 @@ def test_a_registered_kind_is_detected_and_answered_by_its_answerer(monkeypatch)
     assert kind_of("Where did I buy the ThinkPad?") == "where"
     assert analyse("노트북은 어디서 샀어?").kind == "where"
     reply = answer_journal("Where did I buy the ThinkPad?", NOTES, close_to_all)
-    assert (reply.text, reply.cited, reply.mode) == ("dummy answer for where from laptop", ["laptop"], "extractive")
+    assert (reply.text, reply.cited[0], reply.mode) == ("dummy answer for where from run", "run", "extractive")
+    shown = [line.passage_id for line in ([reply.view.line] if reply.view.line else []) + reply.view.supporting]
+    assert reply.cited == list(dict.fromkeys(["run", *shown]))  # then every passage the view quotes
+    assert "run" in [line.passage_id for line in reply.view.supporting]  # the passage it picked is shown
 
 
 def test_the_earlier_row_wins_when_two_cues_match(monkeypatch):
@@ -56,7 +61,8 @@ def test_the_earlier_row_wins_when_two_cues_match(monkeypatch):
 def test_a_kind_without_an_answerer_gets_the_best_note(monkeypatch):
     monkeypatch.setattr(questions, "KINDS", (("where", WHERE), *questions.KINDS))
     reply = answer_journal("Where did I buy the ThinkPad?", NOTES, close_to_all)
-    assert reply.cited == ["laptop"] and reply.text.startswith("Bought a ThinkPad X1")
+    assert reply.cited == ["laptop"] and reply.view.kind == "quote" and reply.view.line.passage_id == "laptop"
+    assert reply.view.line.text.startswith("Bought a ThinkPad X1"), reply.view.text()
 
 
 def test_when_asks_only_where_a_question_starts():

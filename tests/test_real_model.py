@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import random
-import uuid
-
 import numpy as np
 import pytest
 
@@ -13,7 +10,6 @@ from zettel_amem.memory import Memory
 
 pytestmark = pytest.mark.slow
 
-ID_SEED = 1
 DIALOGUE = [
     ("2026-03-01T08:00", "I run 10 km at Yeouido Hangang Park every weekend."),
     ("2026-03-10T20:00", "Entered the autumn 10 km race today."),
@@ -45,9 +41,8 @@ def qwen(backend):
     return backend[0]
 
 
-def test_running_knee_dialogue_links_evolves_and_answers(zk, zk_home, backend, embedder, monkeypatch):
+def test_running_knee_dialogue_links_evolves_and_answers(zk, zk_home, backend, embedder, monkeypatch, tmp_path):
     import zettel_amem.backends.llm.llama
-    import zettel_amem.memory
 
     qwen, spec = backend
     # The real CLI path (`zk add --wait`, `zk links`, `zk show`, `zk ask`), loading each model once;
@@ -56,18 +51,13 @@ def test_running_knee_dialogue_links_evolves_and_answers(zk, zk_home, backend, e
         monkeypatch.setenv("ZK_LLM_MODEL", spec)
     else:
         monkeypatch.setattr(zettel_amem.backends.llm.llama, "load_llm", lambda *args, **kwargs: qwen)
-    # Every later note gets a link call, so the test checks what the pipeline does with the model's
-    # decisions rather than whether a similarity just above the e5 threshold lands on this CPU.
-    zk_home.mkdir(parents=True, exist_ok=True)
-    # The topic guard is tested on its own (test_pipeline); here every proposed rewrite is applied, so the
-    # test checks what the pipeline does with evolutions rather than how often a 0.5B model stays on topic.
-    (zk_home / "config.toml").write_text("[memory]\nlink_min_similarity = 0.0\nevolve_on_topic = false\n",
-                                         encoding="utf-8")
-    # Note ids are in the link prompt, so with random ids the 0.5B's choice to rewrite a neighbour varied from
-    # run to run (this test failed on some runs and passed on others). Seeded ids make its prompts, and so
-    # its decisions, the same on every run; the seed is one on which it proposes a rewrite.
-    rng = random.Random(ID_SEED)
-    monkeypatch.setattr(zettel_amem.memory.uuid, "uuid4", lambda: uuid.UUID(int=rng.getrandbits(128), version=4))
+    # Linking and evolution run at their defaults (the link threshold, the topic guard), and the note ids are
+    # random: the link prompt names no id (test_pipeline), so they change no decision (#53). Only the answer
+    # path is pinned to the model's (the journal path has its own tests).
+    config = tmp_path / "config"
+    config.mkdir()
+    (config / "config.toml").write_text("[memory]\nanswer_journal = false\n", encoding="utf-8")
+    monkeypatch.setenv("ZK_CONFIG_DIR", str(config))
     ids, added = [], []
     for at, text in DIALOGUE:
         out = zk("add", text, "--at", at, "--wait", "--json", check=True).json()
@@ -111,6 +101,37 @@ def test_running_knee_dialogue_links_evolves_and_answers(zk, zk_home, backend, e
     assert ids[2] in used and ids[3] in used
     assert answer["cited"] and set(answer["cited"]) <= set(used) and answer["mode"] == "model", answer
     print("cited:", [n["id"][:8] for n in answer["notes"] if n["cited"]], "answer:", answer["answer"])
+
+
+def test_the_knee_dialogue_evolves_an_earlier_note_whatever_ids_the_notes_draw(zk, zk_home, backend, monkeypatch,
+                                                                               tmp_path):
+    """#53: with the defaults, whether a note evolved depended on the random ids in the link prompt. Now the
+    prompt names none (test_pipeline): over several id seeds, through `zk add --wait`, the dialogue evolves an
+    earlier note on at least 4 of 5 runs, and every run decides alike."""
+    import random
+    import uuid
+
+    import zettel_amem.backends.llm.llama
+    import zettel_amem.memory
+
+    qwen, spec = backend
+    if spec:
+        pytest.skip("the in-process model is enough to show the ids change no decision")
+    monkeypatch.setattr(zettel_amem.backends.llm.llama, "load_llm", lambda *args, **kwargs: qwen)
+    decisions = []
+    for seed in range(3):  # the benchmark (bench/evolution.py) runs 5 seeds on eight chains
+        rng = random.Random(seed)
+        monkeypatch.setattr(zettel_amem.memory.uuid, "uuid4",
+                            lambda rng=rng: uuid.UUID(int=rng.getrandbits(128), version=4))
+        monkeypatch.setenv("ZK_HOME", str(tmp_path / f"seed-{seed}"))
+        ids, evolved = [], []
+        for at, text in DIALOGUE:
+            out = zk("add", text, "--at", at, "--wait", "--json", check=True).json()
+            evolved += [ids.index(i) for i in out["evolved"]]  # chain positions: the same on every seed
+            ids.append(out["id"])
+        decisions.append(sorted(evolved))
+    assert sum(bool(d) for d in decisions) / len(decisions) >= 0.8, decisions
+    assert all(d == decisions[0] for d in decisions), decisions
 
 
 def test_fresh_install_example_answers_the_place_and_cites_the_note(zk, qwen, monkeypatch):

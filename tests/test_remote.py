@@ -68,7 +68,7 @@ def test_commands_work_on_a_shared_store_as_on_a_local_home(zk, shared, s3, zk_h
 
     backup = tmp_path / "backup.jsonl"
     zk("export", "-o", str(backup), check=True)
-    zk("rm", first[:8], check=True)
+    zk("rm", first[:8], "--yes", check=True)
     assert first not in {n["id"] for n in zk("list", "--json", check=True).json()}
     assert zk("show", first[:8]).exit_code != 0
 
@@ -179,6 +179,45 @@ def test_the_lease_lets_one_machine_work_and_a_restarted_one_take_over(shared, t
     restarted = lease_module.Lease(Memory(tmp_path / "laptop", embedder=embedder).store)  # its bound folder
     assert restarted.try_acquire()
     restarted.release()
+
+
+def test_a_machine_waiting_for_the_lease_does_not_take_it_from_a_holder_that_renews(shared, tmp_path, embedder,
+                                                                                     monkeypatch):
+    """CI, 2026-12-06: a machine polling for the lease wrote a commit each second; the holder's renewal lost
+    a commit race to one of them, gave the lease up as lost while still working, and both machines then
+    enriched the same notes. Polling now only reads, and a renewal that fails while the row still names
+    its holder keeps the lease."""
+    from zettel_amem.memory import Memory
+    from zettel_amem.runtime.worker import Hold
+    from zettel_amem.storage import lease as lease_module
+
+    def machine(name: str) -> Memory:
+        monkeypatch.setenv("ZK_LOCAL_DIR", str(tmp_path / name))
+        return Memory(shared, embedder=embedder)
+
+    laptop, desktop = machine("laptop"), machine("desktop")
+    laptop.add("first note")
+    mine, theirs = lease_module.Lease(laptop.store), lease_module.Lease(desktop.store)
+    assert mine.try_acquire()  # renewed every 15 s: not during the next lines
+    table = mine._table()
+    version = table.version
+    assert not any(theirs.try_acquire() for _ in range(5))
+    table.checkout_latest()
+    assert table.version == version  # asking wrote nothing
+    mine.release()
+    monkeypatch.setattr(lease_module, "RENEW_S", 0.05)
+    assert mine.try_acquire()
+    real_swap = mine._swap
+    monkeypatch.setattr(mine, "_swap", lambda *args: False)  # every renewal loses its commit race
+    import time
+
+    time.sleep(0.5)
+    assert not mine.lost and Hold(True, mine)  # the row still names it: still held
+    # Another machine does hold it now (this one went unrenewed past the expiry): lost, and the Hold says so.
+    real_swap(f"target.holder = {lease_module.sql_str(mine.me)}", theirs.me, time.time() + 60)
+    time.sleep(0.5)
+    assert mine.lost and not Hold(True, mine)
+    mine.release()
 
 
 def test_a_second_machine_with_another_embedder_is_refused(zk, shared, tmp_path, monkeypatch):

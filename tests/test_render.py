@@ -55,3 +55,34 @@ def test_18_note_text_is_printed_as_typed_in_every_human_output(tmp_path):
         flat = " ".join(out.replace("│", " ").split())  # `search` prints a table that may wrap the text
         assert all(piece in flat for piece in ("Press :x: to", "1:smile:2", "[bold]not", "[/bold]")), (args, out)
         assert "❌" not in out and "😄" not in out, args
+
+
+def test_windows_line_ends_are_stored_as_lf_and_never_shown_as_escapes(zk, zk_home, embedder, tmp_path, monkeypatch):
+    """Issue #53 C2: a note written on Windows showed a literal `\\r` at every line end in `zk show`. Typed text
+    (`zk add`, stdin, `zk edit`) is stored with LF; a note already stored with CR or CRLF (an older zk, a
+    restored backup) keeps its bytes in --json and in a backup round trip, and is shown with plain line breaks."""
+    piped = zk("add", "-", "--json", stdin="line one\r\nline two\r\n줄 셋\r\n".encode(), check=True).json()["id"]
+    typed = zk("add", "무릎 상태\r\nknee is better", "--json", check=True).json()["id"]
+    assert zk("show", piped, "--json", check=True).json()["content"] == "line one\nline two\n줄 셋"
+    assert zk("show", typed, "--json", check=True).json()["content"] == "무릎 상태\nknee is better"
+    editor = tmp_path / "crlf.sh"
+    editor.write_text("#!/bin/sh\nprintf '고친 줄\\r\\nsecond line\\r\\n' > \"$1\"\n")
+    editor.chmod(0o755)
+    monkeypatch.setenv("EDITOR", str(editor))
+    zk("edit", typed[:8], check=True)
+    assert zk("show", typed, "--json", check=True).json()["content"] == "고친 줄\nsecond line"
+
+    memory = Memory(zk_home, embedder=embedder)
+    old = memory.new_note("placeholder", "2026-03-01")
+    old.content = "윈도우 메모 first\r\nwindows second\r\nold mac\rthird"  # as an older zk stored it
+    memory.add_notes([old])
+    for args in (["show", old.id[:12]], ["list"], ["search", "윈도우 메모 windows second"]):
+        out = zk(*args, check=True).stdout
+        assert "\r" not in out and "\\r" not in out, (args, out)
+        assert "windows second" in out, (args, out)
+    assert zk("show", old.id[:12], "--json", check=True).json()["content"] == old.content
+    backup = tmp_path / "backup.jsonl"
+    zk("export", "-o", str(backup), check=True)
+    zk("--home", str(tmp_path / "restored"), "import", str(backup), check=True)
+    restored = {n.id: n.content for n in Memory(tmp_path / "restored", embedder=embedder).store.notes()}
+    assert restored[old.id] == old.content  # the round trip stays byte-exact for what is stored

@@ -67,6 +67,12 @@ def test_a_negative_link_cap_is_one_line_naming_setting_value_range_and_file(zk_
     ("[llm]\ntimeout = 0\n", "setting llm.timeout = 0 in {path}: must be between 1 and 3600"),
     ("[llm]\njobs = 0\n", "setting llm.jobs = 0 in {path}: must be between 1 and 64"),
     ('[llm]\nretries = "2"\n', 'setting llm.retries = "2" in {path}: must be a whole number between 0 and 10'),
+    # Issue #53 C6: a word a choice setting does not take silently meant its default.
+    ('[memory]\njournal_session = "century"\n',
+     'setting journal_session = "century" in {path}: must be "week" or "day"'),
+    ('journal_session = "Day"\n', 'setting journal_session = "Day" in {path}: must be "week" or "day"'),
+    ('journal_session = "주"\n', 'setting journal_session = "주" in {path}: must be "week" or "day"'),
+    ('graph_support = "paragraph"\n', 'setting graph_support = "paragraph" in {path}: must be "sentence" or "entry"'),
 ])
 def test_a_bad_value_is_one_line(zk_home, text, expected):
     assert _refused(zk_home, text) == expected.format(path=zk_home / "config.toml")
@@ -122,3 +128,19 @@ def test_the_cli_says_it_in_one_line_and_exits_non_zero(zk, zk_home):
     code, out, err = zk("list")
     assert code == 1 and out == ""
     assert err == f"zk: error: setting max_links = -1 in {path}: must be between 0 and 50\n"
+
+
+def test_each_choice_setting_takes_its_words_and_doctor_fails_on_another(zk, zk_home):
+    """Issue #53 C6: `journal_session = "century"` gave weekly sessions and `zk doctor` called the config valid."""
+    from zettel_amem.core.config import CHOICES
+
+    for name, words in CHOICES.items():
+        assert getattr(Settings(), name) in words, name  # the default is one of them
+        for word in words:
+            _write(zk_home, f'[memory]\n{name} = "{word}"\n')
+            assert getattr(Settings.load(zk_home), name) == word
+    path = _write(zk_home, '[memory]\njournal_session = "daily"\n')
+    code, out, err = zk("add", "오늘 일기 daily entry")
+    assert code == 1 and err == f'zk: error: setting journal_session = "daily" in {path}: must be "week" or "day"\n'
+    code, out, _ = zk("doctor")
+    assert code == 1 and "FAIL config: setting journal_session = \"daily\"" in out, out

@@ -252,6 +252,84 @@ def test_read_only_store_is_one_line_and_unchanged(zk, zk_home):
     assert [n.content for n in Memory(zk_home).store.notes()] == ["written before the store became read-only"]
 
 
+def _read_only(home: Path, tmp_path: Path) -> tuple[str, Path, str]:
+    """(a wrapper that runs a bash command line with `home` seen read-only, the path to give zk there, a
+    command that makes that path read-only from inside the wrapper, as a remount mid-command would).
+    Root writes through file modes: a bind mount remounted read-only in a mount namespace instead."""
+    if os.geteuid() != 0:
+        freeze = f"chmod -R a-w {home}"
+        return f"{freeze} && %s", home, freeze
+    if shutil.which("unshare") is None or subprocess.run(["unshare", "-m", "true"]).returncode:
+        pytest.skip("root without mount namespaces: no way to make the store read-only")
+    mount = tmp_path / "ro"
+    mount.mkdir()
+    freeze = f"mount -o remount,ro,bind {mount}"
+    return f"unshare -m bash -c 'mount --bind {home} {mount} && {freeze} && %s'", mount, freeze
+
+
+def _thaw(home: Path) -> None:
+    if os.geteuid() != 0:
+        for path in [home, *home.rglob("*")]:
+            path.chmod(path.stat().st_mode | 0o200)
+
+
+def test_every_writing_command_on_a_read_only_home_is_the_one_line_add_gives(zk, zk_home, tmp_path):
+    """Issue #53 C5: rm, edit, sync, process and prune ended in "internal error: OSError"; `zk edit` opened
+    the editor first. Each is now the line `zk add` gives, and the editor never opens."""
+    from tests.harness import FAKE_MODEL, zk_command
+
+    note_id = _notes(zk, 1)[0][:8]
+    zk("add", "무릎이 아파서 병원에 다녀왔다", check=True)
+    wrap, home, _ = _read_only(zk_home, tmp_path)
+    opened = tmp_path / "editor-opened"
+    editor = tmp_path / "editor.sh"
+    editor.write_text(f"#!/bin/sh\ntouch {opened}\necho '고친 문장' >> \"$1\"\n")
+    editor.chmod(0o755)
+    commands = {"add": "add 'one more'", "rm": f"rm {note_id} --yes", "edit": f"edit {note_id}",
+                "sync": f"sync {tmp_path / 'vault'}", "process": "process --limit 1", "prune": "prune --older-than 1y"}
+    program = " ".join(zk_command())
+    script = tmp_path / "commands.sh"
+    script.write_text("".join(f"echo @@{name}; EDITOR={editor} ZK_LLM_MODEL={FAKE_MODEL} {program} --home {home} "
+                              f"{args} 2>&1 </dev/null; echo @@rc=$?\n" for name, args in commands.items()))
+    try:
+        done = shell(wrap % f"bash {script}", zk_home)
+    finally:
+        _thaw(zk_home)
+    said = {part.split("\n", 1)[0]: part.split("\n", 1)[1] for part in done.stdout.split("@@")[1:]
+            if not part.startswith("rc=")}
+    codes = [line for line in done.stdout.splitlines() if line.startswith("@@rc=")]
+    assert set(said) == set(commands) and codes == ["@@rc=1"] * len(commands), done.stdout + done.stderr
+    for name, out in said.items():
+        assert f"zk: error: cannot write to {home}: " in out, (name, out)
+        assert out.strip().splitlines()[-1].startswith("zk: error: cannot write to"), (name, out)
+        assert "internal error" not in out and "Traceback" not in out, (name, out)
+    assert not opened.exists()  # checked before the editor opened: nothing was typed in vain
+    assert sorted(n.content for n in Memory(zk_home).store.notes()) == ["note number 0", "무릎이 아파서 병원에 다녀왔다"
+                                                                       ]
+
+
+def test_an_edit_that_cannot_be_saved_names_the_file_with_the_typed_text(zk, zk_home, tmp_path):
+    """Issue #53 C5: the home turns read-only while the editor is open (a remount); the one line names the
+    file that holds what was typed."""
+    note_id = _notes(zk, 1)[0][:8]
+    wrap, home, freeze = _read_only(zk_home, tmp_path)
+    wrap = wrap.replace(f" && {freeze}", "").replace(f"{freeze} && ", "")  # writable until the editor closes
+    editor = tmp_path / "editor.sh"
+    editor.write_text(f"#!/bin/sh\necho '고친 문장, fixed sentence' >> \"$1\"\n{freeze}\n")
+    editor.chmod(0o755)
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    try:
+        done = shell(wrap % f"TMPDIR={kept} EDITOR={editor} zk --home {home} edit {note_id}", zk_home)
+    finally:
+        _thaw(zk_home)
+    [typed] = list(kept.glob("zk-*.md"))
+    assert done.returncode == 1 and one_line(done.stderr), done.stderr
+    assert done.stderr.startswith(f"zk: error: cannot write to {home}: ") and f"your text is in {typed}" in done.stderr
+    assert "고친 문장, fixed sentence" in typed.read_text(encoding="utf-8")
+    assert [n.content for n in Memory(zk_home).store.notes()] == ["note number 0"]
+
+
 # -- 11: rm with a damaged episodes table -----------------------------------------------------------
 def test_11_rm_refuses_before_deleting_when_another_table_is_damaged(zk, zk_home, embedder):
     from zettel_amem.core.models import Episode

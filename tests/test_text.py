@@ -1,6 +1,16 @@
 """Character-safe cuts and trivial-message detection, in Korean and English."""
 
-from zettel_amem.core.text import clip, clip_end, estimate_tokens, is_trivial
+from zettel_amem.core.text import clip, clip_end, estimate_tokens, is_blank, is_trivial, unix_line_ends, visible
+
+# Text that shows nothing (issue #53 C10): zero-width spaces and joiners, the BOM, the Hangul fillers (U+3164 is
+# the "blank" character Korean users paste), the Braille blank, a lone bidi override, embedding, isolate or mark,
+# the soft hyphen, a variation selector, the combining grapheme joiner, mixed with ordinary and odd spaces.
+INVISIBLE_ONLY = ["\u200b", "\u200b\u200c\u200d\u2060", "\ufeff", "\u3164\u3164", "\u115f\u1160", "\uffa0",
+                  "\u2800", "\u202e", "\u202a\u202c", "\u2066\u2069", "\u200e\u200f", "\u00ad", "\ufe0f", "\u034f",
+                  "\U000e0041", " \u3164 \u200b\n\u2800\t\u00a0\u2003\u3000 "]
+# ... and text with something visible besides them, which is a note (stored exactly as written).
+VISIBLE_WITH_THEM = ["안녕\u200b하세요 \u3164 반가워요", "\u202eabc", "a\u2800b", "👩\u200d💻 coding",
+                     "\u3164\u3164ㅋ", "\u200b.", "\ufeffBOM inside"]
 
 
 def test_clip_cuts_on_characters_and_marks_the_cut():
@@ -58,3 +68,16 @@ def test_statements_drop_the_questions_of_a_turn():
     assert statements("I made it myself. Do you like it? It took a week.") == "I made it myself. It took a week."
     assert statements("지난주에 새 타투를 했어. 어때 보여？ 의미가 있어.") == "지난주에 새 타투를 했어. 의미가 있어."
     assert statements("No question here") == "No question here"
+
+
+def test_blank_text_is_whitespace_format_characters_and_fillers_only():
+    for text in ["", " ", "\n\t", "\u00a0\u2003", *INVISIBLE_ONLY]:
+        assert is_blank(text), ascii(text)
+    for text in VISIBLE_WITH_THEM + ["무릎", "x", "ㅋ", "\u00a0.", "\u0301"]:
+        assert not is_blank(text), ascii(text)
+
+
+def test_windows_line_ends_become_lf_and_are_never_shown_as_escapes():
+    """Issue #53 C2: CRLF (and CR CR LF) in typed text is LF; a lone CR is kept. Shown, any CR is a line break."""
+    assert unix_line_ends("첫 줄\r\nsecond\r\r\nold mac\rline\n") == "첫 줄\nsecond\nold mac\rline\n"
+    assert visible("첫 줄\r\nsecond\rthird\x1b[2J") == "첫 줄\nsecond\nthird\\x1b[2J"

@@ -54,8 +54,9 @@ def test_the_model_saying_none_and_no_change_word_records_nothing(memory, fake_l
     assert result.updates == [] and old.updated_by == [] and old.id in new.links
 
 
-def test_a_change_word_records_it_without_the_model_even_below_the_link_threshold(memory, fake_llm):
-    memory.settings.link_min_similarity = 1.1  # no neighbour is similar enough: no link call at all
+def test_a_change_word_records_it_without_the_model_even_below_the_link_threshold(memory, fake_llm, monkeypatch):
+    memory.settings.link_min_similarity = 1.1  # no neighbour is similar enough ...
+    monkeypatch.setattr(memory.pipeline, "worth_a_link_call", lambda note, candidates: False)  # ... no link call
     old, new, result = add_both(memory)  # "바꿨다": the new value is stated as a change
     assert result.skipped == "no similar neighbour" and "link" not in fake_llm.tasks()
     assert result.updates == [old.id] and old.updated_by == [{"passage": old.id, "by": new.id, "on": ["수영장"]}]

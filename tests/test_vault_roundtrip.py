@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from tests.fake_llm import FakeLLM
 from zettel_amem.core.models import Entity
+from zettel_amem.core.text import is_blank
 from zettel_amem.ingest.vault import export_vault
 from zettel_amem.ingest.vault_page import note_page, parse_page
 from zettel_amem.ingest.vault_sync import take_in
@@ -115,7 +116,7 @@ FRAGMENTS = ["<!--", "-->", "<!-- zk:links -->", "<!--\\ zk:links -->", "<!-- zk
 # private/unassigned code points.
 CHARS = st.characters(blacklist_categories=("Cc", "Cs", "Co", "Cn"))
 TEXTS = st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(CHARS, min_size=1, max_size=12)), min_size=1,
-                 max_size=24).map("".join).filter(lambda t: t.strip() and len(t) < MAX_NOTE_CHARS)
+                 max_size=24).map("".join).filter(lambda t: not is_blank(t) and len(t) < MAX_NOTE_CHARS)
 
 
 @given(TEXTS)

@@ -6,12 +6,15 @@ another notebook imports with new ids. Every test drives the real CLI with the s
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import time
 import uuid
 from pathlib import Path
 
 import pytest
 
-from tests.harness import one_line
+from tests.harness import one_line, zk_command, zk_env
 from zettel_amem.core.models import Entity
 from zettel_amem.ingest.vault import MARKER, read_page
 from zettel_amem.memory import Memory
@@ -293,3 +296,113 @@ def test_a_vault_written_by_an_older_zk_keeps_its_edits(zk, zk_home, tmp_path):
     assert report["read"]["conflicts"] == 1 and report["written"]["kept"] == []
     history = Memory(zk_home).store.get(note_id).history
     assert history[-1].changes["content"] == {"old": "Written before the upgrade", "new": "Edited before the upgrade"}
+
+
+def test_two_syncs_at_once_add_each_new_page_once(zk, zk_home, tmp_path):
+    """C7: two `zk sync` at once each read the same new pages and added them, and left `<id> (2).md` copies
+    that the next sync imported a third time. The second now waits for the first and sees its work."""
+    add(zk, "seed for concurrent sync")
+    vault = tmp_path / "vault"
+    zk("sync", str(vault), check=True)
+    pages = 6
+    for i in range(pages):
+        (vault / f"page {i}.md").write_text(f"User page number {i} written in Obsidian, 옵시디언 {i}번\n",
+                                            encoding="utf-8")
+    runs = [subprocess.Popen(zk_command("sync", str(vault), "--json"), env=zk_env(zk_home), text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
+    outputs = [run.communicate(timeout=300) for run in runs]
+    assert [run.returncode for run in runs] == [0, 0], outputs
+    assert sorted(json.loads(out)["read"]["added"] for out, _ in outputs) == [0, pages]
+    notes = Memory(zk_home).store.notes()
+    assert len(notes) == len({n.content for n in notes}) == pages + 1
+    assert [p.name for p in vault.rglob("*.md") if "(2)" in p.name] == []
+    assert zk("sync", str(vault), "--json", check=True).json()["read"]["added"] == 0
+    assert Memory(zk_home).store.count() == pages + 1
+
+
+def test_a_second_sync_that_waits_too_long_says_so_in_one_line(zk, zk_home, tmp_path, monkeypatch):
+    import zettel_amem.ingest.vault as vault_module
+
+    add(zk, "A note")
+    vault = tmp_path / "vault"
+    zk("sync", str(vault), check=True)
+    monkeypatch.setattr(vault_module, "SYNC_WAIT_S", 0.2)
+    with vault_module.vault_lock(zk_home, vault):  # another zk sync of this vault, mid-way
+        code, _, err = zk("sync", str(vault))
+    assert code == 1 and "another zk sync of this vault is running" in err.splitlines()[-1]
+    assert "waiting" in err and one_line(err.splitlines()[-1])
+    assert not [p for p in vault.rglob("*") if "lock" in p.name]  # the lock is in the home, not a vault page
+    assert zk("sync", str(vault), "--json", check=True).json()["read"]["unchanged"] >= 1
+
+
+def test_both_pages_of_one_note_edited_before_a_sync_are_a_conflict_that_keeps_both_texts(zk, zk_home, tmp_path):
+    """C3: a page of the user's and its `notes/` page both edited: "version 2" twice, 0 conflicts, the first
+    edit overwritten on disk. Now each text is a version (the page saved last the newest), one conflict."""
+    add(zk, "Alpha")
+    vault = tmp_path / "vault"
+    zk("sync", str(vault), check=True)
+    deep = vault / "sub" / "sub2" / "deep.md"
+    deep.parent.mkdir(parents=True)
+    deep.write_text("A deep page in a sub-sub-folder, 깊은 곳\n", encoding="utf-8")
+    note_id = zk("sync", str(vault), "--json", check=True).json()["read"]["changes"][0]["id"]
+    deep.write_text("A deep page EDITED VIA DEEP FILE, 깊은 곳\n", encoding="utf-8")
+    os.utime(deep, (time.time() - 60, time.time() - 60))  # saved before the other page
+    replace_text(page_of(vault, note_id), "A deep page in a sub-sub-folder", "A deep page EDITED VIA NOTES PAGE")
+    report = zk("sync", str(vault), "--json", check=True).json()["read"]
+    assert (report["edited"], report["conflicts"], report["added"]) == (1, 1, 0)
+    lines = {c["what"]: c["message"] for c in report["changes"]}
+    short = note_id[:8]
+    assert lines["edited"] == f"notes/{short}.md: note {short} is now version 3"
+    assert lines["conflict"].startswith("sub/sub2/deep.md: ") and f"notes/{short}.md" in lines["conflict"]
+    assert "version 2" in lines["conflict"] and f"zk revert {short} --to 2" in lines["conflict"]
+    note = Memory(zk_home).store.get(note_id)
+    assert note.version == 3 and note.content == "A deep page EDITED VIA NOTES PAGE, 깊은 곳"
+    assert [v.changes["content"]["new"] for v in note.history] == ["A deep page EDITED VIA DEEP FILE, 깊은 곳",
+                                                                   "A deep page EDITED VIA NOTES PAGE, 깊은 곳"]
+    assert deep.read_text(encoding="utf-8") == "A deep page EDITED VIA DEEP FILE, 깊은 곳\n"  # the user's file
+    assert "EDITED VIA NOTES PAGE" in page_of(vault, note_id).read_text(encoding="utf-8")
+    again = zk("sync", str(vault), "--json", check=True).json()["read"]
+    assert (again["edited"], again["conflicts"], again["added"]) == (0, 0, 0)
+
+
+def test_a_users_page_whose_note_the_same_import_restores_is_not_called_deleted(zk, zk_home, tmp_path):
+    """C3 (smaller): syncing a vault into another home said "its note was deleted in zk" of a user's page
+    whose note the same run restored from its `notes/` page."""
+    add(zk, "Alpha")
+    vault = tmp_path / "vault"
+    zk("sync", str(vault), check=True)
+    (vault / "deep.md").write_text("A deep page of mine, 내 페이지\n", encoding="utf-8")
+    note_id = zk("sync", str(vault), "--json", check=True).json()["read"]["changes"][0]["id"]
+    fresh = tmp_path / "fresh"
+    report = zk("--home", str(fresh), "import", str(vault), "--json", check=True).json()
+    assert [c for c in report["changes"] if c["what"] == "kept"] == [] and report["added"] == 2
+    assert Memory(fresh).store.get(note_id).content == "A deep page of mine, 내 페이지"
+
+
+def test_a_note_page_whose_front_matter_was_removed_stays_that_notes_page(zk, zk_home, tmp_path):
+    """C8: without its front matter (one click in Obsidian) `notes/<id>.md` became a new note "# <id> …" and
+    the note's page came back as `<id> (2).md`. Now it is an edit of its note, and gets its front matter back."""
+    note_id = add(zk, "Note whose front matter the user strips 수정됨")
+    vault = tmp_path / "vault"
+    zk("sync", str(vault), check=True)
+    page = page_of(vault, note_id)
+
+    def strip_front_matter() -> str:
+        return page.read_text(encoding="utf-8").split("\n---\n", 1)[1]
+
+    page.write_text(strip_front_matter().replace("수정됨", "수정됨 — and a vault edit without front matter"),
+                    encoding="utf-8")
+    report = zk("sync", str(vault), "--json", check=True).json()["read"]
+    assert (report["added"], report["edited"]) == (0, 1)
+    note = Memory(zk_home).store.get(note_id)
+    assert note.content == "Note whose front matter the user strips 수정됨 — and a vault edit without front matter"
+    assert note.version == 2 and Memory(zk_home).store.count() == 1
+    assert sorted(p.name for p in (vault / "notes").iterdir()) == [page.name]
+    fields, text = read_page(page.read_text(encoding="utf-8"))
+    assert fields["id"] == note_id and text == note.content
+    page.write_text(strip_front_matter(), encoding="utf-8")  # removed again, the text as it is: nothing new
+    report = zk("sync", str(vault), "--json", check=True).json()["read"]
+    assert (report["added"], report["edited"]) == (0, 0)
+    assert Memory(zk_home).store.get(note_id).version == 2 and Memory(zk_home).store.count() == 1
+    assert read_page(page.read_text(encoding="utf-8"))[0]["id"] == note_id
+    assert sorted(p.name for p in (vault / "notes").iterdir()) == [page.name]

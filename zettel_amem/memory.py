@@ -34,7 +34,7 @@ from .core.location import resolve as resolve_location
 from .core.models import OUTBOX, PENDING, Note, ProcessResult, journal_period, now_iso, session_id_for
 from .core.passages import attach_passages
 from .core.prompts import Prompts
-from .core.text import has_control_chars, has_lone_surrogate, hashtags, nfc
+from .core.text import has_control_chars, has_lone_surrogate, hashtags, is_blank, nfc, unix_line_ends
 from .parts import Parts
 from .retrieval.retrieve import Hit
 from .retrieval.search import Searcher, background
@@ -69,7 +69,7 @@ def validate_content(content: str) -> str:
     if has_control_chars(content):
         raise InvalidInput("the note contains control characters")
     stripped = content.strip()
-    if not stripped:
+    if is_blank(stripped):  # also zero-width spaces, bidi marks, the Hangul filler: nothing to see
         raise InvalidInput("the note is empty")
     if len(stripped) > MAX_NOTE_CHARS:
         raise NoteTooLong(f"the note is too long ({len(stripped):,} characters; the limit is {MAX_NOTE_CHARS:,} "
@@ -176,8 +176,10 @@ class Memory:
     def add(self, content: str, at: str | None = None) -> Note:
         """Store the raw note with its content embedding. Returns once it is durable and searchable.
 
-        A journal entry belongs to its week's (or day's) session, an episode once the period is over."""
-        note = self.new_note(content, at)
+        A journal entry belongs to its week's (or day's) session, an episode once the period is over.
+        Windows line ends (CRLF) become LF: typed or pasted text, unlike a restored backup, has no
+        line-end style to keep."""
+        note = self.new_note(unix_line_ends(content), at)
         period = journal_period(note.at, self.settings.journal_session)
         note.session_id = session_id_for(self.notebook, period.key)
         note.source = period.title
@@ -234,7 +236,7 @@ class Memory:
         note = self.store.get(self.resolve(note_id).id, with_vector=True)
         if expected is not None and note.content != expected:
             raise ZkError(f"note {note.short_id} was changed while you edited it")
-        content = validate_content(content)
+        content = validate_content(unix_line_ends(content))  # as `add` stores it
         if content == note.content:
             return None
         return self.revise([(note, content, reason)])[0]

@@ -26,16 +26,19 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Day:
     """One calendar day as `zk on` reads it: the date, its range in ISO time (`end` exclusive), and how a
-    guessed phrase was read ("" when the reading was not a guess)."""
+    guessed phrase was read ("" when the reading was not a guess). A phrase naming a whole month or year
+    ("지난달", "last year") is that range: `date` is its first day, `label` "2026-04" or "2025"."""
 
     date: date
     start: str
     end: str
     note: str = ""
+    label: str = ""
 
     @classmethod
     def of(cls, text: str) -> Day:
-        """A day from a date or phrase (2026-03-29, yesterday, 어제, 3일 전 …); raises ZkError on nonsense."""
+        """A day from a date or phrase (2026-03-29, yesterday, 어제, 3일 전 …), or a month or year (지난달,
+        last year); raises ZkError on nonsense."""
         return cls(*day_range(text))
 
 

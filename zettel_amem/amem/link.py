@@ -2,8 +2,10 @@
 
 Fixes over the reference code:
 - candidates are found with the new note's *full* embedding (content + keywords + tags + context);
-- the model sees each candidate's stable id and the schema only admits those ids (an enum), and the
-  answer is mapped back id -> note through a dict: never through a search rank or list position;
+- the model sees each candidate under a local label (1, 2, 3: the candidates oldest first), never its
+  random id: a 0.5B model's choices shifted with the ids' hex digits, so whether a note evolved depended
+  on which ids its notes drew (#53). The schema admits only those labels (an enum) and the answer is mapped
+  back label -> note through the dict the prompt was rendered from: never through a search rank;
 - links, rewritten contexts and tags are capped in code whatever the model returns.
 """
 
@@ -14,7 +16,7 @@ from typing import Any
 
 from ..backends.llm import LLM
 from ..core.config import Settings
-from ..core.models import SHORT_ID, Note, Usage
+from ..core.models import Note, Usage
 from ..core.prompts import Prompts, language_of
 from ..core.text import clip, one_line
 from .construct import MAX_TAG_CHARS, clean_context, clean_terms, text_schema
@@ -40,12 +42,11 @@ class LinkDecision:
     replaces: list[str] = field(default_factory=list)
 
 
-def prompt_ids(notes: list[Note]) -> dict[str, str]:
-    """Shortest id prefix (>= 8 chars) that is unique among the notes in one prompt -> full id."""
-    length = SHORT_ID
-    while len({n.id[:length] for n in notes}) < len({n.id for n in notes}):
-        length += 2
-    return {n.id[:length]: n.id for n in notes}
+def candidate_labels(candidates: list[Note]) -> dict[str, Note]:
+    """Label ("1", "2", ...) -> candidate, oldest first (ties by text): what the model reads depends on the
+    notes alone, never on their ids or on how near the search ranked them."""
+    ordered = sorted(candidates, key=lambda n: (n.at, n.content))
+    return {str(number): note for number, note in enumerate(ordered, 1)}
 
 
 def link_schema(candidate_ids: list[str], settings: Settings, language: str = "English") -> dict[str, Any]:
@@ -86,24 +87,25 @@ def link_max_tokens(settings: Settings) -> int:
     return 60 + 6 * ids + settings.evolve_max_neighbours * update
 
 
-def render_candidate(short: str, note: Note) -> str:
+def render_candidate(label: str, note: Note) -> str:
     """One compact line per candidate: its start, then its context when it has one (tokens are dear)."""
     who = f"{note.speaker}: " if note.speaker else ""
-    line = f"[{short}] {note.at[:10]}: {who}{one_line(note.content, CANDIDATE_CHARS)}"
+    line = f"[{label}] {note.at[:10]}: {who}{one_line(note.content, CANDIDATE_CHARS)}"
     if note.context:
         line += " | " + one_line(note.context, 80)
     return line
 
 
-def parse_decision(data: dict[str, Any], ids: dict[str, str], settings: Settings) -> LinkDecision:
-    """Map the model's ids back to full ids (unknown ids dropped), dedupe, cap."""
+def parse_decision(data: dict[str, Any], labels: dict[str, str], settings: Settings) -> LinkDecision:
+    """Map the model's labels back to full ids through `labels` (label -> id; unknown labels dropped), dedupe,
+    cap."""
     decision = LinkDecision()
-    for short in data.get("links") or []:
-        full = ids.get(short) if isinstance(short, str) else None
+    for label in data.get("links") or []:
+        full = labels.get(label) if isinstance(label, str) else None
         if full and full not in decision.links:
             decision.links.append(full)
     decision.links = decision.links[: min(settings.max_new_links, settings.max_links)]
-    replaced = [ids.get(short) for short in data.get("replaces") or [] if isinstance(short, str)]
+    replaced = [labels.get(label) for label in data.get("replaces") or [] if isinstance(label, str)]
     decision.replaces = [full for full in dict.fromkeys(replaced) if full][:1]
     seen: set[str] = set()
     for item in data.get("updates") or []:
@@ -111,7 +113,7 @@ def parse_decision(data: dict[str, Any], ids: dict[str, str], settings: Settings
             break  # the cap holds in code too (0 turns evolution off), whatever a backend returns
         if not isinstance(item, dict):
             continue
-        full = ids.get(item.get("id")) if isinstance(item.get("id"), str) else None
+        full = labels.get(item.get("id")) if isinstance(item.get("id"), str) else None
         if not full or full in seen:
             continue
         seen.add(full)
@@ -126,14 +128,12 @@ def parse_decision(data: dict[str, Any], ids: dict[str, str], settings: Settings
 
 def decide_links(llm: LLM, prompts: Prompts, note: Note, candidates: list[Note], settings: Settings
                  ) -> tuple[LinkDecision, Usage]:
-    ids = prompt_ids([note, *candidates])
-    short_of = {full: short for short, full in ids.items()}
-    lines = "\n".join(render_candidate(short_of[c.id], c) for c in candidates)
+    labels = candidate_labels(candidates)
+    lines = "\n".join(render_candidate(label, c) for label, c in labels.items())
     language = language_of(note.content)
-    user = prompts.render("link", language=language, id=short_of[note.id],
-                          at=note.at[:10], content=clip(one_line(note.content), 300), context=note.context,
-                          candidates=lines)
-    candidate_ids = [short_of[c.id] for c in candidates]
-    schema = link_schema(candidate_ids, settings, language)
+    # `id` stays a placeholder a user's template may name (it is the new note's label, not its id)
+    user = prompts.render("link", language=language, id="new", at=note.at[:10],
+                          content=clip(one_line(note.content), 300), context=note.context, candidates=lines)
+    schema = link_schema(list(labels), settings, language)
     data, usage = llm.complete_json(prompts.raw("notes_system").strip(), user, schema, link_max_tokens(settings))
-    return parse_decision(data, {s: f for s, f in ids.items() if f != note.id}, settings), usage
+    return parse_decision(data, {label: c.id for label, c in labels.items()}, settings), usage

@@ -17,12 +17,13 @@ from ..core.errors import NotFound
 from ..core.models import CONSTRUCTED, EVOLVABLE, PENDING, READY, Note, ProcessResult, Usage
 from ..core.passages import attach_passages
 from ..core.text import is_trivial, keyword_terms
+from ..core.words import english_stem
 from ..retrieval.passage_rank import mostly_korean
 from ..retrieval.retrieve import CoverageIndex
 from .construct import annotate
 from .evolve import apply_update, record
 from .link import decide_links
-from .supersede import RARE_IN, cosine, says_change, supersede, units
+from .supersede import MAX_RARE_CHECKS, RARE_IN, cosine, says_change, subject_words, supersede, units
 
 if TYPE_CHECKING:
     from ..parts import Parts
@@ -34,6 +35,11 @@ MAX_TYPED_UPDATES = 2  # older notes one note may mark as updated (supersede.py)
 def edited(note: Note) -> bool:
     """Whether the user has edited the note's text: its later annotation and links are then versions."""
     return any(v.reason == "edit" for v in note.history)
+
+
+def stems(text: str) -> set[str]:
+    """The search words of `text`, English ones by their stem ("running" meets "run")."""
+    return {english_stem(term) for term in CoverageIndex.terms(text)}
 
 
 class Pipeline:
@@ -127,11 +133,29 @@ class Pipeline:
         return self.parts.store.nearest(note.vector, self.parts.settings.link_candidates, note.notebook,
                                          exclude=note.id, processed=True)
 
+    def worth_a_link_call(self, note: Note, candidates: list[tuple[Note, float]]) -> bool:
+        """Whether the model should see the candidates: the nearest is as close as the link threshold, or one
+        names a thing the note names that few notes name (a person, place, plan: "knee", "지민", "Jeju").
+        e5 scores two journal notes on one story (a knee pain, then the doctor's two weeks of rest: 0.82-0.87)
+        no higher than two unrelated Korean notes (0.87), so the threshold alone skipped most of a story's
+        link calls, and with them every evolution of its notes (#53)."""
+        if not candidates:
+            return False
+        if candidates[0][1] >= self.link_threshold():
+            return True
+        words = subject_words(f"{note.content} {' '.join(note.keywords)}")
+        rare = self.rare_in_notebook(note.notebook)
+        for candidate, _ in candidates:
+            shared = sorted(words & subject_words(f"{candidate.content} {' '.join(candidate.keywords)}"))
+            if any(rare(word) for word in shared[:MAX_RARE_CHECKS]):
+                return True
+        return False
+
     def _link_and_evolve(self, note: Note, usage: Usage, result: ProcessResult, guard) -> Note | None:
         with guard():
             skip = "linking disabled" if not self.parts.settings.link else ""
             candidates = [] if skip else self.link_candidates(note)
-            if not skip and (not candidates or candidates[0][1] < self.link_threshold()):
+            if not skip and not self.worth_a_link_call(note, candidates):
                 skip = "no similar neighbour"
             if skip:
                 if (note := self._fresh(note, CONSTRUCTED)) is None:
@@ -248,22 +272,23 @@ class Pipeline:
             own = np.asarray(neighbours[update.note_id].raw_vector or neighbours[update.note_id].vector,
                              dtype=np.float32)
             neighbour = neighbours[update.note_id]
-            shares_words = CoverageIndex.terms(update.context) & CoverageIndex.terms(neighbour.content)
+            shares_words = stems(update.context) & stems(neighbour.content)
             if float(vector @ own) < float(vector @ cause_vector) and not shares_words:  # unit vectors: dot = cos
                 refused.append(update.note_id)
         return [u for u in updates if u.note_id not in refused], refused
 
     def fill_passages(self, batch: int = 500) -> int:
-        """Cut the entries of a store from before passages (passages.py), a batch at a time: no re-typing,
+        """Cut the entries of a store from before passages (passages.py), then the entries an older zk cut
+        only in part (`cut_short`; their passages keep their vectors), a batch at a time: no re-typing,
         nothing else changes. Returns how many entries were written."""
         done = 0
         while True:
-            notes = self.parts.store.without_passages(batch)
-            if not notes:
+            notes = self.parts.store.without_passages(batch) or self.parts.store.cut_short(batch)
+            changed = attach_passages(notes, self.parts.embedder.embed_passages) if notes else []
+            if not changed:
                 return done
-            attach_passages(notes, self.parts.embedder.embed_passages)
-            self.parts.store.update(notes)
-            done += len(notes)
+            self.parts.store.update(changed)
+            done += len(changed)
 
     def process_pending(self, on_progress: Callable[[ProcessResult, int, int], None] | None = None,
                         limit: int | None = None, all_notebooks: bool = False) -> list[ProcessResult]:

@@ -132,13 +132,15 @@ def best_pair(new: Note, old: Note, cue: bool = False, rare: Callable[[str], boo
     is not what changed), and the old passage is about as close to the new one as the closest older
     passage of the notebook in its language (`closest`: new passage id -> Korean or not -> best cosine)."""
     pairs = []
+    olds = None  # the old passages with their words, read once (a long entry has 1,000s of passages)
     for new_id, new_text, new_vector in units(new):
         new_terms = subject_words(new_text)
         changed = {w for s in sentences(new_text) for w in words_near_change(s)} if cue else set()
         if cue and not changed:
             continue
-        for old_id, old_text, old_vector in units(old):
-            shared = new_terms & subject_words(old_text)
+        olds = olds or [(old_id, text, vector, subject_words(text)) for old_id, text, vector in units(old)]
+        for old_id, old_text, old_vector, old_terms in olds:
+            shared = new_terms & old_terms
             if cue:
                 shared = {w for w in sorted(changed & shared)[:MAX_RARE_CHECKS] if rare is None or rare(w)}
             similarity = cosine(new_vector, old_vector)

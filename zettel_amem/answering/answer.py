@@ -26,7 +26,7 @@ from ..core import dates
 from ..core.config import Settings
 from ..core.errors import InvalidInput
 from ..core.models import Note, ServerReach, Usage
-from ..core.passages import as_notes, entry_id_of, passage_id, passages_from_json
+from ..core.passages import as_notes, entry_id_of, passage_id, row_passages
 from ..core.prompts import language_of
 from ..core.text import keyword_terms, name_pattern, nfc, statements
 from ..retrieval.retrieve import CoverageIndex, Hit, render_hit
@@ -35,6 +35,7 @@ from .evidence import best_sentence
 from .journal_answer import answer_journal
 from .reader import ModelReader
 from .term_bridge import bridge_terms
+from .view import View
 
 if TYPE_CHECKING:
     from ..parts import Parts
@@ -202,6 +203,8 @@ class Answer:
     server: ServerReach | None = None
     # journal answers: per quoted passage, its entry id, passage id, time and the text used
     quotes: list[dict[str, str]] = field(default_factory=list)
+    # journal answers: what `zk ask` shows (view.py): the headline, the supporting sentences, how sure
+    view: View | None = None
 
     def cited(self) -> list[str]:
         return list(self.cited_ids)
@@ -262,6 +265,10 @@ class Answerer:
         reader = ModelReader(self.parts.llm, self.parts.prompts, self.parts.settings.answer_reader_passages,
                              mask_spec(self.model_name())) if self.parts.settings.answer_journal_reader else None
         reply = answer_journal(question, units, self.note_cosines, translate, self.updating_units, reader)
+        if reply.view is not None and reply.view.line is not None:  # where search ranked the quoted entry
+            ranked = list(dict.fromkeys(entry_id_of(h.note.id) for h in wider))
+            entry = reply.view.line.entry_id
+            reply.view.signals["search_rank"] = float(ranked.index(entry) + 1 if entry in ranked else 99)
         units += [u for u in self._updaters if u.id not in {x.id for x in units}]
         by_id = {u.id: u for u in units}
         quotes = [{"entry_id": entry_id_of(i), "passage_id": i, "at": by_id[i].at, "text": by_id[i].content}
@@ -271,9 +278,27 @@ class Answerer:
         pool.update({i: Hit(self.parts.store.get(i) or updaters[i], 0.0, via="updates") for i in cited
                      if i not in pool and i in updaters})
         given = hits + [pool[i] for i in cited if i not in {h.note.id for h in hits} and i in pool]
-        return Answer(pieces=iter([reply.text]), notes=given, text=reply.text, cited_ids=cited,
-                      mode=reply.mode, reason=reply.reason or (reader and reader.said) or NO_MODEL_CALLED,
-                      quotes=quotes)
+        answer = Answer(pieces=iter([reply.text]), notes=given, text=reply.text, cited_ids=cited,
+                        mode=reply.mode, reason=reply.reason or (reader and reader.said) or NO_MODEL_CALLED,
+                        quotes=quotes, view=reply.view)
+        if reply.view is not None and reply.mode != "declined" and self.parts.settings.llm_model.startswith("openai:"):
+            self.write(question, answer)
+        return answer
+
+    def write(self, question: str, answer: Answer) -> None:
+        """A model server writes the headline from the view's sentences (writer.py); when it fails, the quoted
+        headline stays and the reason says why."""
+        from .writer import write_headline
+
+        answer.model = mask_spec(self.model_name())
+        try:
+            answer.view, answer.usage = write_headline(self.parts.llm, self.parts.prompts, question, answer.view,
+                                                       dates.today().isoformat())
+        except LLMError as exc:
+            answer.reason = f"could not write the headline, so it is quoted from your notes: {exc}"
+            return
+        answer.text, answer.mode, answer.pieces = answer.view.headline, "model", iter([answer.view.headline])
+        answer.reason = "written from the sentences shown; dates held to the ones they give"
 
     def model_name(self) -> str:
         llm = self.parts.llm
@@ -295,13 +320,12 @@ class Answerer:
 
         long = [n for n in notes if n.passages]
         for note_id, row in self.parts.store.passage_rows([n.id for n in long]).items():
-            passages = passages_from_json(row.get("passages"))
-            flat = row.get("passage_vectors")
-            if passages and flat is not None and len(flat) % len(passages) == 0:
-                dim = len(flat) // len(passages)
-                for number, passage in enumerate(passages):
+            passages = row_passages(row)
+            if passages and passages[0].vector is not None:
+                blank = np.zeros(len(passages[0].vector), dtype=np.float32)  # past the embedded passages: by words
+                for passage in passages:
                     self._vectors[passage_id(note_id, passage.index)] = \
-                        np.asarray(flat[number * dim:(number + 1) * dim], dtype=np.float32)
+                        blank if passage.vector is None else np.asarray(passage.vector, dtype=np.float32)
         return as_notes(notes)
 
     def translate(self, terms: list[str], question: str, notes: list[Note]) -> dict[str, list[str]]:

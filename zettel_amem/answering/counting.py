@@ -25,12 +25,12 @@ from .reading import (
     other_language,
     planned,
     planned_month,
-    quote,
     rarest_sentence,
     rarest_term,
     spelled,
     told_day,
 )
+from .view import Pick
 
 LIST_SHARE = 0.4  # list/count: notes with at least this share of the best note's subject words
 COUNT_SHARE = 0.6  # a time it happened names (itself) at least this share of what the best passage names
@@ -42,9 +42,9 @@ _NOT_HAPPENED = re.compile(r"(?<![가-힣])못\s?[가-힣]|(?<![가-힣])안\s?[
                            re.I)
 
 
-def answer_list(question: Question, evidence: list[Evidence]) -> tuple[str, list[str]]:
-    """Every note on the subject, oldest first; for "how many times", the times it happened
-    (`occasions`), their number first."""
+def answer_list(question: Question, evidence: list[Evidence]) -> Pick:
+    """Every passage on the subject; for "how many times", the times it happened (`occasions`), their
+    number the lead. The view shows them in date order."""
     top = evidence[0].words
     chosen = [e for e in evidence if top and e.words >= LIST_SHARE * top] or evidence[:1]
     if question.kind == "count":
@@ -54,11 +54,10 @@ def answer_list(question: Question, evidence: list[Evidence]) -> tuple[str, list
         chosen = [e for e in chosen if names_subject(e)] or chosen
         chosen = once_per_sentence(question, chosen)
     total = len(chosen)
-    chosen = sorted(chosen[:LIST_SHOWN], key=lambda e: e.note.at)
-    text = "; ".join(quote(e.note, spelled(question)) for e in chosen)
-    if question.kind == "count":
-        text = (f"{total}번: " if korean(question) else f"{total} time{'s' if total != 1 else ''}: ") + text
-    return text, [e.note.id for e in chosen]
+    cited = [e.note.id for e in chosen[:LIST_SHOWN]]  # best first: the view shows those that fit, by date
+    if question.kind != "count":
+        return Pick(cited)
+    return Pick(cited, lead=f"{total}번" if korean(question) else f"{total} time{'s' if total != 1 else ''}")
 
 
 def occasions(question: Question, evidence: list[Evidence], chosen: list[Evidence]) -> list[Evidence]:

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 
 from ..core.models import Note
 from ..core.passages import entry_id_of
-from ..core.text import CHANGE_CUE, clip, sentences
+from ..core.text import CHANGE_CUE, sentences
 from ..core.words import korean_stem, subject_terms
 from .counting import answer_list, own_tops
 from .date_guard import guard, note_dates
@@ -50,7 +50,6 @@ from .evidence import Cosines, Evidence, best_sentence, forms, has_term, mention
 from .questions import Question, analyse
 from .reader import Reader
 from .reading import (
-    NOTE_CHARS,
     SUPPOSED,
     day,
     event_day,
@@ -63,8 +62,9 @@ from .reading import (
     rarest_term,
     spelled,
     told_day,
-    whole,
 )
+from .sureness import sureness
+from .view import Pick, View, answer_view, declined_view
 
 NOW_SHARE = 0.9  # notes scoring within this share of the best are "on the subject" for now/count/list
 # ... and for "now", also every note with all the best note's subject words down to this share (the
@@ -106,12 +106,14 @@ Translate = Callable[[list[str], str, list[Note]], dict[str, list[str]]]
 
 @dataclass
 class JournalReply:
-    """The answer, the notes it came from, how it was made ("extractive" or "declined") and why."""
+    """The headline, the passages it came from, how it was made ("extractive" or "declined"), why, and the
+    whole view (view.py)."""
 
     text: str
     cited: list[str] = field(default_factory=list)
     mode: str = "extractive"
     reason: str = ""
+    view: View | None = None
 
 
 def by_mention(question: Question, evidence: list[Evidence]) -> Evidence | None:
@@ -133,7 +135,7 @@ def by_mention(question: Question, evidence: list[Evidence]) -> Evidence | None:
     return min(same, key=lambda e: e.note.at)
 
 
-def answer_when(question: Question, evidence: list[Evidence]) -> tuple[str, list[str]]:
+def answer_when(question: Question, evidence: list[Evidence]) -> Pick:
     """The event's date: a date written in a near-best note (absolute), else the best note's day. A plan
     for a later month gives way to that month's note (`fulfilled`); else an event no note words is dated
     by the note `by_mention` finds (a plan and the event it planned outweigh the story of a subject)."""
@@ -152,10 +154,9 @@ def answer_when(question: Question, evidence: list[Evidence]) -> tuple[str, list
         if not dated and item is candidates[0] and len({d for _, d in days}) == 1:
             dated = [days[0][1]]  # the best passage that dates one day dates its event
         if dated:
-            return f"{dated[0].isoformat()} — {whole(item.note, NOTE_CHARS - 14, spelled(question))}", [item.note.id]
+            return Pick([item.note.id], day=dated[0].isoformat(), sentence=sentence)
     best = evidence[0].note
-    told = story_day(evidence[0], evidence)
-    return f"{told or day(best)} — {clip(' '.join(best.content.split()), NOTE_CHARS - 14)}", [best.id]
+    return Pick([best.id], day=story_day(evidence[0], evidence) or day(best))
 
 
 def story_day(item: Evidence, evidence: list[Evidence]) -> str:
@@ -195,7 +196,7 @@ def told_after(content: str, sentence: str, days: list) -> list:
     return list(before) if len(before) == 1 else []
 
 
-def answer_now(question: Question, evidence: list[Evidence]) -> tuple[str, list[str]]:
+def answer_now(question: Question, evidence: list[Evidence]) -> Pick:
     """The newest note on the subject (an older value is history, not the answer), or a later note
     that says the value changed (`superseded`)."""
     evidence = about_me(question, evidence)
@@ -208,7 +209,7 @@ def answer_now(question: Question, evidence: list[Evidence]) -> tuple[str, list[
     priced = [e for e in on_subject(evidence, VALUE_SHARE) if value and value[0].search(e.note.content)]
     newest = max(priced or subject, key=lambda e: e.note.at).note  # "how much … now?": the newest price
     newest = superseded(follow_updates(newest, question, evidence), question, evidence)
-    return whole(newest, terms=spelled(question)), [newest.id]
+    return Pick([newest.id])
 
 
 def follow_updates(note: Note, question: Question, evidence: list[Evidence]) -> Note:
@@ -344,7 +345,7 @@ def quantity(question: Question, evidence: list[Evidence]) -> list[Evidence]:
     return evidence if first is None else [first] + [e for e in evidence if e is not first]
 
 
-def answer_why(question: Question, evidence: list[Evidence]) -> tuple[str, list[str]]:
+def answer_why(question: Question, evidence: list[Evidence]) -> Pick:
     """The near-best note that gives a reason ("…않아서", "because …"), whole; for "why did X stop/move
     …?", the one that records the change (one that also gives a reason first); else the best note."""
     near = on_subject(evidence, WHY_SHARE)
@@ -354,14 +355,14 @@ def answer_why(question: Question, evidence: list[Evidence]) -> tuple[str, list[
     else:
         cue = _REASON
     best = next((e.note for e in near if cue.search(e.note.content)), evidence[0].note)
-    return whole(best, terms=spelled(question), prefer=cue), [best.id]
+    return Pick([best.id], prefer=cue)
 
 
-def answer_plain(question: Question, evidence: list[Evidence]) -> tuple[str, list[str]]:
+def answer_plain(question: Question, evidence: list[Evidence]) -> Pick:
     """The best note, whole, after a plan gives way to the note of its month (`fulfilled`) and, for "how
     many <unit>?", a note writing that number comes first (`quantity`)."""
     best = named(question, quantity(question, fulfilled(evidence)))[0].note
-    return whole(best, terms=spelled(question)), [best.id]
+    return Pick([best.id])
 
 
 def named(question: Question, evidence: list[Evidence]) -> list[Evidence]:
@@ -373,21 +374,21 @@ def named(question: Question, evidence: list[Evidence]) -> list[Evidence]:
     return evidence if first is None else [first] + [e for e in evidence if e is not first]
 
 
-def answer_change(question: Question, evidence: list[Evidence]) -> tuple[str, list[str]]:
+def answer_change(question: Question, evidence: list[Evidence]) -> Pick:
     """How much a value changed between the two months asked (differences.py), else as a plain question."""
-    return answer_difference(question, evidence) or answer_plain(question, evidence)
+    difference = answer_difference(question, evidence)
+    return Pick(difference[1], lead=difference[0]) if difference else answer_plain(question, evidence)
 
 
-def answer_best(question: Question, evidence: list[Evidence]) -> tuple[str, list[str]]:
-    """A kind with no answerer of its own: the best note, whole."""
-    best = evidence[0].note
-    return whole(best, terms=spelled(question)), [best.id]
+def answer_best(question: Question, evidence: list[Evidence]) -> Pick:
+    """A kind with no answerer of its own: the best passage."""
+    return Pick([evidence[0].note.id])
 
 
 # One question's answer from its ranked evidence, by the kind `questions.kind_of` gave it (each row's
 # function takes the question and its evidence, best first). A new kind: a row in questions.KINDS, a
 # function of this signature, and its row here.
-Answerer = Callable[[Question, list[Evidence]], tuple[str, list[str]]]
+Answerer = Callable[[Question, list[Evidence]], Pick]
 ANSWERERS: dict[str, Answerer] = {
     "when": answer_when,
     "now": answer_now,
@@ -395,11 +396,12 @@ ANSWERERS: dict[str, Answerer] = {
     "change": answer_change,
     "list": answer_list,
     "why": answer_why,
+    "story": answer_best,  # the view quotes the story's sentences, entry by entry (view.story)
     "plain": answer_plain,
 }
 
 
-def answer_one(question: Question, evidence: list[Evidence]) -> tuple[str, list[str]]:
+def answer_one(question: Question, evidence: list[Evidence]) -> Pick:
     """One question (not multi) answered from its ranked evidence by its kind's answerer (`ANSWERERS`)."""
     return ANSWERERS.get(question.kind, answer_best)(question, evidence)
 
@@ -425,12 +427,11 @@ def read_first(question: Question, evidence: list[Evidence], read: Reader | None
     return [chosen] + [e for e in evidence if e is not chosen]
 
 
-def answer_parts(question: Question, notes: list[Note], cosines: Cosines, read: Reader | None = None
-                 ) -> tuple[str, list[str]]:
+def answer_parts(question: Question, notes: list[Note], cosines: Cosines, read: Reader | None = None) -> Pick:
     """Each part on its own; a part that says "she"/"he" asks about whom the previous part's answer
-    names ("Who gave me the camera and what does she do now?": the giver, not the camera)."""
-    pieces: list[str] = []
-    cited: list[str] = []
+    names ("Who gave me the camera and what does she do now?": the giver, not the camera). The first
+    part's passage leads; each later part's first passage follows it."""
+    picks: list[Pick] = []
     previous: Note | None = None
     for part in question.parts:
         if previous is not None and _PRONOUN.search(part.text):
@@ -438,12 +439,13 @@ def answer_parts(question: Question, notes: list[Note], cosines: Cosines, read: 
             if who:
                 text = _PRONOUN.sub(who, part.text, count=1)
                 part = Question(text, part.kind, part.language, [who, *subject_terms(part.text)])
-        piece, ids = answer_one(part, read_first(part, rank(part, notes, cosines), read))
-        previous = next((n for n in notes if ids and n.id == ids[0]), None)
-        if piece not in pieces:  # two parts answered by the same note: quoted once
-            pieces.append(piece)
-        cited += [i for i in ids if i not in cited]
-    return " / ".join(pieces), cited
+        pick = answer_one(part, read_first(part, rank(part, notes, cosines), read))
+        previous = next((n for n in notes if pick.cited and n.id == pick.cited[0]), None)
+        picks.append(pick)
+    firsts = [p.cited[0] for p in picks if p.cited]
+    cited = list(dict.fromkeys(firsts + [i for p in picks for i in p.cited]))
+    leads = " / ".join(p.lead for p in picks if p.lead)
+    return Pick(cited, day=picks[0].day, lead=leads, sentence=picks[0].sentence, prefer=picks[0].prefer)
 
 
 def subject_of(note: Note, notes: list[Note]) -> str:
@@ -544,7 +546,7 @@ def answer_journal(text: str, notes: list[Note], cosines: Cosines, translate: Tr
     model), so "dog" finds "강아지"; without it, words match only as written (and romanised).
     `updating(notes)`: the passages that update any of them (typed links), read for "now" questions.
     `read`: the model as reader (reader.py): which of the best passages answers, for the kinds in
-    `READ_KINDS`; which record a time it happened, for counts."""
+    `READ_KINDS`; which record a time it happened, for counts. The reply carries the view (view.py)."""
     question = analyse(text)
     if updating is not None and "now" in {question.kind, *(p.kind for p in question.parts)}:
         known = {n.id for n in notes}
@@ -555,10 +557,16 @@ def answer_journal(text: str, notes: list[Note], cosines: Cosines, translate: Tr
     evidence = rank(question, notes, cosines)
     reason = decline_reason(question, evidence)
     if reason:
-        return JournalReply(declined_text(question, reason), [], "declined", reason)
+        shown = declined_view(question, evidence, declined_text(question, reason))
+        shown.confidence = sureness(shown.kind, shown.signals)
+        return JournalReply(shown.headline, [], "declined", reason, shown)
     if question.kind == "multi":
-        answer, cited = answer_parts(question, notes, cosines, read)
+        pick = answer_parts(question, notes, cosines, read)
     else:
-        answer, cited = answer_one(question, read_first(question, evidence, read))
-    answer, _removed = guard(answer, notes, text)
-    return JournalReply(answer, cited)
+        pick = answer_one(question, read_first(question, evidence, read))
+    shown = answer_view(question, evidence, pick)
+    shown.headline, _removed = guard(shown.headline, notes, text)
+    shown.confidence = sureness(shown.kind, shown.signals)
+    # Cited: what the answer rests on, then every other passage the view quotes (the notes table lists them all).
+    quoted = [line.passage_id for line in ([shown.line] if shown.line else []) + shown.supporting]
+    return JournalReply(shown.headline, list(dict.fromkeys(pick.cited + quoted)), view=shown)

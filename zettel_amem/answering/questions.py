@@ -1,7 +1,8 @@
 """What a journal question asks (#26), read from cue words in Korean and English, without a model.
 
 - **kind**: "now" (the current state: 지금, 요즘, now, currently), "when" (언제, 며칠, when, what/which + a time unit),
-  "why" (왜, 이유, why, how come), "count" (몇 번, how many times), "change" (빠졌, lose, difference), "list"
+  "why" (왜, 이유, why, how come), "count" (몇 번, how many times), "story" (what happened with, 어떻게 됐어: what
+  became of something, told across entries), "change" (빠졌, lose, difference), "list"
   (뭐뭐, 누구누구, "which cafés", "who were there"), "multi" (two questions joined: "who … and what …",
   "…였고 …") or "plain".
 - **terms**: the subject words, with question words and Korean particles/endings stripped ("데이터베이스를"
@@ -25,6 +26,10 @@ _WHEN = re.compile(r"언제|며칠|몇\s*월|날짜|(?:무슨|어느|몇)\s?요�
                    r"\b(?:what|which)(?:'s|\s+(?:is|was))?\s+(?:the\s+)?(?:date|day|month|year)\b(?!\s+like\b)", re.I)
 _WHY = re.compile(r"왜|이유|어째서|\b(why|how come|what made|reason)\b", re.I)
 _COUNT = re.compile(r"몇\s*(번|회|차례|군데|권)|\bhow many (times|books|places|cities|of)\b|\bhow often\b", re.I)
+# A story: what became of something over several entries ("what happened with my knee?", "이사는 어떻게 됐어?")
+_STORY = re.compile(r"\bwhat(?:'s)? happened (?:with|to|about)\b|\bwhat(?:'s| is| was) (?:going on|new) with\b"
+                    r"|\bhow did .+ (?:go|turn out|end)\b|\btell me about\b|\bthe story of\b"
+                    r"|어떻게\s?(?:됐|되었|돼\s?가|되어\s?가|흘러|끝났|진행)|무슨 일이 있었|경과", re.I)
 # A value's change between two times: "몇 킬로 늘었어?", "how much did it drop between …" (differences.py)
 _CHANGE = re.compile(r"빠졌|늘었|줄었|차이|\b(lose|lost|gain(?:ed)?|difference|grow|grew|drop(?:ped)?)\b", re.I)
 # A list: "뭐뭐", "which cafés", and a number of things asked for ("카페 두 곳은", "the two cafés")
@@ -39,6 +44,7 @@ KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("why", _WHY),
     ("when", _WHEN),
     ("count", _COUNT),
+    ("story", _STORY),
     ("change", _CHANGE),
     ("now", _NOW),
     ("list", _LIST),

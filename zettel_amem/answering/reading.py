@@ -12,11 +12,10 @@ import re
 
 from ..core.date_mentions import date_mentions
 from ..core.models import Note
-from ..core.text import clip, sentences
+from ..core.text import sentences
 from .evidence import Evidence, best_sentence, forms, mentions
 from .questions import Question
 
-NOTE_CHARS = 200  # an answer quotes one entry, clipped
 # A sentence that plans or supposes ("하기로 했다", "회사를 옮기면", "if", "decided to", "will"), not tells;
 # or only supposes it might: "he might drop by in June", "아마 올 것 같다".
 SUPPOSED = re.compile(r"기로\s?했|(?<=[가-힣])면\s|려고|(?<![가-힣])아마|지도\s?모르"
@@ -30,31 +29,6 @@ def korean(question: Question) -> bool:
 
 def day(note: Note) -> str:
     return note.at[:10]
-
-
-def whole(note: Note, limit: int = NOTE_CHARS, terms: list[str] | None = None,
-          prefer: re.Pattern[str] | None = None) -> str:
-    """A passage, with its day: all of it when it fits `limit`, else the sentence that answers
-    (`best_sentence` of `terms`, `prefer`) with as many of its neighbours as fit, in the passage's order
-    (a long passage's answer is often past its first `limit` characters)."""
-    flat = " ".join(note.content.split())
-    if len(flat) <= limit or not terms:
-        return f"{clip(flat, limit)} ({day(note)})"
-    pieces = [" ".join(s.split()) for s in sentences(note.content) if s.strip()]
-    best = " ".join(best_sentence(note, terms, prefer).split())
-    first = last = next((i for i, p in enumerate(pieces) if p == best), 0)
-    # the reason asked for is often the next sentence ("He is selling. Because his knees …")
-    after = prefer and not prefer.search(best) and first + 1 < len(pieces) and prefer.search(pieces[first + 1])
-    if after:
-        first = last = first + 1
-    for _ in range(len(pieces)):  # widen after, then before (before first when moved), while it fits
-        wider = [(first, last + 1), (first - 1, last)]
-        fits = [(a, b) for a, b in (wider[::-1] if after else wider)
-                if a >= 0 and b < len(pieces) and len(" ".join(pieces[a:b + 1])) <= limit]
-        if not fits:
-            break
-        first, last = fits[0]
-    return f"{clip(' '.join(pieces[first:last + 1]), limit)} ({day(note)})"
 
 
 def quote(note: Note, terms: list[str], prefer: re.Pattern[str] | None = None) -> str:

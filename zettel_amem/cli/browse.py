@@ -28,7 +28,7 @@ def list_notes(since: str | None = typer.Option(None, "--since", help="Only note
 
 
 def on(date: str = typer.Argument(..., metavar="DATE", help="A day: 2026-03-29, yesterday, last friday, 어제, "
-                                  "그저께, 지난주 금요일, 3일 전 …"),
+                                  "그저께, 지난주 금요일, 3일 전 …; a month or year (지난달, last year): all of it."),
        tag: str | None = typer.Option(None, "--tag", help="Only notes with this #tag of yours."),
        as_json: bool = JSON_OPT) -> None:
     """The notes of one day, oldest first."""
@@ -43,7 +43,7 @@ def on(date: str = typer.Argument(..., metavar="DATE", help="A day: 2026-03-29, 
     if as_json:
         render.print_json(notes_json(memory, notes))
         return
-    render.day_header(day.date, len(notes))
+    render.day_header(day.date, len(notes), day.label)
     render.notes_list(notes)
 
 

@@ -65,11 +65,45 @@ def id_arg(help: str = "Note id or unique prefix."):
     return typer.Argument(..., metavar="ID", autocompletion=_complete_id, help=help)
 
 
+# Commands that only read: on a home that does not exist they say so and create nothing (a mistyped
+# `--home` must not leave an empty store behind that a later `zk add` fills by mistake).
+READS_ONLY = frozenset({"ask", "search", "list", "on", "tags", "show", "links", "sessions", "history", "export",
+                        "status", "context", "expand", "graph", "stats"})
+
+
+def confirm_deletion(question: str, refusal: str) -> None:
+    """Ask `question` before deleting; where no one can be asked (stdin is no terminal) refuse with one line
+    (`refusal` names the --yes that deletes without asking), as every deleting command does."""
+    if sys.stdin is None or not sys.stdin.isatty():
+        raise ZkError(refusal)
+    if not typer.confirm(question):
+        raise typer.Exit(1)
+
+
 def open_memory(**kwargs):
     """The notebook chosen with --home and -n (nothing is loaded until it is used)."""
     from ..memory import Memory
 
+    _refuse_missing_home()
     return Memory(State.home, notebook=State.notebook, **kwargs)
+
+
+def _refuse_missing_home() -> None:
+    try:
+        from typer._click.globals import get_current_context  # Typer vendors click: its context, not click's
+    except ImportError:  # a Typer that uses click itself
+        from click import get_current_context
+
+    from ..core.config import home_dir
+    from ..core.location import is_store_uri
+
+    context = get_current_context(silent=True)
+    given = State.home or os.environ.get("ZK_HOME")
+    if context is None or context.info_name not in READS_ONLY or (given and is_store_uri(given)):
+        return
+    home = home_dir(State.home)
+    if not home.exists():
+        raise ZkError(f"no notebook at {home}; check --home / ZK_HOME, or start one there with zk add")
 
 
 def open_tiers():

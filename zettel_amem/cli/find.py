@@ -25,10 +25,15 @@ def ask(question: str = typer.Argument(..., help="Your question."),
                            "reason": answer.reason or None, "model": answer.model or None,
                            "model_server": answer.server.to_json() if answer.server else None,
                            "quotes": answer.quotes,
+                           "view": answer.view.to_json() if answer.view else None,
+                           "confidence": answer.view.confidence if answer.view else None,
                            "notes": notes_json(memory, answer.notes, cited=lambda h: h.note.id in cited),
                            "episodes": [h.to_json() for h in hints], "facts": facts, "facts_used": len(facts)})
         return
-    render.stream_markdown(answer.pieces)
+    if answer.view is not None:  # a journal answer: the headline, the dated sentences, how sure
+        render.answer_view(answer.view)
+    else:
+        render.stream_markdown(answer.pieces)
     render.answer_note(answer.mode, answer.reason, answer.model, answer.server)
     cited = set(answer.cited())
     used = [h for h in answer.notes if h.note.id in cited] or answer.notes

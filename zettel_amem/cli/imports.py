@@ -8,7 +8,7 @@ import typer
 
 from ..core.errors import ZkError
 from ..ingest import formats  # the import formats' names (their parsers load on use)
-from .common import JSON_OPT, State, open_memory, tiers_of
+from .common import JSON_OPT, State, confirm_deletion, open_memory, tiers_of
 from .notes import remove_note
 
 JOBS_OPT = typer.Option(None, "--jobs", "-j", min=1, help="Notes enriched at once (N requests in flight; "
@@ -154,7 +154,8 @@ def _restore(memory, kind: str, stream, wait: bool, quiet: bool, as_json: bool, 
     from . import render
 
     if kind == "vault":
-        report = _vault_in(memory, stream, wait, quiet or as_json, spawn=spawn)
+        with _vault_locked(memory, stream):
+            report = _vault_in(memory, stream, wait, quiet or as_json, spawn=spawn)
         render.print_json(report.to_json()) if as_json else render.vault_read(report, quiet)
         if report.failed:
             raise typer.Exit(3)
@@ -174,6 +175,16 @@ def queue_after_import(memory, session_ids: list[str], spawn_worker: bool, jobs:
     from ..tiers.service import Tiers
 
     Tiers(memory).after_import(session_ids, spawn_worker, jobs)
+
+
+def _vault_locked(memory, folder):
+    """The vault's lock (one sync, import or export of a vault at a time), saying so when it must wait."""
+    from ..ingest.vault import vault_lock
+
+    def waiting() -> None:
+        sys.stderr.write(f"zk: another zk sync of {folder} is running; waiting for it to finish\n")
+
+    return vault_lock(memory.home, folder, waiting)
 
 
 def _vault_in(memory, folder, wait: bool, quiet: bool, spawn: bool = True):
@@ -219,11 +230,9 @@ def _prune(memory, deleted: list[dict], yes: bool) -> list[str]:
         return []
     listed = ", ".join(n.short_id for n in notes[:10]) + (" …" if len(notes) > 10 else "")
     if not yes:
-        if sys.stdin is None or not sys.stdin.isatty():
-            raise ZkError(f"--prune would delete {len(notes)} note(s) ({listed}); add --yes to delete them "
-                          "without asking")
-        if not typer.confirm(f"delete {len(notes)} note(s) whose pages were deleted in the vault ({listed})?"):
-            raise typer.Exit(1)
+        confirm_deletion(f"delete {len(notes)} note(s) whose pages were deleted in the vault ({listed})?",
+                         f"--prune would delete {len(notes)} note(s) ({listed}); add --yes to delete them "
+                         "without asking")
     for note in notes:
         remove_note(memory, note)
     return [n.id for n in notes]
@@ -244,17 +253,20 @@ def sync(folder: str = typer.Argument(..., metavar="DIR", help="The vault folder
     from pathlib import Path
 
     from ..ingest.vault import open_vault
+    from ..storage.locks import require_writable
     from . import render
 
     memory = open_memory()
+    require_writable(memory.home)  # a read-only home: the one line, before the vault is read or written
     path = Path(folder).expanduser()
-    marker = open_vault(path, memory.notebook)  # refuses a folder it must not write into, before reading it
-    report, pruned = None, []
-    if marker.raw:  # an existing vault (a new or empty folder has nothing to read back)
-        report = _vault_in(memory, path, wait, as_json)
-        if prune and report.deleted:
-            pruned = _prune(memory, report.deleted, yes)
-    written = _vault_out(memory, path, as_json)
+    with _vault_locked(memory, path):  # from reading the marker to writing it: a second sync sees this one's work
+        marker = open_vault(path, memory.notebook)  # refuses a folder it must not write into, before reading it
+        report, pruned = None, []
+        if marker.raw:  # an existing vault (a new or empty folder has nothing to read back)
+            report = _vault_in(memory, path, wait, as_json)
+            if prune and report.deleted:
+                pruned = _prune(memory, report.deleted, yes)
+        written = _vault_out(memory, path, as_json)
     if as_json:
         render.print_json({"read": report.to_json() if report else None, "pruned": pruned, "written": written})
     else:
@@ -270,7 +282,7 @@ def export(folder: str | None = typer.Argument(None, metavar="DIR", help="With -
            fmt: str = typer.Option("jsonl", "--format", "-f", help="jsonl (a full backup) or markdown (a folder "
                                    "of notes, episodes and entities for Obsidian)."),
            output: str | None = typer.Option(None, "--output", "-o", help="File (jsonl) or folder (markdown) to "
-                                             "write (jsonl default: stdout)."),
+                                             "write (jsonl default, or -: stdout)."),
            all_notebooks: bool = typer.Option(False, "--all", help="Every notebook (a full backup), not only "
                                               "the current one (-n). jsonl only."),
            as_json: bool = JSON_OPT) -> None:
@@ -298,16 +310,24 @@ def export(folder: str | None = typer.Argument(None, metavar="DIR", help="With -
             raise ZkError("zk export --format markdown needs a folder: zk export --format markdown DIR")
         if all_notebooks:
             raise ZkError("a vault holds one notebook; export each with -n NAME")
-        report = _vault_out(memory, Path(target), as_json)
+        with _vault_locked(memory, Path(target).expanduser()):
+            report = _vault_out(memory, Path(target), as_json)
         render.print_json(report) if as_json else render.vault_written(report)
         return
     if folder:
         raise ZkError("a JSONL export goes to a file: use -o FILE (or stdout)")
-    from ..ingest.export import export_jsonl
+    from pathlib import Path
 
-    if output:
-        with open(output, "w", encoding="utf-8") as out:
-            count = export_jsonl(memory, out, all_notebooks)
+    from ..ingest.export import export_jsonl, write_backup
+
+    if output and output != "-":  # `-o -`: standard output, as without -o
+        count = write_backup(memory, Path(output), all_notebooks)
         sys.stderr.write(f"exported {count} note(s) to {output}\n")
-    else:
+        return
+    try:
         export_jsonl(memory, sys.stdout, all_notebooks)
+        sys.stdout.flush()
+    except BrokenPipeError:  # `zk export | head`: main() ends quietly
+        raise
+    except OSError as exc:  # stdout on a full disk (`> /mnt/full/backup.jsonl`)
+        raise ZkError(f"cannot write the backup to standard output: {exc.strerror or exc}") from None

@@ -7,6 +7,7 @@ before this module whenever `zettel_amem.cli.main` is imported.
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 
@@ -120,6 +121,11 @@ def main() -> None:
         if type(exc).__name__ in ("Abort", "Exit"):
             sys.stderr.write("zk: interrupted\n") if type(exc).__name__ == "Abort" else None
             sys.exit(getattr(exc, "exit_code", 1) or (1 if type(exc).__name__ == "Abort" else 0))
+        if isinstance(exc, OSError) and exc.errno == errno.EROFS and exc.filename:
+            # a read-only mount under a write no command foresaw: the user can act on it, so the one line
+            folder = os.path.dirname(os.fsdecode(exc.filename))
+            sys.stderr.write(f"zk: error: {error_line(f'cannot write to {folder}: {exc.strerror}')}\n")
+            sys.exit(1)
         if os.environ.get("ZK_DEBUG"):
             raise
         sys.stderr.write(f"zk: internal error: {type(exc).__name__}: {error_line(str(exc))} "

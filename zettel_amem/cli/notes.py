@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import typer
 
 from ..core.errors import ZkError
-from .common import JSON_OPT, State, date_option, id_arg, notes_json, open_memory, read_stdin
+from ..core.text import is_blank
+from .common import JSON_OPT, State, confirm_deletion, date_option, id_arg, notes_json, open_memory, read_stdin
 from .main import advice_for, error_line, interrupted
 
 
@@ -34,17 +37,28 @@ def add(text: str | None = typer.Argument(None, help="The note, or - to read it 
             render.err_console.print("nothing added: the note was empty or the template unchanged")
         return
     memory = open_memory()
-    try:
+    with _keeping_text(path):
         note = memory.add(content, at)
-    except ZkError as exc:
-        if not path:
-            raise
-        raise ZkError(f"{exc}{advice_for(exc)} (your text is in {path})") from None
     if path:
         from .editor import discard
 
         discard(path)  # durable in the store (or the offline outbox) now
     _report_added(memory, note, wait, as_json)
+
+
+@contextmanager
+def _keeping_text(path) -> Iterator[None]:
+    """Any failure to store what was typed in the editor (`path`; None: not typed there) names the file
+    that still holds the text."""
+    if path is None:
+        yield
+        return
+    try:
+        yield
+    except ZkError as exc:
+        raise ZkError(f"{exc}{advice_for(exc)} (your text is in {path})") from None
+    except Exception as exc:  # noqa: BLE001 - an unexpected failure too: the typed words must be findable
+        raise ZkError(f"cannot save the note ({type(exc).__name__}: {exc}); your text is in {path}") from None
 
 
 def _content_of(text: str | None, at: str | None, template: str | None, edit: bool) -> tuple[str | None, object]:
@@ -85,14 +99,17 @@ def _write_in_editor(template: str | None, at: str | None) -> tuple[str | None, 
     from ..core import dates
     from ..core.config import home_dir, templates_override_dirs
     from ..core.prompts import Prompts
+    from ..storage.locks import require_writable
     from .editor import discard, edit_text, same_text
 
+    home = home_dir(State.home)
     initial = ""
     if template:
         when = datetime.fromisoformat(at) if at else dates.now()  # ZK_TODAY pins it, as it pins the note's time
-        initial = Prompts(templates_override_dirs(home_dir(State.home))).note_template(template, when)
+        initial = Prompts(templates_override_dirs(home)).note_template(template, when)
+    require_writable(home)  # a read-only home says so before anything is typed in vain
     text, path = edit_text(initial, "new")
-    if not text.strip() or (template and same_text(text, initial)):
+    if is_blank(text) or (template and same_text(text, initial)):
         discard(path)
         return None, None
     return text, path
@@ -135,27 +152,27 @@ def edit(note_id: str = id_arg(),
          as_json: bool = JSON_OPT) -> None:
     """Fix a note in $VISUAL/$EDITOR. A saved change is a new version (`zk history`, `zk revert`); the note
     is embedded, annotated and linked again (its links are kept). An unchanged file changes nothing."""
+    from ..storage.locks import require_writable
     from . import render
     from .editor import discard, edit_text, same_text
 
     memory = open_memory()
     note = memory.resolve(note_id)
+    require_writable(memory.home)  # a read-only home says so before anything is typed in vain
     text, path = edit_text(note.content + "\n", note.short_id)
     if same_text(text, note.content):
         discard(path)
         render.print_json({"id": note.id, "changed": False, "version": note.version}) if as_json else \
             render.err_console.print(f"no change: note {note.short_id} stays at version {note.version}")
         return
-    if not text.strip():
+    if is_blank(text):
         discard(path)
         raise ZkError(f"the edited note is empty; nothing changed (to delete it: zk rm {note.short_id})")
     from ..runtime.worker import step_lock
 
-    try:
+    with _keeping_text(path):
         with step_lock(memory.home):  # a worker must not write back the old text it read before this
             updated = memory.edit(note.id, text, expected=note.content)
-    except ZkError as exc:
-        raise ZkError(f"{exc}{advice_for(exc)} (your text is in {path})") from None
     discard(path)
     if updated is None:
         render.err_console.print(f"no change: note {note.short_id} stays at version {note.version}")
@@ -276,8 +293,9 @@ def rm(note_id: str = id_arg(),
 
     memory = open_memory()
     note = memory.resolve(note_id)
-    if not yes and sys.stdin is not None and sys.stdin.isatty() and not typer.confirm(f"delete note {note.short_id}?"):
-        raise typer.Exit(1)
+    if not yes:
+        confirm_deletion(f"delete note {note.short_id}?",
+                         f"zk rm deletes note {note.short_id} for good; add --yes to delete it without asking")
     removal = remove_note(memory, note)
     if as_json:
         render.print_json({"id": note.id, "deleted": True, "unlinked": removal.unlinked,

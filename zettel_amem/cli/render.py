@@ -228,6 +228,26 @@ def stream_markdown(pieces: Iterator[str]) -> str:
     return text
 
 
+SURENESS_STYLE = {"sure": "bold green", "likely": "yellow", "unsure": "dim"}
+
+
+def answer_view(view) -> None:
+    """A journal answer as a person checks it (answering/view.py): how sure, the headline, then each
+    supporting sentence with its day and entry id ("closest" ones for a question no entry answers)."""
+    if not console.is_terminal:
+        sys.stdout.write(visible(f"[{view.confidence}] {view.text()}") + "\n")
+        return
+    style = SURENESS_STYLE.get(view.confidence, "dim")
+    console.print(f"[{style}]{view.confidence}[/] [bold]{escape(visible(view.headline))}[/]", soft_wrap=True)
+    if view.kind == "declined" and view.supporting:
+        console.print("  [dim]closest:[/]")
+    for line in view.supporting:
+        dates = "; ".join(f"{written} = {day}" for written, day in line.dates)
+        said = (f" [dim]({escape(dates)})[/]" if dates else "") + (" [yellow](older)[/]" if line.older else "")
+        console.print(f"  [dim]{line.day}[/] [cyan]{line.entry_id[:8]}[/] {escape(visible(line.text))}{said}",
+                      soft_wrap=True)
+
+
 def answer_note(mode: str, reason: str, model: str = "", server: ServerReach | None = None) -> None:
     """Say how an answer was made: by which model, extracted from a note (and why), or declined (and why);
     then, in one line, a configured model server that cannot be reached (unless the reason named it)."""
@@ -307,9 +327,9 @@ def tags_table(rows: list[dict]) -> None:
     console.print(table)
 
 
-def day_header(day, count: int) -> None:
-    """`zk on DATE`: which day was understood, before its notes."""
-    console.print(f"[bold]{day.isoformat()} ({day:%a})[/] [dim]{count} note(s)[/]")
+def day_header(day, count: int, label: str = "") -> None:
+    """`zk on DATE`: which day (or month or year: `label`) was understood, before its notes."""
+    console.print(f"[bold]{label or f'{day.isoformat()} ({day:%a})'}[/] [dim]{count} note(s)[/]")
 
 
 def vault_read(report, quiet: bool = False, pruned: list[str] | tuple = ()) -> None:

@@ -269,7 +269,7 @@ class Settings:
                 if not expected[0](value):
                     raise ZkError(f"{path}: '{where}' must be {expected[1]}, not {type(value).__name__} "
                                   f"{value!r}"[:300])
-                setattr(self, key, value)
+                setattr(self, key, chosen(key, value, f"in {path}") if key in CHOICES else value)
 
     def _apply_llm_table(self, table: object, path: Path) -> None:
         """`[llm]` with `base_url` and `model` selects an OpenAI-compatible server for every command."""
@@ -312,6 +312,19 @@ def _parsed(key: str, value: object, where: str) -> object:
         return _PARSERS[key](value)
     except ValueError as exc:
         raise ZkError(f"{where} {exc}") from None
+
+
+# Settings that take one of a few words: any other word would silently mean the default (#53 C6).
+CHOICES: dict[str, tuple[str, ...]] = {"journal_session": ("week", "day"), "graph_support": ("sentence", "entry")}
+
+
+def chosen(name: str, value: str, where: str) -> str:
+    """`value` if it is one of the setting's words, else InvalidInput, one line:
+    `setting NAME = "VALUE" WHERE: must be "A" or "B"`."""
+    if value in CHOICES[name]:
+        return value
+    words = [f'"{word}"' for word in CHOICES[name]]
+    raise InvalidInput(f"setting {name} = {_toml(value)} {where}: must be {', '.join(words[:-1])} or {words[-1]}")
 
 
 # Every numeric setting's range, from its `ranged(...)` declaration.

@@ -17,9 +17,15 @@ into something it does read:
   "새벽" 05:00 (English "this morning" is read by dateparser as 09:00).
 
 A phrase that names no time of day ("어제", "last friday") means: at the current time of day for
-`--at`, the start of that day for `--since`, `--until` and `zk on`. A phrase whose time was not
-understood ("yesterday 25:00") is refused rather than quietly moved, and a date whose day and month
-could be swapped ("03/04") is read month first and reported in one line.
+`--at`, the start of that day for `--since`, `--until` and `zk on`. A count of months or years back
+("3 months ago", "1년 전", "3달 전") is the same day that many months or years back, clamped at the month's
+end (3 months before May 31 is Feb 28). A phrase that names a whole month or year and no day in it ("last
+month", "지난달", "March 2026", "작년", "last year", "2025년") is that range (`When.period`): `zk on` lists
+it, `--since` starts and `--until` ends before its first day, each saying how it was read; `--at` refuses
+it (which day of it was meant is a guess). dateparser's PREFER_DAY_OF_MONTH "first", which gave March 1
+for "March 2026", also moved "3 months ago" to the 1st, so the two are told apart here (`_named_period`).
+A phrase whose time was not understood ("yesterday 25:00") is refused rather than quietly moved, and a
+date whose day and month could be swapped ("03/04") is read month first and reported in one line.
 
 Every phrase is read from `now()`, which `ZK_TODAY=YYYY-MM-DD` pins to noon of that day (`today()`), so
 `zk on 어제`, `--since 7d` and `zk prune --older-than` read the same pinned day as `zk ask`.
@@ -46,6 +52,13 @@ _NUMERIC_DAY_MONTH = re.compile(r"^\s*(\d{1,2})[/.](\d{1,2})(?:[/.](\d{2,4}))?\s
 _ISO_LIKE = re.compile(r"^\d{4}-\d")
 _SIGNED_COUNT = re.compile(r"[-+\u2212]\s*\d+(?:[.,]\d+)?\s*(?:seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|"
                            r"weeks?|months?|years?|초|분|시간|일|주|개월|달|년)", re.IGNORECASE)
+# "2025년": dateparser reads it as "2025 years ago" (the year 1); rewritten to "2025", which it reads.
+_KO_YEAR = re.compile(r"(?<!\d)(\d{4})\s*년(?!\s*(?:전|후|뒤))")
+# A count of months or years, or a word of counting back or ahead: "3 months ago", "in a year", "3달 전".
+_OFFSET = re.compile(r"(?<!\d)\d{1,3}(?!\d)\s*(?:years?\b|yrs?\b|months?\b|mos?\b|년|개월|달)|"
+                     r"\b(?:ago|later|hence|in\s+an?)\b|(?<![가-힣])(?:전|후|뒤)(?![가-힣])", re.IGNORECASE)
+_BARE_NUMBER = re.compile(r"[-+\u2212]?\s*\d+")  # "-1" was read as 1 January, "+5" as 1 May
+_COUNT_BACK = {"month": "1 month ago, 1달 전", "year": "1 year ago, 1년 전"}
 _HINT = "use e.g. 2026-03-29, 2026-03-29T09:15, yesterday 9am, last friday, 3 days ago, 어제, 3일 전"
 
 
@@ -59,6 +72,7 @@ class When:
     natural: bool  # not ISO: read by dateparser
     note: str = ""
     year: bool = False  # a bare year: only a range start/end ("--since 2026")
+    period: str = ""  # "month" or "year": the phrase names that whole period (`value`: its first day)
 
 
 def normalise_korean(text: str, now: datetime) -> str:
@@ -98,6 +112,7 @@ def _normalise(text: str, now: datetime) -> tuple[str, int]:
     for word, hhmm in _KO_PART_OF_DAY.items():
         out = out.replace(word, f" {hhmm} ")
     out = _KO_AGO.sub(lambda m: f"{m.group(1)}{m.group(2)} {m.group(3)}", out)
+    out = _KO_YEAR.sub(lambda m: m.group(1), out)
     return re.sub(r"\s+", " ", out).strip(), next_day
 
 
@@ -114,19 +129,41 @@ def _iso(text: str) -> datetime | None:
     return parsed
 
 
-def _natural(text: str, now: datetime) -> datetime | None:
+def _read(text: str, now: datetime, day_of_month: str = "current") -> tuple[datetime | None, str]:
+    """dateparser's reading of `text` and its period ("day", "week", "month", "year"). `day_of_month` is
+    where it puts a month or year without a day: "current" keeps now's day (clamped at the month's end),
+    which is what a count back means ("3 months ago" on May 31: Feb 28)."""
     from dateparser.date import DateDataParser  # only here: ~0.3 s the first time
 
     parser = DateDataParser(languages=["en", "ko"], settings={
         "PREFER_DATES_FROM": "past", "RELATIVE_BASE": now, "RETURN_AS_TIMEZONE_AWARE": False,
-        "PREFER_DAY_OF_MONTH": "first"})
+        "PREFER_DAY_OF_MONTH": day_of_month})
     try:
-        found = parser.get_date_data(text).date_obj
+        data = parser.get_date_data(text)
     except Exception:  # noqa: BLE001 - dateparser may raise on odd input (overflow, bad numbers): unreadable
-        return None
+        return None, ""
+    found = data.date_obj
     if found is not None and found.tzinfo is not None:
         found = found.astimezone().replace(tzinfo=None)
-    return found
+    return found, data.period or ""
+
+
+def _natural(text: str, now: datetime) -> datetime | None:
+    return _read(text, now)[0]
+
+
+def _named_period(text: str, now: datetime) -> tuple[str, date] | None:
+    """("month" or "year", its first day) for a phrase that names a whole month or year and no day in it
+    ("last month", "지난달", "March 2026", "작년", "2025"): read with the 1st and with the last day of the
+    month preferred, it lands on two days. None for a phrase that names a day, or counts back to one
+    ("3 months ago", "1년 전": the same day of the month, `_read`)."""
+    if _OFFSET.search(text):
+        return None
+    first, period = _read(text, now, "first")
+    last, _ = _read(text, now, "last")
+    if first is None or last is None or first.date() == last.date() or period not in ("month", "year"):
+        return None
+    return period, first.date().replace(month=1 if period == "year" else first.month, day=1)
 
 
 def parse(value: str, now: datetime | None = None) -> When:
@@ -137,7 +174,7 @@ def parse(value: str, now: datetime | None = None) -> When:
         raise ZkError(f"cannot read the date '{value}' ({_HINT})")
     if any(unicodedata.category(ch) == "Cc" for ch in value):  # "yesterday\x1b[31m" was read as 14:29
         raise ZkError(f"cannot read the date {_shown(value)}: it contains control characters")
-    if text.isdigit() and not (len(text) in (4, 8) and text.isascii()):  # 8 digits: ISO 20260329
+    if _BARE_NUMBER.fullmatch(text) and not (len(text) in (4, 8) and text.isascii() and text.isdigit()):  # 20260329
         raise ZkError(f"cannot read the date {_shown(value)}: a bare number is not a date ({_HINT})")
     if len(text) == 4 and text.isascii() and text.isdigit():
         return _year(text, value)
@@ -154,6 +191,12 @@ def parse(value: str, now: datetime | None = None) -> When:
     found = _natural(rewritten, now)
     if found is None:
         raise ZkError(f"cannot read the date '{value}': {_understood(rewritten, now)} ({_HINT})")
+    period = None if next_day else _named_period(rewritten, now)
+    if period is not None:
+        if _TIME_HINT.search(rewritten):
+            raise ZkError(f"cannot read the time in '{value}': it names a whole {period[0]}, not a day (write a "
+                          f"date with the time, e.g. {period[1].isoformat()} 09:00)")
+        return When(datetime.combine(period[1], time()), has_time=False, natural=True, period=period[0])
     try:
         found += timedelta(days=next_day)
     except OverflowError:
@@ -212,27 +255,60 @@ def _understood(text: str, now: datetime) -> str:
 def resolve(value: str | None, role: str = "at", now: datetime | None = None) -> tuple[str, str]:
     """(ISO time, note) for an option value. `role`: "at" keeps the current time of day for a phrase
     that names none; "since", "until" and "day" take the start of that day (an ISO date already does).
-    Without `now`: `now()` (ZK_TODAY pins it)."""
+    A phrase naming a whole month or year is its first day for "since", "until" and "day" (with a note
+    saying so) and refused for "at". Without `now`: `now()` (ZK_TODAY pins it)."""
     now = (now or _now()).replace(microsecond=0)
     if value is None:
         return now.isoformat(), ""
-    when = parse(value, now)
+    return _bound(parse(value, now), value, role, now)
+
+
+def _bound(when: When, value: str, role: str, now: datetime) -> tuple[str, str]:
+    """`resolve` for a parsed date."""
     if when.year and role not in ("since", "until"):
         raise ZkError(f"'{value.strip()}' is a year, not a day: write a date (e.g. {value.strip()}-01-01), or use "
                       f"--since {value.strip()} --until {int(value) + 1} for the whole year")
+    if when.period:
+        label, first, last, _ = period_span(when)
+        if role == "at":
+            raise ZkError(f"'{value.strip()}' names a whole {when.period} ({label}), not a day: write a date "
+                          f"(e.g. {first.isoformat()}) or count back ({_COUNT_BACK[when.period]})")
+        reading = {"since": f"from {first.isoformat()} on", "until": f"before {first.isoformat()} (--until "
+                   "is exclusive)", "day": f"{first.isoformat()} to {last.isoformat()}"}[role]
+        return when.value.isoformat(), f"'{value.strip()}' read as {label}, the whole {when.period}: {reading}"
     moment = when.value
     if when.natural and not when.has_time:
         moment = datetime.combine(moment.date(), now.time() if role == "at" else time())
     return moment.isoformat(), when.note
 
 
-def day_range(value: str, now: datetime | None = None) -> tuple[date, str, str, str]:
-    """`zk on DATE`: (the day, its start, the next day's start, note)."""
-    start, note = resolve(value, "day", now)
+def period_span(when: When) -> tuple[str, date, date, str]:
+    """A month or year phrase's range: (label "2026-03" or "2025", first day, last day, the exclusive end
+    as ISO time; the calendar's last day ends at its last microsecond)."""
+    first = when.value.date()
+    if when.period == "year":
+        label, last = f"{first.year:04d}", first.replace(month=12, day=31)
+    else:
+        label = f"{first.year:04d}-{first.month:02d}"
+        last = (first.replace(day=28) + timedelta(days=4)).replace(day=1) - timedelta(days=1) \
+            if first < date(9999, 12, 1) else date.max
+    end = (last + timedelta(days=1)).isoformat() + "T00:00:00" if last < date.max else datetime.max.isoformat()
+    return label, first, last, end
+
+
+def day_range(value: str, now: datetime | None = None) -> tuple[date, str, str, str, str]:
+    """`zk on DATE`: (the day, its start, the next day's start, note, label). A phrase naming a whole month
+    or year ("지난달", "last year") is that range: (its first day, its start, its end, note, "2025")."""
+    now = (now or _now()).replace(microsecond=0)
+    when = parse(value, now)
+    start, note = _bound(when, value, "day", now)
+    if when.period:
+        label, first, _, end = period_span(when)
+        return first, start, end, note, label
     day = datetime.fromisoformat(start).date()
     # The last day of the calendar ends at its last microsecond (an `--at 9999-12-31T23:59` note exists).
     end = (day + timedelta(days=1)).isoformat() + "T00:00:00" if day < date.max else datetime.max.isoformat()
-    return day, day.isoformat() + "T00:00:00", end, note
+    return day, day.isoformat() + "T00:00:00", end, note, ""
 
 
 def parse_when(value: str | None, role: str = "at") -> str:

@@ -29,9 +29,14 @@ MIN_PASSAGE_CHARS = 20
 MAX_PASSAGE_CHARS = 240
 # A note shorter than this is its own single passage (nothing is stored beside it).
 SPLIT_FROM_CHARS = 120
-# Only an entry's first this many characters are cut (a diary page is ~300-3,000): each passage is one more
-# embedding, and a pasted 100,000-character document must not cost minutes (its words are still searched).
-PASSAGE_TEXT_LIMIT = 6_000
+# The whole entry is cut (up to the 100,000 characters `zk add` takes), but only the passages that start
+# within its first this many characters get an embedding (a diary page is ~300-3,000): the embedder's cost
+# grows with the text (the 1,201 passages of a 35,781-character entry took 20.9 s to embed on 2 shared cores,
+# the 207 of its first 6,000 characters 4.6 s), and a pasted document must not cost minutes. The later
+# passages are found by their words (BM25 over the passages).
+EMBEDDED_CHARS = 6_000
+# An older zk cut only an entry's first this many characters (`cut_short` finds the entries it left so).
+FORMER_CUT_CHARS = 6_000
 
 _END = re.compile(r"[.!?…。？！]+[\"'’”)\]」』]*(?=\s)|\n")
 _ABBREVIATIONS = {"dr", "mr", "mrs", "ms", "prof", "st", "vs", "etc", "e.g", "i.e", "no", "jr", "sr", "approx"}
@@ -62,16 +67,20 @@ def _is_abbreviation(text: str, end: int) -> bool:
     """Whether the mark ending at `end` closes an abbreviation, an initial or a number (not a sentence)."""
     if text[end - 1] != ".":
         return False
-    word = re.search(r"([A-Za-z.]+)\.$", text[:end])
-    if word and (word.group(1).lower() in _ABBREVIATIONS or len(word.group(1)) == 1):
-        return True
-    return False
+    start = end - 1  # the word before the dot, read backwards: a search over text[:end] made cutting quadratic
+    while start > 0 and (text[start - 1] == "." or "a" <= text[start - 1] <= "z" or "A" <= text[start - 1] <= "Z"):
+        start -= 1
+    word = text[start:end - 1]
+    return bool(word) and (word.lower() in _ABBREVIATIONS or len(word) == 1)
+
+
+_LOWER_NEXT = re.compile(r"\s+[a-z]")
 
 
 def sentence_spans(text: str) -> list[tuple[int, int]]:
     """(start, end) of each sentence of `text`, whitespace trimmed, in order."""
     cuts = {m.end() for m in _END.finditer(text) if not _is_abbreviation(text, m.end())
-            and not (m.group() != "\n" and re.match(r"\s+[a-z]", text[m.end():]))}  # "Yes… mostly."
+            and not (m.group() != "\n" and _LOWER_NEXT.match(text, m.end()))}  # "Yes… mostly."
     cuts.update(_korean_breaks(text))
     spans, start = [], 0
     for cut in sorted(cuts) + [len(text)]:
@@ -108,7 +117,7 @@ def make_passages(text: str, at: str) -> list[Passage]:
     (under SPLIT_FROM_CHARS, or one passage): the note itself is its only passage."""
     if len(text.strip()) < SPLIT_FROM_CHARS:
         return []
-    groups = _groups(text, sentence_spans(text[:PASSAGE_TEXT_LIMIT]))
+    groups = _groups(text, sentence_spans(text))
     if len(groups) < 2:
         return []
     return [Passage(i, text[a:b], a, date_mentions(text[a:b], at)) for i, (a, b) in enumerate(groups)]
@@ -122,24 +131,65 @@ def passages_from_json(raw: str | None) -> list[Passage]:
     return [Passage.from_json(p) for p in json.loads(raw)] if raw else []
 
 
+def embedded(passage: Passage) -> bool:
+    """Whether the passage has its own embedding (EMBEDDED_CHARS): those that do are the first ones."""
+    return passage.start < EMBEDDED_CHARS
+
+
+def passage_floats(passages: list[Passage] | None) -> list[float] | None:
+    """The embedded passages' vectors end to end (what the store keeps), or None when one is missing (read
+    without vectors)."""
+    head = [p for p in passages or [] if embedded(p)]
+    if not head or any(p.vector is None for p in head):
+        return None
+    return [float(x) for p in head for x in p.vector]
+
+
+def row_passages(row: dict[str, Any]) -> list[Passage]:
+    """A stored row's passages ("passages") with their vectors ("passage_vectors": the first passages', end
+    to end, each as long as the row's raw vector; a store from before whole entries were cut has one for
+    every passage). Passages past the embedded ones keep `vector` None."""
+    passages = passages_from_json(row.get("passages"))
+    flat = row.get("passage_vectors")
+    if not passages or flat is None or len(flat) == 0:
+        return passages
+    raw = row.get("raw_vector") if row.get("raw_vector") is not None else row.get("vector")
+    dim = len(raw) if raw is not None else len(flat) // len(passages) if len(flat) % len(passages) == 0 else 0
+    if not dim or len(flat) % dim or len(flat) // dim > len(passages):
+        return passages
+    for number in range(len(flat) // dim):
+        passages[number].vector = list(flat[number * dim:(number + 1) * dim])
+    return passages
+
+
+def cut_short(content: str, passages: list[Passage]) -> bool:
+    """Whether stored passages stop before the entry's text ends (an older zk cut FORMER_CUT_CHARS only)."""
+    return bool(passages) and passages[-1].start + len(passages[-1].text) < len(content.rstrip())
+
+
 def wants_passages(note: Note) -> bool:
     """A journal entry (written by the user, not a chat turn) is cut into passages; a turn is one line."""
     return note.kind != "turn" and not note.speaker
 
 
 def attach_passages(notes: list[Note], embed: Callable[[list[str]], Any]) -> list[Note]:
-    """Give each note the passages of its current text, with their embeddings (one `embed` call for all);
-    passages still matching the text keep theirs. Returns the notes whose passages were (re)made."""
+    """Give each note the passages of its current text, the first ones (`embedded`) with their embeddings
+    (one `embed` call for all); passages still matching the text keep theirs, and a passage whose text an
+    old one had keeps its vector (an edit, an entry cut again). Returns the notes whose passages were
+    (re)made."""
     changed, todo = [], []
     for note in notes:
         fresh = make_passages(note.content, note.at) if wants_passages(note) else []
         old = note.passages
         if old is not None and [p.text for p in old] == [p.text for p in fresh] and \
-                all(p.vector is not None for p in old):
+                all(p.vector is not None for p in old if embedded(p)):
             continue
+        known = {p.text: p.vector for p in old or [] if p.vector is not None}
+        for passage in fresh:
+            passage.vector = known.get(passage.text) if embedded(passage) else None
         note.passages = fresh
         changed.append(note)
-        todo += fresh
+        todo += [p for p in fresh if embedded(p) and p.vector is None]
     if todo:
         for passage, vector in zip(todo, embed([p.text for p in todo])):
             passage.vector = [float(x) for x in vector]

@@ -23,6 +23,7 @@ _TRIVIAL = {
 _PUNCT_OR_SPACE = re.compile(r"[\s\W_]+", re.UNICODE)
 _REPEATED = re.compile(r"(\D)\1+|(\D{2})\2{2,}")  # "ㅋㅋ", "zzz"; "hahaha", "하하하" (not "mama", "coco")
 _WS = re.compile(r"\s+")
+_CR_BEFORE_LF = re.compile(r"\r+\n")
 # Words that say a value changed ("moved", "switched", "이제", "바꿨다"), or that it was taken up again ("다시"):
 # "now" answers follow a later note with one of them (journal_answer.py).
 CHANGE_CUE = re.compile(r"바뀌|바꿨|옮겼|옮기|이사|대신|그만|끊|다시|이제|\b(moved|migrated|replaced|switched|"
@@ -127,11 +128,39 @@ def has_control_chars(text: str) -> bool:
 
 def visible(text: str) -> str:
     """Control characters (ESC, BEL, C1 controls such as CSI; not newline or tab) shown as `\\x1b`,
-    so text from a note or a log can never drive the terminal (set its title, move the cursor, …)."""
+    so text from a note or a log can never drive the terminal (set its title, move the cursor, …).
+    A Windows (CRLF) or old Mac (CR) line end is shown as the line break it is, never as `\\r`."""
     if not any(unicodedata.category(ch) == "Cc" and ch not in "\t\n" for ch in text):
         return text
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
     return "".join(ch.encode("unicode_escape").decode("ascii")
                    if unicodedata.category(ch) == "Cc" and ch not in "\t\n" else ch for ch in text)
+
+
+def unix_line_ends(text: str) -> str:
+    """Typed or pasted text with Windows line ends (CRLF, or CR CR LF from a twice-converted file) as the
+    LF every other note has. A lone CR is kept: it is rare, and what it meant is not known."""
+    return _CR_BEFORE_LF.sub("\n", text)
+
+
+# Characters that show nothing on their own though they are not whitespace: the Hangul fillers (U+3164
+# is the well-known "blank" among Korean users), the Braille blank, the combining grapheme joiner, the
+# Khmer inherent vowels and the variation selectors. Format characters (category Cf: zero-width spaces
+# and joiners, bidi marks, embeddings, overrides and isolates, U+FEFF, the soft hyphen) are found by category.
+_INVISIBLE = frozenset("\u115f\u1160\u3164\uffa0\u2800\u034f\u17b4\u17b5\u180b\u180c\u180d\u180f")
+_SELECTORS = ((0xFE00, 0xFE0F), (0xE0100, 0xE01EF))
+
+
+def _shows_nothing(ch: str) -> bool:
+    if ch.isspace() or ch in _INVISIBLE or unicodedata.category(ch) == "Cf":
+        return True
+    return any(low <= ord(ch) <= high for low, high in _SELECTORS)
+
+
+def is_blank(text: str) -> bool:
+    """Nothing visible: only whitespace (NBSP and EM SPACE included), format characters and blank fillers.
+    Such a note is empty; text with anything visible keeps these characters exactly as written."""
+    return all(_shows_nothing(ch) for ch in text)
 
 
 def has_lone_surrogate(text: str) -> bool:

@@ -16,7 +16,9 @@ _EN_QUESTION_WORDS = {
     "still", "ever", "year", "there", "they", "she", "he", "her", "his", "their", "you", "your", "can", "could",
     "would", "should", "will", "reason", "come", "made", "make", "after", "before", "then", "first",
     # asking to be told or reminded names no subject: "Can you tell me …", "Remind me what …", "… per month"
-    "tell", "remind", "remember", "recall", "know", "please", "about", "per"}
+    "tell", "remind", "remember", "recall", "know", "please", "about", "per",
+    # asking for a story: "what happened with …", "how did … turn out"
+    "happened", "happen", "story", "turn", "turned", "going"}
 _KO_QUESTION_WORDS = {
     "뭐", "뭐야", "뭐였어", "무엇", "무슨", "누구", "누구야", "어디", "어디야", "언제", "언제야", "왜", "어떤",
     "어느", "몇", "지금", "요즘", "현재", "이제", "내", "나", "제", "저", "그", "그때", "얼마나", "어떻게", "했어",
@@ -25,7 +27,9 @@ _KO_QUESTION_WORDS = {
     # "어디서" asks where; "한", "할", "된", "될" are what "한다고", "할까" leave: the verb "do"
     "어디서", "어디에서", "어디로", "한", "할", "된", "될",
     # asking to be told or reminded: "날짜 알려줘", "기억나?", "궁금해"
-    "알려줘", "알려", "말해줘", "기억나", "기억해", "궁금해", "혹시", "누가"}
+    "알려줘", "알려", "말해줘", "기억나", "기억해", "궁금해", "혹시", "누가",
+    # asking for a story: "무릎은 어떻게 됐지?", "무슨 일이 있었어?"
+    "됐지", "됐나", "됐더라", "되었지", "돼", "일이", "있었어", "있었지", "경과"}
 # A question word with a copula or recall ending is still a question word: "뭐였지", "언제였더라",
 # "어디였는지", "누구더라", "얼마였나"
 _KO_ASKING = re.compile(
@@ -125,6 +129,21 @@ _IRREGULAR = {
     "draw": ("drew", "drawn"), "grow": ("grew", "grown"), "throw": ("threw", "thrown"), "hurt": ("hurt",),
     "quit": ("quit",), "shut": ("shut",), "cut": ("cut",), "put": ("put",), "lead": ("led",)}
 _VERB_FORMS = {form: (base, *forms) for base, forms in _IRREGULAR.items() for form in (base, *forms)}
+
+
+def english_stem(word: str) -> str:
+    """A regular English word's stem, for telling two forms of one word alike ("running", "runs" -> "run";
+    "planned" -> "plan"): -ing, -ed and -s left off, a doubled last consonant undone. Other words as given."""
+    word = word.lower()
+    if not word.isascii() or len(word) < 5:
+        return word
+    for suffix in ("ing", "ed", "s"):
+        if word.endswith(suffix) and not word.endswith("ss") and len(word) - len(suffix) >= 3:
+            base = word[: -len(suffix)]
+            if suffix != "s" and base[-1] == base[-2] and base[-1] not in "aeioulsz":
+                base = base[:-1]  # running -> run, planned -> plan; "called", "missed" keep theirs
+            return base
+    return word
 
 
 def verb_forms(word: str) -> tuple[str, ...]:

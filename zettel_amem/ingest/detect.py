@@ -23,13 +23,16 @@ BY_KEYS = 4  # a large document cut at the head: only the key names seen so far
 _KEY_RE = re.compile(r'"([A-Za-z_][A-Za-z0-9_]*)"\s*:')
 _JSON_OBJECTS_START = re.compile(r"\{|\[\s*\{")
 _NOT_JSON = object()
+_TOO_DEEP = object()  # JSON nested deeper than Python's json reads
 
 
 def _loads(text: str) -> Any:
     try:
         return json.loads(text)
-    except (ValueError, RecursionError):
+    except ValueError:
         return _NOT_JSON
+    except RecursionError:
+        return _TOO_DEEP
 
 
 def first_object(doc: Any) -> dict | None:
@@ -48,14 +51,17 @@ class Probe:
     document: Any = field(default=_NOT_JSON)
     first_line: Any = field(default=_NOT_JSON)
     keys: set[str] = field(default_factory=set)
+    too_deep: bool = False  # the head starts JSON nested deeper than Python's json reads
 
     @classmethod
     def of(cls, path: Path | None, head: bytes) -> Probe:
         text = head.removeprefix(BOM).decode("utf-8", errors="replace").lstrip()
         probe = cls(path, text)
         if text and text[0] in "[{":  # only JSON is looked into
-            probe.document = _loads(text)  # small files arrive whole in the head
-            probe.first_line = _loads(text.split("\n", 1)[0].strip())  # the head may end mid-line
+            document = _loads(text)  # small files arrive whole in the head
+            first_line = _loads(text.split("\n", 1)[0].strip())  # the head may end mid-line
+            probe.too_deep = document is _TOO_DEEP
+            probe.document, probe.first_line = (_NOT_JSON if x is _TOO_DEEP else x for x in (document, first_line))
             if _JSON_OBJECTS_START.match(text):
                 probe.keys = set(_KEY_RE.findall(text))
         return probe

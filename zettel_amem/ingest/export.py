@@ -7,12 +7,14 @@ so a restored store is the same store (same ids, links, versions) without shippi
 
 from __future__ import annotations
 
+import errno
 import hashlib
-import io
 import json
+import os
 import re
 import uuid
 from collections.abc import Callable
+from contextlib import nullcontext
 from datetime import datetime
 from pathlib import Path
 from typing import IO, BinaryIO
@@ -32,7 +34,7 @@ def is_export(head: bytes) -> bool:
     first = head.lstrip(b"\xef\xbb\xbf").split(b"\n", 1)[0]
     try:
         return json.loads(first).get("type") == EXPORT_TYPE
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):  # nested too deeply: no export either
         return False
 
 
@@ -52,7 +54,65 @@ def export_jsonl(memory: Memory, out: IO[str], all_notebooks: bool = True) -> in
     return len(notes)
 
 
+def write_backup(memory: Memory, target: Path, all_notebooks: bool = True) -> int:
+    """`export_jsonl` into the file `target`, all or nothing: written to a temporary file beside it, synced,
+    then renamed over it, so a full disk or an interrupt leaves the previous backup as it was (and no cut
+    one). A target that is not a regular file (a device, a FIFO) is written in place. Raises a one-line
+    ZkError for a folder, a missing folder or a failed write. Returns the number of notes."""
+    target = target.expanduser()
+    if target.is_dir():
+        raise ZkError(f"cannot write {target}: it is a folder; give a file name, e.g. {target / 'backup.jsonl'}")
+    if not target.parent.is_dir():
+        raise ZkError(f"cannot write {target}: there is no folder {target.parent}")
+    real = Path(os.path.realpath(target))  # a symlink stays one: its file is replaced
+    if real.exists() and not os.access(real, os.W_OK):  # a backup made read-only on purpose stays as it is
+        raise ZkError(f"cannot write {target}: Permission denied")
+    if real.exists() and not real.is_file():
+        try:
+            with open(real, "w", encoding="utf-8") as out:
+                return export_jsonl(memory, out, all_notebooks)
+        except OSError as exc:
+            raise ZkError(f"cannot write {target}: {exc.strerror or exc}") from None
+    try:
+        return _replace_with_backup(memory, real, all_notebooks)
+    except OSError as exc:
+        unchanged = f"{target} was not changed" if real.exists() else "nothing was written"
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise ZkError(f"no space left on the disk of {real.parent}; {unchanged}") from None
+        raise ZkError(f"cannot write {target}: {exc.strerror or exc}; {unchanged}") from None
+
+
+def _replace_with_backup(memory: Memory, real: Path, all_notebooks: bool) -> int:
+    temp = real.with_name(f".{real.name}.{uuid.uuid4().hex[:8]}.tmp")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask decides, as for any new file
+    try:
+        with open(fd, "w", encoding="utf-8") as out:
+            count = export_jsonl(memory, out, all_notebooks)
+            out.flush()
+            os.fsync(out.fileno())
+        if real.exists():
+            os.chmod(temp, real.stat().st_mode & 0o7777)  # the old backup's permissions (a private 0600 stays so)
+        os.replace(temp, real)
+    except BaseException:  # a full disk, ^C: the old file is untouched, the partial one goes
+        temp.unlink(missing_ok=True)
+        raise
+    try:  # the rename itself survives a power cut once the folder is synced
+        folder = os.open(real.parent, os.O_RDONLY)
+        try:
+            os.fsync(folder)
+        finally:
+            os.close(folder)
+    except OSError:
+        pass
+    return count
+
+
 _NOTE_ID = re.compile(r"^[0-9a-f]{32}$")  # what `uuid4().hex` makes; anything else cannot be `zk rm`-ed safely
+_SKIPPED = object()
+# A record's deepest value (a version's change of a list field) is 6 levels down. Far deeper nesting is
+# refused: stored, it would be read back with the store's own reads deep in a call stack (a RecursionError
+# on every read of that note).
+MAX_NESTING = 32
 _TEXT_FIELDS = ("context", "kind", "session_id", "speaker", "source", "content_hash", "error")
 _LIST_FIELDS = ("keywords", "tags", "links", "user_tags")
 
@@ -83,11 +143,25 @@ def _check_field_types(data: dict) -> None:
         raise ValueError(f"'kind' is not note or turn: {str(data.get('kind'))[:40]!r}")
 
 
+def _nested_deeper_than(value: object, limit: int) -> bool:
+    """Whether lists and objects nest more than `limit` levels in `value` (walked without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth > limit:
+                return True
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return False
+
+
 def _record_to_note(data: object) -> tuple[Note, list[str]]:
     """One export line as a Note, every field checked; raises ValueError naming the first bad field.
     Returns the note and the link targets that were dropped (not note ids)."""
     if not isinstance(data, dict) or data.get("type", "note") != "note":
         raise ValueError("not a note record")
+    if _nested_deeper_than(data, MAX_NESTING):
+        raise ValueError(f"nested more than {MAX_NESTING} levels deep")
     if not isinstance(data.get("id"), str):
         raise ValueError("its id is missing or not a string")
     content = data.get("content")
@@ -130,30 +204,30 @@ def restore(memory: Memory, path: Path | BinaryIO, batch_size: int = 128,
     earlier record of the file already used is given a new id (its words are never dropped); an exact
     repeat of an earlier record is skipped. `notebook` (the user's explicit `-n`) puts the notes into
     that notebook; a backup of several notebooks is then refused, since merging them is not a restore.
+    A backup cut short says so: its last record cut mid-line, and fewer records than its header counts.
     """
     run = _Restore(memory, batch_size, on_progress, notebook)
     name = str(path) if isinstance(path, Path) else getattr(path, "name", None) or "stdin"
     name = name if isinstance(name, str) else "stdin"
-    opened = open(path, encoding="utf-8-sig") if isinstance(path, Path) else io.TextIOWrapper(
-        path, encoding="utf-8-sig")
-    try:
-        with opened as lines:
-            _check_header(lines.readline(), name, notebook)
-            for number, line in enumerate(lines, 2):
-                if line.strip():
-                    run.take(number, line)
-        run.flush()
-    except UnicodeDecodeError as exc:
-        raise ZkError(f"{name} is not valid UTF-8 (byte {exc.start}); {run.added} note(s) restored before it") from None
+    # Read as bytes and decoded line by line: a backup cut inside a character (a full disk) loses that
+    # record only, and says so.
+    with open(path, "rb") if isinstance(path, Path) else nullcontext(path) as lines:
+        listed = _check_header(lines.readline().decode("utf-8-sig", errors="replace"), name, notebook)
+        for number, line in enumerate(lines, 2):
+            if line.strip():
+                run.take(number, line)
+    run.flush()
+    run.compare_count(listed)
     return {"format": EXPORT_TYPE, "added": run.added, "skipped_duplicates": run.skipped, "failed": run.failed,
             "session_ids": list(run.sessions), "notebook": notebook}
 
 
-def _check_header(first_line: str, name: str, notebook: str | None) -> None:
-    """Refuse what is not a zk export this version can read, and a backup of several notebooks for `-n`."""
+def _check_header(first_line: str, name: str, notebook: str | None) -> int | None:
+    """Refuse what is not a zk export this version can read, and a backup of several notebooks for `-n`.
+    Returns the number of notes the header says the backup holds (None when it does not say)."""
     try:
         header = json.loads(first_line or "{}")
-    except ValueError:
+    except (ValueError, RecursionError):
         header = {}
     if not isinstance(header, dict) or header.get("type") != EXPORT_TYPE:
         raise ZkError(f"{name} is not a zk export")
@@ -166,6 +240,8 @@ def _check_header(first_line: str, name: str, notebook: str | None) -> None:
     if notebook is not None and isinstance(listed, list) and len(listed) > 1:
         raise ZkError(f"{name} holds {len(listed)} notebooks ({', '.join(map(str, listed[:5]))}); restore it "
                       "without -n (each note goes back to its own notebook), or export one notebook")
+    count = header.get("notes")
+    return count if isinstance(count, int) and not isinstance(count, bool) else None
 
 
 class _Restore:
@@ -180,17 +256,42 @@ class _Restore:
         self.seen: dict[str, tuple[int, str]] = {}  # id -> (line of its first record, a digest of that record)
         self.sessions: dict[str, None] = {}  # imported chats among the restored notes: to become episodes again
         self.source_notebook: str | None = None
+        self.records = 0  # the whole records read (a last line cut mid-record is not one)
 
-    def report(self, number: int, message: str) -> None:
+    def report(self, number: int | None, message: str) -> None:
         self.failed.append({"line": number, "record": None, "message": message})
 
-    def take(self, number: int, line: str) -> None:
+    def compare_count(self, listed: int | None) -> None:
+        """A backup cut at a line's end reads as a whole one: the header's count tells."""
+        if listed is not None and self.records < listed:
+            self.report(None, f"the backup holds {self.records} of {listed} notes (cut short?)")
+
+    def decode(self, number: int, line: bytes) -> object:
+        """The line's JSON; _SKIPPED (and a line in `failed`) when it is not JSON."""
+        self.records += 1
         try:
-            note, dropped = _record_to_note(json.loads(line))
-        except ValueError as exc:  # json's decode error is a ValueError too
+            return json.loads(line.decode("utf-8"))
+        except RecursionError:  # a crafted line: skip it, restore the rest
+            self.report(number, "not valid JSON: nested too deeply; skipped")
+        except ValueError as exc:  # UnicodeDecodeError and json's decode error are ValueErrors
+            if not line.endswith(b"\n"):  # the file's last line, ending mid-record: a backup cut short
+                self.records -= 1
+                self.report(number, "the backup ends in the middle of this record (cut short?); skipped")
+            elif isinstance(exc, UnicodeDecodeError):
+                self.report(number, f"not valid UTF-8 (byte {exc.start + 1} of the line); skipped")
+            else:
+                self.report(number, f"not a valid note record ({str(exc)[:120]}); skipped")
+        return _SKIPPED
+
+    def take(self, number: int, line: bytes) -> None:
+        if (data := self.decode(number, line)) is _SKIPPED:
+            return
+        try:
+            note, dropped = _record_to_note(data)
+        except ValueError as exc:
             self.report(number, f"not a valid note record ({str(exc)[:120]}); skipped")
             return
-        digest = hashlib.sha256(line.strip().encode("utf-8", "surrogatepass")).hexdigest()
+        digest = hashlib.sha256(line.strip()).hexdigest()
         seen = self.seen
         if note.id in seen and seen[note.id][1] == digest:
             self.report(number, f"a repeat of line {seen[note.id][0]}; skipped")

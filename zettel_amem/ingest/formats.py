@@ -98,6 +98,15 @@ def is_unknown_json(path: Path | None, head: bytes) -> bool:
     return _pick(probe) == _fallback().name and probe.looks_json()
 
 
+def is_too_deep_json(path: Path | None, head: bytes) -> bool:
+    """Whether the input starts with JSON nested deeper than it can be read, and no format claims it:
+    `zk import` refuses it in one line rather than import its brackets as text."""
+    from .detect import Probe
+
+    probe = Probe.of(path, head)
+    return probe.too_deep and _pick(probe) == _fallback().name
+
+
 def _pick(probe: Probe) -> str:
     found = [(rank, order, f.name) for order, f in enumerate(REGISTRY.values())
              if (rank := f.detect(probe)) is not None]

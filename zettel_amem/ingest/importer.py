@@ -52,10 +52,11 @@ from typing import BinaryIO
 from ..core import dates
 from ..core.errors import NotFound, ZkError
 from ..core.models import READY, Note, session_id_for
+from ..core.text import is_blank
 from ..memory import Memory, content_hash
 from . import formats
 from .formats import STREAMED, WHOLE
-from .turns import HEAD_SIZE, ParseProblem, Turn, peek_head
+from .turns import HEAD_SIZE, DocumentProblem, ParseProblem, Turn, peek_head
 
 DEFAULT_SESSION = "log"  # session key of turns whose log names no session
 HEAD_TURNS = 3  # first turns of a session-less log that must line up to continue a stored session
@@ -232,7 +233,7 @@ class _Importer:
         return self.last_at.get(turn.session_key, self.import_time)
 
     def take(self, turn: Turn) -> None:
-        if not turn.text.strip():
+        if is_blank(turn.text):  # a blank line, or one of only invisible characters (a zero-width space)
             return
         try:
             note = self.memory.new_note(turn.text, self._display_time(turn), kind="turn",
@@ -345,13 +346,15 @@ def _checked_source(source: Path | BinaryIO | str, fmt: str) -> Path | BinaryIO:
     return source
 
 
-def _parsed(source: Path | BinaryIO, fmt: str) -> tuple[Iterator[Turn | ParseProblem], int | None]:
+def _parsed(source: Path | BinaryIO, fmt: str, name: str) -> tuple[Iterator[Turn | ParseProblem], int | None]:
     """The source's turns and problems, read lazily, and their total for progress: exact for a format read
     whole (parsed from one in-memory document anyway: counted), else `_estimate_total`'s (None when it
-    cannot tell)."""
+    cannot tell). A document that cannot be read at all is a ZkError naming it: nothing to import."""
     items: Iterator[Turn | ParseProblem] = formats.parse(source, fmt, default_session=DEFAULT_SESSION)
     if formats.get(fmt).read == WHOLE:
         parsed = list(items)
+        if len(parsed) == 1 and isinstance(parsed[0], DocumentProblem):
+            raise ZkError(parsed[0].sentence(name))
         return iter(parsed), len(parsed)
     return items, _estimate_total(source, fmt)
 
@@ -379,12 +382,14 @@ def import_source(memory: Memory, source: Path | BinaryIO, fmt: str = "auto", *,
             head, source = _open_for_detection(source)
             path = source if isinstance(source, Path) else None
             fmt = formats.detect_format(path, head)
+            if formats.is_too_deep_json(path, head):
+                raise ZkError(f"{name} is not valid JSON (nested too deeply)")
             if formats.is_unknown_json(path, head):
                 raise ZkError(f"{name} is JSON of no format zk knows (it reads {', '.join(formats.names())}, and "
                               "zk's own backups); `--format text` imports it line by line")
         if on_format:
             on_format(fmt)
-        items, total = _parsed(source, fmt)
+        items, total = _parsed(source, fmt, name)
         enrich = (memory.settings.enrich_turns if enrich is None else enrich) or formats.get(fmt).own_writing
         if memory.store.remote:  # each commit is requests, and each batch looks up the hashes of the ones before
             batch_size = max(batch_size, REMOTE_BATCH)

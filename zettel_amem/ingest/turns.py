@@ -9,6 +9,7 @@ local time and the tzinfo is dropped, so all values are comparable with each oth
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import math
@@ -23,7 +24,12 @@ HEAD_SIZE = 64 * 1024
 BOM = b"\xef\xbb\xbf"
 # A single line larger than this is reported and skipped instead of being buffered whole.
 MAX_LINE_BYTES = 16 * 1024 * 1024
+# Past this many bytes without a line break the input is no text (`zk import /dev/zero` ran until killed):
+# the import stops there with one line. A document read whole (JSON) stops at the same size.
+MAX_UNBROKEN_BYTES = 4 * MAX_LINE_BYTES
+MAX_DOCUMENT_BYTES = 16 * MAX_LINE_BYTES
 _CHUNK = 64 * 1024
+STOP = b"\x00stop"  # iter_raw_lines: the input has no line break for MAX_UNBROKEN_BYTES; nothing follows
 
 
 @dataclass
@@ -43,6 +49,17 @@ class ParseProblem:
     line: int | None  # line of the file, when the format has meaningful lines
     message: str
     record: int | None = None  # else the n-th record (JSON array element, conversation, sample)
+
+
+class DocumentProblem(ParseProblem):
+    """The whole document could not be read (not JSON, not UTF-8): a format read whole imports nothing, and
+    `zk import` says so in one line naming the file."""
+
+    def sentence(self, name: str) -> str:
+        """"deep.json is not valid JSON (nested too deeply)", "a.json is not valid JSON (line 3: …)"."""
+        what, _, detail = self.message.partition(": ")
+        where = f"line {self.line}: " if self.line else ""
+        return f"{name} is {what} ({where}{detail})" if detail else f"{name}: {where}{self.message}"
 
 
 Item = Turn | ParseProblem
@@ -195,13 +212,15 @@ def record_turn(turn: Turn, record: int) -> Turn | ParseProblem:
 
 
 def iter_raw_lines(stream: BinaryIO) -> Iterator[tuple[int, bytes | None]]:
-    """Yield (1-based line number, bytes without EOL); None for a line too long to keep.
+    """Yield (1-based line number, bytes without EOL); None for a line too long to keep; STOP (and no more)
+    when no line break comes for MAX_UNBROKEN_BYTES.
 
     Reads fixed-size chunks so any object with `.read(n)` works and memory stays bounded.
     """
     partial: list[bytes] = []  # pieces of the current line not yet ended by a newline
     partial_len = 0
     overflow = False  # inside an over-long line: drop bytes until its newline
+    dropped = 0  # bytes of the over-long line dropped so far
     lineno = 1
     # read1 returns what a pipe has ready, so `tail -f log | zk import -` is not held up by a full chunk.
     read = getattr(stream, "read1", stream.read)
@@ -215,14 +234,19 @@ def iter_raw_lines(stream: BinaryIO) -> Iterator[tuple[int, bytes | None]]:
             else:
                 piece = chunk[start:nl]
                 yield lineno, b"".join([*partial, piece]) if partial else piece
-            partial, partial_len = [], 0
+            partial, partial_len, dropped = [], 0, 0
             lineno += 1
             start = nl + 1
-        if start < len(chunk) and not overflow:
+        if overflow:
+            dropped += len(chunk) - start
+            if dropped > MAX_UNBROKEN_BYTES:
+                yield lineno, STOP
+                return
+        elif start < len(chunk):
             partial.append(chunk[start:])
             partial_len += len(chunk) - start
             if partial_len > MAX_LINE_BYTES:
-                overflow, partial, partial_len = True, [], 0
+                overflow, dropped, partial, partial_len = True, partial_len, [], 0
     if overflow:
         yield lineno, None
     elif partial:
@@ -232,6 +256,10 @@ def iter_raw_lines(stream: BinaryIO) -> Iterator[tuple[int, bytes | None]]:
 def iter_lines(stream: BinaryIO) -> Iterator[tuple[int, str | ParseProblem]]:
     """Decoded lines (BOM and CR removed) or a ParseProblem for an unusable line."""
     for lineno, raw in iter_raw_lines(stream):
+        if raw is STOP:
+            yield lineno, ParseProblem(lineno, f"no line break in {MAX_UNBROKEN_BYTES // 2**20} MiB: not a text "
+                                       "file; stopped reading here")
+            return
         if raw is None:
             yield lineno, ParseProblem(lineno, f"line longer than {MAX_LINE_BYTES} bytes; skipped")
             continue
@@ -260,24 +288,30 @@ def decode_document(data: bytes) -> str | ParseProblem:
         return ParseProblem(line, "invalid UTF-8 bytes; the whole document was skipped")
 
 
-def load_json_document(data: bytes) -> Any | ParseProblem:
+def load_json_document(data: bytes) -> Any | DocumentProblem:
     text = decode_document(data)
     if isinstance(text, ParseProblem):
-        return text
+        return DocumentProblem(text.line, text.message)
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        return ParseProblem(exc.lineno, f"not valid JSON: {exc.msg}")
+        return DocumentProblem(exc.lineno, f"not valid JSON: {exc.msg}")
     except RecursionError:
-        return ParseProblem(None, "not valid JSON: nested too deeply")
+        return DocumentProblem(None, "not valid JSON: nested too deeply")
 
 
 def read_all(source: Path | BinaryIO) -> bytes:
-    if isinstance(source, Path):
-        return source.read_bytes()
-    chunks = []
-    while chunk := source.read(_CHUNK):
-        chunks.append(bytes(chunk))
+    """The whole document; ZkError past MAX_DOCUMENT_BYTES (a device or a runaway pipe never ends)."""
+    from ..core.errors import ZkError
+
+    chunks, size = [], 0
+    with open(source, "rb") if isinstance(source, Path) else contextlib.nullcontext(source) as stream:
+        while chunk := stream.read(_CHUNK):
+            chunks.append(bytes(chunk))
+            size += len(chunk)
+            if size > MAX_DOCUMENT_BYTES:
+                raise ZkError(f"the input is larger than {MAX_DOCUMENT_BYTES // 2**20} MiB, more than one "
+                              "document can be; split it, or import it as lines (--format text or jsonl)")
     return b"".join(chunks)
 
 

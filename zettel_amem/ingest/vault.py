@@ -20,7 +20,8 @@ import hashlib
 import json
 import os
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -36,8 +37,10 @@ MARKER = ".zk-vault.json"
 VAULT_TYPE = "zk-vault"
 ZK_FOLDERS = ("notes", "episodes", "entities")
 REGISTRY = "vaults.json"  # in the home: the vaults this home wrote, by id, with their notebook
+SYNC_WAIT_S = 300.0  # how long a second `zk sync` of one vault waits for the first before giving up
 
-__all__ = ["LINKS_LINE", "MARKER", "VAULT_TYPE", "Entry", "Marker", "export_vault", "is_vault", "read_page"]
+__all__ = ["LINKS_LINE", "MARKER", "VAULT_TYPE", "Entry", "Marker", "export_vault", "is_vault", "read_page",
+           "vault_lock"]
 
 
 def digest(data: bytes | str) -> str:
@@ -90,8 +93,9 @@ class Marker:
             data = json.loads(raw.decode("utf-8"))
             marker = cls._from_json(data)
             marker.notes = data["notes"] if isinstance(data.get("notes"), int) else 0
-        except (ValueError, TypeError, AttributeError) as exc:
-            raise ZkError(f"{folder / MARKER} is not a zk vault marker ({exc}); move it away to start afresh") \
+        except (ValueError, TypeError, AttributeError, RecursionError) as exc:
+            why = "nested too deeply" if isinstance(exc, RecursionError) else exc
+            raise ZkError(f"{folder / MARKER} is not a zk vault marker ({why}); move it away to start afresh") \
                 from None
         marker.raw = raw
         return marker
@@ -142,12 +146,45 @@ def is_vault(folder: Path) -> bool:
     return (folder / MARKER).is_file() or (folder / MARKER).is_symlink()
 
 
+@contextmanager
+def vault_lock(home: Path, folder: Path, on_wait: Callable[[], None] | None = None) -> Iterator[None]:
+    """Held across a whole `zk sync` (read the vault, add notes, write pages, write the marker), and around
+    `zk import DIR` and `zk export --format markdown DIR`: two syncs at once read the same new pages and
+    each added them. One lock per vault folder, kept in the home: no file is added to the vault (where it
+    could be read as a page, or not be writable at all). A second run waits up to SYNC_WAIT_S (calling
+    `on_wait` first), then gives up in one line. A home that cannot hold a lock file cannot be written
+    either, so there is nothing to guard: the run goes on and fails where it writes, as it did."""
+    from filelock import FileLock, Timeout
+
+    lock = FileLock(str(home / f".vault-{digest(str(folder.expanduser().resolve()))[:16]}.lock"))
+    held = False
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:
+            if on_wait is not None:
+                on_wait()
+            lock.acquire(timeout=SYNC_WAIT_S)
+        held = True
+    except Timeout:  # a TimeoutError, so an OSError: caught first
+        raise ZkError(f"another zk sync of this vault is running ({folder}); try again when it has finished") \
+            from None
+    except OSError:
+        pass
+    try:
+        yield
+    finally:
+        if held:
+            lock.release()
+
+
 # -- which vaults this home wrote -----------------------------------------------------------------------
 def _registry(memory: Memory) -> dict:
     try:
         data = json.loads((memory.home / REGISTRY).read_text(encoding="utf-8"))
         return data if isinstance(data, dict) else {}
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return {}
 
 

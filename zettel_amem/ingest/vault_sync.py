@@ -6,7 +6,12 @@ a page whose bytes are what zk last wrote there (the marker's hash) is skipped u
 - a note's page whose text differs from its note becomes a new version of that note, like `zk edit`
   (reason "vault edit (PATH)", re-annotated and re-linked). If the note's text changed in zk too since
   zk last wrote the page, it is a conflict: the vault's text still becomes the newest version, and zk's
-  stays in the history as the one before (`zk revert ID` brings it back); one line says so;
+  stays in the history as the one before (`zk revert ID` brings it back); one line says so. Two pages of
+  one note edited (a page of the user's and its `notes/` page) are a conflict too: each text becomes a
+  version, the page saved last the newest, and a line says which version holds the other (`_Versions`);
+- a note's page whose front matter was removed (one click in Obsidian) is still that note's page: the
+  note the marker says zk wrote there, or the one its name `notes/<id or prefix>.md` names. Its text is
+  an edit of that note (or nothing new), and export writes the page back with its front matter;
 - a page with a zk id that this notebook does not hold is restored with its id and fields (a vault into
   a fresh home) - unless this home wrote the vault and deleted the note since: then it is not brought
   back, and a page edited since is reported and kept;
@@ -29,7 +34,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from ..core.errors import ZkError
 from ..core.models import PENDING, Note, journal_period, session_id_for
@@ -41,6 +46,7 @@ from .vault import VAULT_TYPE, Entry, Marker, digest, is_ours
 from .vault_page import Page, parse_page
 
 _NOTE_ID = re.compile(r"[0-9a-f]{32}")
+_NOTE_PREFIX = re.compile(r"[0-9a-f]{8,32}")  # a note page's file name (`notes/<id8>.md`)
 _UNTITLED = re.compile(r"(Untitled|제목 없음|무제)( \d+)?", re.IGNORECASE)
 _NOT_NOTES = ("episodes/", "entities/")  # zk's generated pages; a file the user puts there is left alone
 # Page fields -> the JSONL record's names (the record check then names the page's field).
@@ -98,6 +104,78 @@ def _same(a: str, b: str) -> bool:
 def _record(page: Page, notebook: str) -> dict:
     record = {_RENAMED.get(k, k): page.fields[k] for k in _RECORD_FIELDS if page.fields.get(k) is not None}
     return {**record, "type": "note", "content": page.full_text(), "notebook": notebook}
+
+
+@dataclass
+class _Version:
+    read: _Read
+    text: str
+    number: int  # the version this page's text becomes
+    conflict: bool  # the note changed in zk too since zk last wrote (or took in) the page
+
+
+@dataclass
+class _Versions:
+    """What one note becomes from its pages edited in the vault, the page saved first first. One page: a new
+    version (a conflict when zk changed the note too: zk's text stays the version before). Two pages of one
+    note (a page of the user's and its `notes/` page) edited before a sync are a conflict: each text is a
+    version, the page saved last the newest, and the line says how to bring back the other."""
+
+    note: Note
+    was: int  # the note's version before these
+    versions: list[_Version] = field(default_factory=list)
+    pages: list[_Read] = field(default_factory=list)  # every page taken in (one whose text another gave too)
+
+    @classmethod
+    def of(cls, note: Note, group: list[tuple[_Read, Note, str, bool]], report: TakeIn) -> _Versions:
+        out = cls(note, note.version)
+        saved = sorted(group, key=lambda e: (e[0].mtime, not (e[0].entry is not None and e[0].entry.yours)))
+        for read, stored, text, both in saved:
+            try:
+                text = validate_content(text)
+            except ZkError as exc:
+                report.fail(f"{read.path}: {exc}; skipped")
+                continue
+            out.pages.append(read)
+            if text == note.content or any(v.text == text for v in out.versions):
+                continue  # this text is a version already
+            conflict = both or note.content != stored.content  # edited in zk while this ran
+            out.versions.append(_Version(read, text, out.was + len(out.versions) + 1, conflict))
+        return out
+
+    def batch(self) -> list[tuple[Note, str, str]]:
+        """(note, text, reason) for `Memory.revise`, one per version, in order."""
+        edits, before = [], None
+        for version in self.versions:
+            reason = f"vault edit ({version.read.path})"
+            if before is not None:
+                reason += f"; conflict: {before.read.path} changed too (v{before.number})"
+            elif version.conflict:
+                reason += f"; conflict: zk's text is v{self.was}"
+            edits.append((self.note, version.text, reason))
+            before = version
+        return edits
+
+    def tell(self, report: TakeIn) -> None:
+        """One line per page that gave a version: the newest is "edited" (or a conflict with zk), each
+        earlier one a conflict saying which version holds its text."""
+        if not self.versions:
+            return
+        short, last = self.note.short_id, self.versions[-1]
+        for version in self.versions[:-1]:
+            report.conflicts += 1
+            report.change(version.read.path, self.note.id, "conflict", f"changed in the vault, and so was "
+                          f"{last.read.path} (both pages of note {short}): this page's text is version "
+                          f"{version.number}, {last.read.path}'s (saved later) is version {last.number}, the "
+                          f"newest (`zk revert {short} --to {version.number}` brings this one back)")
+        if any(v.conflict for v in self.versions):
+            report.conflicts += 1
+            report.change(last.read.path, self.note.id, "conflict", f"changed in the vault and in zk: the vault's "
+                          f"text is now version {last.number} of note {short}, zk's is version {self.was} "
+                          f"(`zk revert {short} --to {self.was}` brings it back)")
+        else:
+            report.edited += 1
+            report.change(last.read.path, self.note.id, "edited", f"note {short} is now version {last.number}")
 
 
 class _TakeIn:
@@ -175,11 +253,10 @@ class _TakeIn:
             if note is not None:
                 checked[read.path] = note
         stored = self.memory.store.get_many([n.id for n in checked.values()])
+        later = []  # after every page with an id: they may be pages of a note restored or claimed by one
         for read in ordered:
-            if read.entry is not None and read.entry.yours:
-                self.user_page(read)
-            elif _zk_id(read.page) is None:
-                self.new_page(read)
+            if (read.entry is not None and read.entry.yours) or _zk_id(read.page) is None:
+                later.append(read)
             elif read.path in checked:
                 note = checked[read.path]
                 if note.id in claimed:
@@ -187,6 +264,13 @@ class _TakeIn:
                 else:
                     claimed[note.id] = read.path
                     self.note_page(read, note, stored.get(note.id))
+        for read in later:
+            if read.entry is not None and read.entry.yours:
+                self.user_page(read)
+            elif (note := self.bare_note(read)) is not None:
+                self.bare_page(read, note)
+            else:
+                self.new_page(read)
 
     def check(self, read: _Read) -> Note | None:
         """The page as a note, every field checked as a JSONL record is; None (and a line) if it is bad."""
@@ -268,9 +352,18 @@ class _TakeIn:
             self.report.change(read.path, note.id, what, message)
 
     def user_page(self, read: _Read) -> None:
-        """A page of the user's, taken in before as a note: its edit is an edit of that note."""
+        """A page of the user's, taken in before as a note: its edit is an edit of that note. In a home that
+        did not write the vault, its note comes back from its own page (`fresh`): as it was, or with this
+        page's later edit."""
         entry = read.entry
         stored = self.memory.store.get(entry.note) if entry and entry.note else None
+        restored = next((n for n in self.fresh if entry and n.id == entry.note), None)
+        if stored is None and restored is not None:
+            if entry.wrote(read.data):
+                self.report.skipped_duplicates += 1  # unchanged since its note's page was written
+            else:
+                self.edit(read, restored, read.page.full_text())
+            return
         if stored is None or stored.notebook != self.memory.notebook:
             self.report.change(read.path, entry.note if entry else None, "kept",
                                "its note was deleted in zk; not imported again")
@@ -280,6 +373,41 @@ class _TakeIn:
             self.took_in(read, stored.content)
         else:
             self.edit(read, stored, text)
+
+    def bare_note(self, read: _Read) -> Note | None:
+        """The note of a page whose front matter is gone (one click in Obsidian): the note zk wrote there, else
+        the one its name names (`notes/<id or prefix>.md`) when no other page holds it. None: a new page."""
+        entry = read.entry
+        if read.page.has_front:
+            return None
+        note_id = entry.note if entry is not None and entry.note else None
+        name = PurePosixPath(read.path)
+        if note_id is None and str(name.parent) == "notes" and _NOTE_PREFIX.fullmatch(name.stem):
+            try:
+                note_id = self.memory.resolve(name.stem).id
+            except ZkError:  # no such note, or several
+                return None
+            if self.marker is not None and self.marker.note_paths().get(note_id, read.path) != read.path:
+                return None  # the note has its own page elsewhere: this one is not it
+        if note_id is None or note_id in self.claimed:
+            return None
+        note = self.memory.store.get(note_id)
+        return note if note is not None and note.notebook == self.memory.notebook else None
+
+    def bare_page(self, read: _Read, note: Note) -> None:
+        """A note's page without its front matter: an edit of that note (or nothing new); export writes
+        the page again, front matter and all."""
+        self.claimed[note.id] = read.path
+        if read.entry is None and self.ours:
+            read.entry = self.files[read.path] = Entry(note=note.id, text=digest(note.content))
+        elif read.entry is not None and not read.entry.note:
+            read.entry.note = note.id
+        text = read.page.full_text()
+        if _same(text, note.content):
+            self.report.skipped_duplicates += 1
+            self.took_in(read, note.content)
+        else:
+            self.edit(read, note, text)
 
     def took_in(self, read: _Read, text: str) -> None:
         """Both sides now hold this text: remember it, and let export rewrite a page that holds nothing else."""
@@ -307,34 +435,20 @@ class _TakeIn:
         """The edited pages as new versions of their notes, inside `guard` (no worker writes in between)."""
         if not self.edits:
             return
+        by_note: dict[str, list[tuple[_Read, Note, str, bool]]] = {}
+        for edit in self.edits:
+            by_note.setdefault(edit[1].id, []).append(edit)
         with self.guard():
-            current = self.memory.store.get_many([stored.id for _, stored, _, _ in self.edits], with_vector=True)
-            batch, done = [], []
-            for read, stored, text, both in self.edits:
-                note = current.get(stored.id)
-                if note is None:
-                    continue  # deleted meanwhile
-                try:
-                    text = validate_content(text)
-                except ZkError as exc:
-                    self.report.fail(f"{read.path}: {exc}; skipped")
-                    continue
-                both = both or note.content != stored.content  # edited in zk while this ran
-                reason = f"vault edit ({read.path})" + (f"; conflict: zk's text is v{note.version}" if both else "")
-                batch.append((note, text, reason))
-                done.append((read, note, note.version, both))
-            self.memory.revise(batch)
-        for read, note, before, both in done:
-            self.took_in(read, note.content)
-            if both:
-                self.report.conflicts += 1
-                self.report.change(read.path, note.id, "conflict", f"changed in the vault and in zk: the vault's "
-                                   f"text is now version {before + 1} of note {note.short_id}, zk's is version "
-                                   f"{before} (`zk revert {note.short_id} --to {before}` brings it back)")
-            else:
-                self.report.edited += 1
-                self.report.change(read.path, note.id, "edited", f"note {note.short_id} is now version {before + 1}")
-        self.report.edited_sessions = list(dict.fromkeys(n.session_id for _, n, _, _ in done if n.session_id))
+            current = self.memory.store.get_many(list(by_note), with_vector=True)
+            notes = [_Versions.of(note, group, self.report) for note_id, group in by_note.items()
+                     if (note := current.get(note_id)) is not None]  # None: deleted meanwhile
+            self.memory.revise([edit for versions in notes for edit in versions.batch()])
+        for versions in notes:
+            for read in versions.pages:
+                self.took_in(read, versions.note.content)
+            versions.tell(self.report)
+        self.report.edited_sessions = list(dict.fromkeys(v.note.session_id for v in notes
+                                                         if v.versions and v.note.session_id))
 
     def save(self) -> None:
         """Remember what was taken in (only in a vault this home wrote: another home's is left as it is)."""

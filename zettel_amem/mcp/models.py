@@ -137,7 +137,8 @@ class LinksOut(BaseModel):
 
 
 class DayOut(BaseModel):
-    date: str = Field(description="the day read from the request (YYYY-MM-DD)")
+    date: str = Field(description="the day read from the request (YYYY-MM-DD; for a whole month or year, "
+                      "its first day)")
     read_as: str = Field(default="", description="how a guessed phrase was read; empty when it was no guess")
     notes: list[NoteOut] = Field(description="the day's notes, oldest first")
 

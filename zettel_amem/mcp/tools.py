@@ -161,7 +161,8 @@ def ask(zk: ZkTools, question: str) -> AskOut:
 
 
 @tool("The notes of one day, oldest first, as `zk on` lists them: a date (2026-03-29) or a phrase "
-      "(yesterday, last friday, 어제, 지난주 금요일), read against today.")
+      "(yesterday, last friday, 어제, 지난주 금요일), read against today; a whole month or year (지난달, last "
+      "year) lists all of it, and read_as says so.")
 def notes_on_day(zk: ZkTools, day: str) -> DayOut:
     from ..views import Day, Views
 

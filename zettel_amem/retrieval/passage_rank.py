@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from ..core.passages import Passage, passages_from_json
+from ..core.passages import Passage, row_passages
 from ..core.text import keyword_terms
 from .retrieve import RRF_K, Hit, Signal, bm25_scores
 
@@ -33,16 +33,15 @@ SECOND_PASSAGE_SHARE = 0.98
 
 
 def _units(hits: Sequence[Hit], rows: dict[str, dict[str, Any]]) -> list[tuple[int, Passage | None, str, Any]]:
-    """(hit index, passage or None for a whole note, its text, its vector) for every candidate."""
+    """(hit index, passage or None for a whole note, its text, its vector) for every candidate. A passage
+    past an entry's embedded ones (passages.EMBEDDED_CHARS) has no vector: it ranks by its words."""
     out = []
     for index, hit in enumerate(hits):
         row = rows.get(hit.note.id) or {}
-        passages = passages_from_json(row.get("passages"))
-        flat = row.get("passage_vectors")
-        if passages and flat is not None and len(flat) % len(passages) == 0:
-            dim = len(flat) // len(passages)
-            for number, passage in enumerate(passages):
-                out.append((index, passage, passage.text, flat[number * dim:(number + 1) * dim]))
+        passages = row_passages(row)
+        if passages and passages[0].vector is not None:
+            for passage in passages:
+                out.append((index, passage, passage.text, passage.vector))
         else:
             out.append((index, None, hit.note.content, row.get("raw_vector")))
     return out

@@ -15,16 +15,16 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..core.models import ProcessResult
+from ..storage.locks import take_lock
 
 
 @contextmanager
 def worker_lock(home: Path, wait: bool) -> Iterator[bool]:
     """Yield True if this process holds the worker lock (waits for it when `wait`)."""
-    from filelock import FileLock, Timeout
+    from filelock import Timeout
 
-    lock = FileLock(str(home / ".worker.lock"))
     try:
-        lock.acquire(timeout=-1 if wait else 0)
+        lock = take_lock(home, ".worker.lock", -1 if wait else 0)  # a read-only home: one ZkError line
     except Timeout:
         yield False
         return
@@ -40,22 +40,36 @@ def worker_lock(home: Path, wait: bool) -> Iterator[bool]:
         lock.release()
 
 
+class Hold:
+    """Whether this process may do the model's work now: true while it holds the worker lock and, on a
+    shared notebook, the lease (which it can lose if it went unrenewed past its expiry)."""
+
+    def __init__(self, held: bool, lease=None):
+        self.held, self.lease = held, lease
+
+    def __bool__(self) -> bool:
+        return self.held and not (self.lease is not None and self.lease.lost)
+
+
 @contextmanager
-def work_lock(memory, wait: bool) -> Iterator[bool]:
+def work_lock(memory, wait: bool) -> Iterator[Hold]:
     """The worker lock of this machine and, on a shared (object-store) notebook, the lease that makes
-    one machine at a time do the model's work (lease.py). Yields whether both are held."""
+    one machine at a time do the model's work (lease.py). Yields whether both are held (a Hold)."""
     with worker_lock(memory.home, wait) as held:
         if not held or not memory.location.remote:
-            yield held
+            yield Hold(held)
             return
         from ..storage.lease import Lease
 
         lease = Lease(memory.store)
         if not lease.acquire(wait):
-            yield False
+            yield Hold(False)
             return
         try:
-            yield True
+            # The previous holder's last commits must be seen before choosing work: a view a moment old
+            # still shows the notes it just finished as pending, and they would be enriched twice.
+            memory.store.refresh(memory.store.table)
+            yield Hold(True, lease)
         finally:
             lease.release()
 
@@ -90,11 +104,11 @@ def step_lock(home: Path) -> Iterator[None]:
     summary it read before the deletion), `zk edit`, `zk prune`. Never held across a model call: a unit
     reads under it, calls the model without it, and re-takes it to commit only if what it read is
     unchanged. Waiting costs at most one commit, never a model call or a whole drain."""
-    from filelock import FileLock
-
-    home.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(home / ".step.lock")):
+    lock = take_lock(home, ".step.lock")  # a read-only home: one ZkError line
+    try:
         yield
+    finally:
+        lock.release()
 
 
 def spawn(home: Path, jobs: int | None = None) -> None:
@@ -136,6 +150,8 @@ def drain(memory, on_progress: Callable[[ProcessResult, int, int], None] | None 
                         failed.add(result.id)  # keep it pending for a later `zk process`; don't spin on it
                     if on_progress:
                         on_progress(result, index, len(todo))
+                    if not held:  # the lease went to another machine: it does the rest, not both of us
+                        return results
             if limit is not None:
                 return results
             if then is not None:

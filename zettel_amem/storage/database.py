@@ -25,6 +25,7 @@ from typing import Any
 
 from ..core.errors import DamageWarning, StoreBusy, StoreDamaged, StoreUnreachable, ZkError
 from ..core.location import StoreLocation
+from .locks import cannot_write, take_lock
 
 SCHEMA_VERSION = 5  # 2: raw_vector (the raw words' embedding beside the enriched one), user_tags (#tags);
 #                   3: terms, enrichment_terms (the full-text index's words) and the indexes;
@@ -385,21 +386,23 @@ class Database:
     def write_lock(self, timeout: float = 120, check: bool = True) -> Iterator[None]:
         """The one writer lock. With `check`, a damaged store (lost commits, a missing or truncated data
         file in any table) refuses the write before anything is written."""
-        from filelock import FileLock, Timeout
+        from filelock import Timeout
 
         try:
-            with FileLock(str(self.home / ".write.lock"), timeout=timeout):
-                if check:
-                    self.check_writable()
-                yield
+            lock = take_lock(self.home, ".write.lock", timeout)  # a read-only home: one ZkError line
         except Timeout:
             raise StoreBusy("the store is busy (another zk is writing); try again") from None
-        except PermissionError as exc:
-            raise ZkError(f"cannot write to {self.home}: {exc.strerror}") from None
-        except OSError as exc:
-            if exc.errno in (13, 30):  # EACCES, EROFS: a read-only home or a mounted backup
-                raise ZkError(f"cannot write to {self.home}: {exc.strerror}") from None
-            raise
+        try:
+            if check:
+                self.check_writable()
+            yield
+        except OSError as exc:  # a write under the lock to a home that turned read-only (a remount)
+            error = cannot_write(self.home, exc)
+            if error is None:
+                raise
+            raise error from None
+        finally:
+            lock.release()
 
     def check_writable(self) -> None:
         """Raise a one-line ZkError when writing would build on a damaged store."""

@@ -65,8 +65,8 @@ def _pid_alive(pid: int) -> bool:
 
 
 class Lease:
-    """The named lease of one shared store. `acquire()` / `release()`; `lost` turns True if a renewal
-    failed (another machine took it after it expired): the holder stops before its next step."""
+    """The named lease of one shared store. `acquire()` / `release()`; `lost` turns True once another
+    machine holds it (it expired unrenewed): the holder stops before its next note (worker.Hold)."""
 
     def __init__(self, db: Database, name: str = "worker"):
         self.db, self.name = db, name
@@ -106,17 +106,25 @@ class Lease:
 
     def try_acquire(self) -> bool:
         now = time.time()
+        holder, expires = self.holder()
+        if holder and holder != self.me and expires >= now and not self._holder_died(holder):
+            # Held by a live worker: say no without writing. A machine that polls by writing makes a commit
+            # each second, and the holder's renewal then loses commit races against it (CI, 2026-12-06).
+            return False
         mine = f"holder = {sql_str(self.me)}"
         if self._swap(f"target.expires < {now!r} OR target.{mine}", self.me, now + TTL_S):
             return self._started()
         holder, _ = self.holder()
+        # The same machine's holder died (kill -9, power cut): take over now, not after TTL_S.
+        if self._holder_died(holder) and self._swap(f"target.holder = {sql_str(holder)}", self.me, now + TTL_S):
+            return self._started()
+        return False
+
+    def _holder_died(self, holder: str) -> bool:
+        """Whether `holder` was a process of this machine that is gone."""
         machine, _, rest = holder.partition(":")
         pid = rest.partition(":")[0]
-        # The same machine's holder died (kill -9, power cut): take over now, not after TTL_S.
-        if machine == machine_id(self.db.home) and pid.isdigit() and not _pid_alive(int(pid)):
-            if self._swap(f"target.holder = {sql_str(holder)}", self.me, now + TTL_S):
-                return self._started()
-        return False
+        return machine == machine_id(self.db.home) and pid.isdigit() and not _pid_alive(int(pid))
 
     def acquire(self, wait: bool) -> bool:
         while not self.try_acquire():
@@ -135,12 +143,16 @@ class Lease:
     def _renew(self) -> None:
         while not self._stop.wait(RENEW_S):
             try:
-                ok = self._swap(f"target.holder = {sql_str(self.me)}", self.me, time.time() + TTL_S)
+                if self._swap(f"target.holder = {sql_str(self.me)}", self.me, time.time() + TTL_S):
+                    continue
+                # A failed swap is most often a commit race with another machine's write, not a loss: the
+                # row decides. Still ours: renew again at the next tick (TTL_S is several RENEW_S away).
+                if self.holder()[0] == self.me:
+                    continue
             except Exception:  # noqa: BLE001 - unreachable for a moment: try again before it expires
                 continue
-            if not ok:
-                self.lost = True
-                return
+            self.lost = True
+            return
 
     def release(self) -> None:
         self._stop.set()

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ..core.errors import ZkError
 from ..core.models import Note
+from .locks import take_lock
 from .store import note_to_row, row_to_note
 
 OUTBOX = "outbox.jsonl"
@@ -52,11 +53,11 @@ class Outbox:
 
     @contextmanager
     def lock(self) -> Iterator[None]:
-        from filelock import FileLock
-
-        self.home.mkdir(parents=True, exist_ok=True)
-        with FileLock(str(self.home / ".outbox.lock")):
+        lock = take_lock(self.home, ".outbox.lock")
+        try:
             yield
+        finally:
+            lock.release()
 
     def append(self, note: Note) -> int:
         """Keep one note, durably. Returns how many notes wait now."""

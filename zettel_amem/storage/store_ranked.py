@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..core.models import PENDING, Note, Scope
+from ..core.passages import FORMER_CUT_CHARS, cut_short, passages_from_json
 from .database import (
     in_list,
     sql_str,
@@ -124,6 +125,15 @@ class Ranked(NoteRows):
         """Up to `limit` entries (not chat turns) whose passages were never made (a store from before
         passages), with their vectors, to be cut and written back."""
         return self._notes("passages IS NULL AND (kind IS NULL OR kind != 'turn')", with_vector=True, limit=limit)
+
+    def cut_short(self, limit: int) -> list[Note]:
+        """Up to `limit` entries whose passages stop before their text ends (an older zk cut only an entry's
+        first FORMER_CUT_CHARS characters), with their vectors, to be cut again (`fill_passages`)."""
+        where = (f"character_length(content) > {FORMER_CUT_CHARS} AND passages IS NOT NULL AND passages != '[]' "
+                 "AND (kind IS NULL OR kind != 'turn')")
+        rows = self._query(where, ["id", "content", "passages"])
+        short = [r["id"] for r in rows if cut_short(r["content"], passages_from_json(r["passages"]))]
+        return list(self.get_many(short[:limit], with_vector=True).values())
 
     def passage_rows(self, ids: list[str]) -> dict[str, dict[str, Any]]:
         """id -> the columns that rank a note by its passages: passages, their vectors, the raw vector."""

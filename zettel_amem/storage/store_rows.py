@@ -11,7 +11,7 @@ from typing import Any
 
 from ..core.errors import AmbiguousId, InvalidInput, NotFound, ZkError
 from ..core.models import READY, SHORT_ID, Note
-from ..core.passages import passages_from_json, passages_to_json
+from ..core.passages import passage_floats, passages_to_json, row_passages
 from ..core.text import keyword_terms
 from .database import (
     LAG_TRIES,
@@ -86,16 +86,9 @@ def note_to_row(note: Note) -> dict[str, Any]:
         # A note written before enrichment has one embedding, of its raw words: both columns hold it.
         "raw_vector": _floats(note.raw_vector if note.raw_vector is not None else note.vector),
         "passages": None if note.passages is None else passages_to_json(note.passages),
-        "passage_vectors": _passage_floats(note.passages),
+        "passage_vectors": passage_floats(note.passages),
         "updated_by": json.dumps(note.updated_by, ensure_ascii=False) if note.updated_by else None,
     }
-
-
-def _passage_floats(passages) -> list[float] | None:
-    """The passages' embeddings end to end, or None when any is missing (read without vectors)."""
-    if not passages or any(p.vector is None for p in passages):
-        return None
-    return [float(x) for p in passages for x in p.vector]
 
 
 def _floats(vector) -> list[float] | None:
@@ -124,13 +117,7 @@ def _passages_of(row: dict[str, Any]):
     """The row's passages, with their embeddings when the row holds them."""
     if "passages" not in row or row["passages"] is None:
         return None
-    passages = passages_from_json(row["passages"])
-    flat = row.get("passage_vectors")
-    if passages and flat is not None and len(flat) % len(passages) == 0:
-        dim = len(flat) // len(passages)
-        for index, passage in enumerate(passages):
-            passage.vector = list(flat[index * dim:(index + 1) * dim])
-    return passages
+    return row_passages(row)
 
 
 def _id_prefix(prefix: str) -> str:
