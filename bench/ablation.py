@@ -40,7 +40,7 @@ def _identity_second(_question, evidence):
 
 def families() -> dict[str, Callable[[], list]]:
     """Family name -> the patches that switch it off (a list of `mock.patch.object` context managers)."""
-    from zettel_amem.answering import answer, counting, date_guard, evidence, journal_answer, questions, reading, view
+    from zettel_amem.answering import answer, counting, date_guard, evidence, journal_answer, questions, reading
     from zettel_amem.core import date_mentions
 
     ja = journal_answer
@@ -71,29 +71,12 @@ def families() -> dict[str, Callable[[], list]]:
             lambda: [patch(ja, "_NAME", NEVER)],
         "a price or age asked and none written: declined (value decline)":
             lambda: [patch(ja, "ASKED_VALUES", ())],
-        "why: the passage giving a reason (answer_why)":
-            lambda: [patch(ja, "ANSWERERS", {**ja.ANSWERERS, "why": ja.answer_best})],
-        "two-part questions answered part by part (split_parts)":
-            lambda: [patch(questions, "split_parts", lambda text: [text])],
-        "two-part: 'she/he' is whom the first answer names (subject_of)":
-            lambda: [patch(ja, "subject_of", lambda note, notes: "")],
         "decline: no key word and far in meaning (DECLINE_COSINE)": lambda: [patch(ja, "DECLINE_COSINE", -1.0)],
-        "decline: a Korean topic no passage writes (korean_topic)":
-            lambda: [patch(ja, "korean_topic", lambda question: "")],
         "decline: only considered, never decided (_UNDECIDED)": lambda: [patch(ja, "_UNDECIDED", NEVER)],
-        "change between two months (differences)":
-            lambda: [patch(ja, "answer_difference", lambda q, e: None)],
-        "count/list: a passage must name the subject itself (tells_subject)":
-            lambda: [patch(counting, "tells_subject", lambda q, e: (lambda item: True))],
-        "count: plans and 'did not happen' are no occasion (planned, told_undone)":
-            lambda: [patch(counting, "planned", lambda note: False), patch(counting, "planned_month", lambda note: 0),
-                     patch(counting, "told_undone", lambda sentence: False)],
         "count: one occasion per day told (occasion)":
             lambda: [patch(counting, "occasion", lambda note, days: note.id)],
         "plan and supposition cues (SUPPOSED)":
-            lambda: [patch(module, "SUPPOSED", NEVER) for module in (reading, ja, counting)],
-        "the question kinds' cues: change, list (KINDS rows)":
-            lambda: [patch(questions, "KINDS", tuple(r for r in questions.KINDS if r[0] not in ("change", "list")))],
+            lambda: [patch(module, "SUPPOSED", NEVER) for module in (reading, ja)],
         "the story kind (what happened with X)":
             lambda: [patch(questions, "KINDS", tuple(r for r in questions.KINDS if r[0] != "story"))],
         "dates: a weekday read by its tense (_tense)": lambda: [patch(date_mentions, "_tense", lambda text: "")],
@@ -109,7 +92,6 @@ def families() -> dict[str, Callable[[], list]]:
             lambda: [patch(evidence, "ENTRY_SHARE", 0.0)],
         "a passage in the other language lifted (CROSS_LANGUAGE_OFFSET)":
             lambda: [patch(evidence, "CROSS_LANGUAGE_OFFSET", 0.0)],
-        "view: supporting lines only on the subject (NEAR)": lambda: [patch(view, "NEAR", 0.0)],
     }
 
 

@@ -1,4 +1,4 @@
-"""The answer view (#52) on the real bundled models: a journal of 25 entries processed by the real pipeline
+"""The answer view (#52) on the real bundled models: a journal of 24 entries processed by the real pipeline
 (the bundled Qwen2.5-0.5B annotates and links them), then `zk ask` as a user runs it. A story shows its
 sentences in date order, "now" the new value with the old one marked older (Korean and English), a count
 its distinct occasions; with a model server (`--model openai:…`, llama.cpp's server running the bundled
@@ -22,7 +22,6 @@ OTHERS = [("2026-01-10T20:00", "Signed up at Iron Temple gym near the office. Th
           ("2026-05-02T17:00", "Went to the dentist for a cleaning."),
           ("2026-05-19T18:30", "Went to the dentist again for a small filling on the left side."),
           ("2026-06-30T12:00", "The dentist checked the filling today. All good."),
-          ("2026-06-10T09:00", "Planning to see the dentist next month if the tooth still hurts."),
           ("2026-01-15T22:00", "엄마랑 통화했다. 설에 여수 내려오라고 하셨다."),
           ("2026-02-02T12:10", "Lunch with Mina. She is moving to Busan in April for a new job."),
           ("2026-02-11T19:40", "팀장님이 바뀌었다. 새 팀장님은 현우 님."),

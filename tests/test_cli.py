@@ -67,7 +67,8 @@ def test_human_output_renders(zk):
     (["list", "--since", "not a date"], None, "cannot read the date"),
     (["nosuchcommand"], None, "No such command"),
 ])
-def test_bad_input_gets_one_clear_line(zk, args, stdin, message):
+def test_bad_input_gets_one_clear_line(zk, zk_home, args, stdin, message):
+    zk_home.mkdir(parents=True, exist_ok=True)  # a notebook (a home that does not exist is refused first)
     code, out, err = zk(*args, stdin=stdin)
     assert code != 0
     assert message in err
@@ -339,10 +340,28 @@ def test_a_reading_command_on_a_home_that_does_not_exist_creates_nothing(zk, tmp
     assert zk("--home", str(missing), "status").exit_code == 0
 
 
-@pytest.mark.parametrize("fmt", ["auto", "chatgpt"])
-def test_importing_an_endless_device_stops_at_the_limit_with_one_line(zk, fmt):
-    """#53: `zk import /dev/zero` ran until killed. Lines stop after 64 MiB without a break, a document read
-    whole after 256 MiB."""
-    code, out, err = zk("import", "/dev/zero", "--format", fmt)
+@pytest.mark.parametrize(("device", "fmt"), [("/dev/zero", "auto"), ("/dev/urandom", "auto"), ("/dev/zero", "text"),
+                                           ("/dev/zero", "chatgpt")])
+def test_importing_an_endless_device_stops_at_the_limit_with_one_line(zk, device, fmt):
+    """#53: `zk import /dev/zero` ran until killed, and /dev/urandom stored junk notes until killed. Binary
+    input is refused from its first bytes; a format given by hand stops after 64 MiB without a line break,
+    or a document read whole after 256 MiB."""
+    code, out, err = zk("import", device, "--format", fmt)
     said = [line for line in (out + err).splitlines() if "not a text file" in line or "larger than" in line]
     assert code in (1, 3) and len(said) == 1 and "Traceback" not in err
+    listed = zk("list", "--json")  # nothing stored (or not even a notebook made)
+    assert (listed.exit_code == 1 and "no notebook at" in listed.stderr) or listed.json() == []
+
+
+@pytest.mark.parametrize("name", ["", "   ", "x" * 101, "two\nlines"])
+def test_a_notebook_name_that_cannot_be_one_is_refused(zk, name):
+    """Round four's smaller items: `zk -n "" add x` stored a note in a notebook named nothing."""
+    code, _, err = zk("-n", name, "add", "a note")
+    assert code == 1 and "notebook name" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("score", ["nan", "-5", "1.5"])
+def test_context_refuses_a_min_score_outside_zero_to_one(zk, score):
+    zk("add", "a note", check=True)
+    code, _, err = zk("context", "hello", "--min-score", score)
+    assert code == 1 and "--min-score" in err

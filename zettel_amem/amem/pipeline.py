@@ -17,7 +17,7 @@ from ..core.errors import NotFound
 from ..core.models import CONSTRUCTED, EVOLVABLE, PENDING, READY, Note, ProcessResult, Usage
 from ..core.passages import attach_passages
 from ..core.text import is_trivial, keyword_terms
-from ..core.words import english_stem
+from ..core.words import regular_stem
 from ..retrieval.passage_rank import mostly_korean
 from ..retrieval.retrieve import CoverageIndex
 from .construct import annotate
@@ -39,7 +39,7 @@ def edited(note: Note) -> bool:
 
 def stems(text: str) -> set[str]:
     """The search words of `text`, English ones by their stem ("running" meets "run")."""
-    return {english_stem(term) for term in CoverageIndex.terms(text)}
+    return {regular_stem(term) for term in CoverageIndex.terms(text)}
 
 
 class Pipeline:

@@ -144,13 +144,12 @@ def _stamp(at: str) -> float:
     return float(digits or 0)
 
 
-def best_sentence(note: Note, terms: list[str], prefer: re.Pattern[str] | None = None) -> str:
-    """The note's sentence with most subject terms (then one matching `prefer`, then the first)."""
+def best_sentence(note: Note, terms: list[str]) -> str:
+    """The note's sentence with most subject terms (then the first)."""
     pieces = [s.strip() for s in sentences(note.content) if s.strip()] or [note.content.strip()]
 
-    def key(index: int) -> tuple[int, int, int]:
+    def key(index: int) -> tuple[int, int]:
         text = forms(pieces[index])
-        hits = sum(has_term(t, text) for t in terms)
-        return hits, int(bool(prefer and prefer.search(pieces[index]))), -index
+        return sum(has_term(t, text) for t in terms), -index
 
     return pieces[max(range(len(pieces)), key=key)]

@@ -15,17 +15,12 @@ Here the answer is copied from the notes, chosen by what the question asks (ques
   an event no note words ("enrol") is dated by the first note naming its subject;
 - **how many <unit>**: the near-best note writing a number with that unit ("five days", "35명"), the
   one naming most of the question first;
-- **why**: the whole best note (a journal entry is short; its reason is usually the next clause), the
-  one recording the change for "why did X stop/move" (one that also gives a reason first);
-- **change**: how much a value changed between the two months asked, from each month's reading
-  (differences.py), else as plain;
-- **count / list**: the passages that name the subject themselves, oldest first, with their dates; a
-  count counts occasions (counting.py);
-- **multi**: each part answered on its own; "she/he" in a later part is whom the previous answer names;
+- **why**: the best note, as for any kind with no answerer of its own;
+- **count**: the passages on the subject, oldest first, with their dates, each occasion once (counting.py);
 - **plain**: the best note's best sentence.
 Every answer carries the note's date. A question whose key terms appear in none of the retrieved notes
 and whose meaning is far from all of them is declined ("not recorded"), and so is one whose only
-evidence says it was not decided, and a Korean question whose topic ("수영은 …") no note writes.
+evidence says it was not decided.
 `date_guard.guard` removes any date found in no note at the end.
 `translate` (optional) gives the question's subject terms in the journal's other language, found among
 the notes' own words by the embedder (term_bridge.py), so an English question finds a Korean note by its
@@ -42,11 +37,10 @@ from dataclasses import dataclass, field
 from ..core.models import Note
 from ..core.passages import entry_id_of
 from ..core.text import CHANGE_CUE, sentences
-from ..core.words import korean_stem, subject_terms
-from .counting import answer_list, own_tops
+from ..core.words import korean_stem
+from .counting import answer_count, own_tops
 from .date_guard import guard, note_dates
-from .differences import answer_difference
-from .evidence import Cosines, Evidence, best_sentence, forms, has_term, mentions, rank
+from .evidence import Cosines, Evidence, best_sentence, forms, mentions, rank
 from .questions import Question, analyse
 from .reader import Reader
 from .reading import (
@@ -72,14 +66,10 @@ NOW_SHARE = 0.9  # notes scoring within this share of the best are "on the subje
 NOW_WIDE = 0.7
 WHEN_SHARE = 0.9  # for "when": a near-best note that writes a date wins over the best without one
 WHEN_WIDE = 0.6  # ... and a note telling the event, from this far down, over a best one that only plans it
-WHY_SHARE = 0.8
 DECLINE_COSINE = 0.86  # decline below this best cosine when no key term is found (tuned: tune split)
 # Words that name no subject of their own: a question about "my cat's name" (a book's title) is about the cat.
 GENERIC = {"name", "title", "제목", "called", "call", "go", "eat", "start", "started", "lessons", "lesson", "buy",
            "bought", "이름", "가", "먹", "시작", "샀", "했", "해", "번", "주", "thing", "things", "much", "kind"}
-# -아서/-어서 and its contracted forms ("바빠져서", "추워서", "와서") give a reason, as 때문/니까 do
-_REASON = re.compile(r"때문|라서|해서|아서|어서|[져워와봐줘돼겨쳐셔려]서|니까|위해|덕분"
-                     r"|\b(because|since|so that|as|due to|for)\b", re.I)
 _NAME = re.compile(r"이름|제목|\b(name|named|called|title)\b", re.I)  # "what is X's name?" and a note that gives one
 # ... or writes one in quotes: "동네 빵집 '밀밭'은", "a shop called “Crumb”", "'작은 숲의 집'이라고" (not "I'm … it's",
 # nor words quoted as said: "'그만 와도 된다'고")
@@ -87,15 +77,11 @@ _NAME = re.compile(r"이름|제목|\b(name|named|called|title)\b", re.I)  # "wha
 _GIVES_NAME = re.compile(r"이름|\b(name|named)\b|(?<!\bI )(?<!\bhe )(?<!\bshe )(?<!\bwe )(?<!\bthey )\bcalled\b"
                          r"|(?<![A-Za-z])['‘\"“](?:[^'’\"”\s]{2,20}|[^'’\"”\n,!?]{2,20}(?<![다냐요라자니까네죠지]))['’\"”](?![A-Za-z])"
                          r"|[『「][^』」]{1,30}[』」]", re.I)
-_PRONOUN = re.compile(r"\b(she|he|her|him|they|them)\b|그녀|그는|그가|걔", re.I)
 _FIRST_PERSON = re.compile(r"\b(I|my|me|mine)\b|(?<![가-힣])(나|내|제)(?![가-힣])", re.I)
 _THIRD_PERSON = re.compile(r"\b(she|he)\b|그녀[가는]|(?<![가-힣])그[가는](?![가-힣])", re.I)
 _ENDING = re.compile(r"\b(back|return|returned|came home|come home)\b|돌아|귀국", re.I)  # an event that ends a story
-_STARTERS = {"The", "This", "That", "Then", "And", "But", "New", "First", "Started", "Finished"}
 RARE_IN = 3  # a word in at most this many retrieved notes is a value, not the subject
 _CHANGE = CHANGE_CUE
-_CHANGE_ASKED = re.compile(r"그만|옮|바꾸|바뀌|끊|떠나|\b(stop|stopped|quit|leave|left|move|moved|switch|replace)",
-                           re.I)
 _UNDECIDED = re.compile(r"아직 정한 건 없|아직 답은 안|고민 중|정하지 않|\b(nothing is decided|not decided|"
                         r"hasn't happened|haven't decided|keep postponing)\b", re.I)
 
@@ -345,19 +331,6 @@ def quantity(question: Question, evidence: list[Evidence]) -> list[Evidence]:
     return evidence if first is None else [first] + [e for e in evidence if e is not first]
 
 
-def answer_why(question: Question, evidence: list[Evidence]) -> Pick:
-    """The near-best note that gives a reason ("…않아서", "because …"), whole; for "why did X stop/move
-    …?", the one that records the change (one that also gives a reason first); else the best note."""
-    near = on_subject(evidence, WHY_SHARE)
-    if _CHANGE_ASKED.search(question.text):  # the change that also says why, else the change
-        near = [e for e in near if _REASON.search(e.note.content)] + near
-        cue = _CHANGE
-    else:
-        cue = _REASON
-    best = next((e.note for e in near if cue.search(e.note.content)), evidence[0].note)
-    return Pick([best.id], prefer=cue)
-
-
 def answer_plain(question: Question, evidence: list[Evidence]) -> Pick:
     """The best note, whole, after a plan gives way to the note of its month (`fulfilled`) and, for "how
     many <unit>?", a note writing that number comes first (`quantity`)."""
@@ -374,12 +347,6 @@ def named(question: Question, evidence: list[Evidence]) -> list[Evidence]:
     return evidence if first is None else [first] + [e for e in evidence if e is not first]
 
 
-def answer_change(question: Question, evidence: list[Evidence]) -> Pick:
-    """How much a value changed between the two months asked (differences.py), else as a plain question."""
-    difference = answer_difference(question, evidence)
-    return Pick(difference[1], lead=difference[0]) if difference else answer_plain(question, evidence)
-
-
 def answer_best(question: Question, evidence: list[Evidence]) -> Pick:
     """A kind with no answerer of its own: the best passage."""
     return Pick([evidence[0].note.id])
@@ -392,17 +359,15 @@ Answerer = Callable[[Question, list[Evidence]], Pick]
 ANSWERERS: dict[str, Answerer] = {
     "when": answer_when,
     "now": answer_now,
-    "count": answer_list,
-    "change": answer_change,
-    "list": answer_list,
-    "why": answer_why,
+    "count": answer_count,
+    "why": answer_best,
     "story": answer_best,  # the view quotes the story's sentences, entry by entry (view.story)
     "plain": answer_plain,
 }
 
 
 def answer_one(question: Question, evidence: list[Evidence]) -> Pick:
-    """One question (not multi) answered from its ranked evidence by its kind's answerer (`ANSWERERS`)."""
+    """One question answered from its ranked evidence by its kind's answerer (`ANSWERERS`)."""
     return ANSWERERS.get(question.kind, answer_best)(question, evidence)
 
 
@@ -427,38 +392,6 @@ def read_first(question: Question, evidence: list[Evidence], read: Reader | None
     return [chosen] + [e for e in evidence if e is not chosen]
 
 
-def answer_parts(question: Question, notes: list[Note], cosines: Cosines, read: Reader | None = None) -> Pick:
-    """Each part on its own; a part that says "she"/"he" asks about whom the previous part's answer
-    names ("Who gave me the camera and what does she do now?": the giver, not the camera). The first
-    part's passage leads; each later part's first passage follows it."""
-    picks: list[Pick] = []
-    previous: Note | None = None
-    for part in question.parts:
-        if previous is not None and _PRONOUN.search(part.text):
-            who = subject_of(previous, notes)
-            if who:
-                text = _PRONOUN.sub(who, part.text, count=1)
-                part = Question(text, part.kind, part.language, [who, *subject_terms(part.text)])
-        pick = answer_one(part, read_first(part, rank(part, notes, cosines), read))
-        previous = next((n for n in notes if pick.cited and n.id == pick.cited[0]), None)
-        picks.append(pick)
-    firsts = [p.cited[0] for p in picks if p.cited]
-    cited = list(dict.fromkeys(firsts + [i for p in picks for i in p.cited]))
-    leads = " / ".join(p.lead for p in picks if p.lead)
-    return Pick(cited, day=picks[0].day, lead=leads, sentence=picks[0].sentence, prefer=picks[0].prefer)
-
-
-def subject_of(note: Note, notes: list[Note]) -> str:
-    """Who or what a note is about: the first subject-marked Korean word ("민아가") or capitalised
-    English word that at least one other note also names (a person the journal keeps mentioning)."""
-    candidates = [m.group(1) for m in re.finditer(r"([\uac00-\ud7a3]{2,}?)(?:이|가|은|는)(?=\s)", note.content)]
-    candidates += [w.lower() for w in re.findall(r"\b[A-Z][a-z]{2,}\b", note.content) if w not in _STARTERS]
-    for word in candidates:
-        if sum(has_term(word, forms(n.content)) for n in notes if n.id != note.id) >= 1:
-            return word
-    return ""
-
-
 def decline_reason(question: Question, evidence: list[Evidence]) -> str:
     """Why the notes do not answer (empty when they may): no key term in any retrieved note by words
     and none close in meaning; a name asked of a subject whose notes give no name ("동생 이름이 뭐야?"
@@ -471,23 +404,19 @@ def decline_reason(question: Question, evidence: list[Evidence]) -> str:
     closest = max(e.cosine for e in evidence)  # with the cross-language offset (evidence.py)
     if not found and closest < DECLINE_COSINE:
         return f"no note mentions {', '.join(key) or 'this'}"
-    topic = korean_topic(question)
-    if topic and not any(mentions(question, topic, forms(e.note.content)) for e in evidence):  # as written
-        # (the model's keywords can hold a loose word: "sport" on a race note for "수영")
-        return f"no note mentions {topic}"
     tops = own_tops(question, evidence)  # a name or an amount is written in a passage naming much of what is asked
     holders = [e for e in evidence
                if e.found & set(key) and e.own >= VALUE_SHARE * tops[other_language(question, e.note)]]
     if _NAME.search(question.text) and not any(_GIVES_NAME.search(e.note.content) for e in holders):
         return f"no note gives the name of {', '.join(key)}"  # (a title given to another thing is no answer)
     value = asked_value(question)
-    if value and question.kind in ("plain", "change", "now") and holders \
+    if value and question.kind in ("plain", "now") and holders \
             and not any(beside(value[0], question, e) or (value[1] == AMOUNT and measured(question, e))
                         for e in holders):  # asked a price, no note on it gives one
         return f"no note gives {value[1]} of {', '.join(key)}"
     top = evidence[0]
     # said of the thing asked: "quoted 340 dollars. I still have not decided whether to pay it" decided the quote
-    if question.kind in ("plain", "change", "when") and _UNDECIDED.search(best_sentence(top.note, spelled(question))) \
+    if question.kind in ("plain", "when") and _UNDECIDED.search(best_sentence(top.note, spelled(question))) \
             and top.words >= 0.5:
         return f"only considered, never decided: {quote(top.note, spelled(question))}"
     return ""
@@ -522,16 +451,6 @@ def measured(question: Question, item: Evidence) -> bool:
     return False
 
 
-def korean_topic(question: Question) -> str:
-    """The word a Korean question marks as its topic ("수영은 일주일에 몇 번 해?": 수영), when it is one
-    of its subject terms: a question about swimming is not answered from a note about weeks of rehab."""
-    if not korean(question):
-        return ""
-    match = re.search(r"(?<![가-힣])([가-힣]{2,}?)(?:은|는)(?=\s)", question.text)
-    word = match.group(1) if match else ""
-    return word if word in question.terms and not word.endswith(("에", "에서", "로")) else ""
-
-
 def declined_text(question: Question, reason: str) -> str:
     if korean(question):
         return f"기록에 없어요 ({reason})."
@@ -548,22 +467,18 @@ def answer_journal(text: str, notes: list[Note], cosines: Cosines, translate: Tr
     `read`: the model as reader (reader.py): which of the best passages answers, for the kinds in
     `READ_KINDS`; which record a time it happened, for counts. The reply carries the view (view.py)."""
     question = analyse(text)
-    if updating is not None and "now" in {question.kind, *(p.kind for p in question.parts)}:
+    if updating is not None and question.kind == "now":
         known = {n.id for n in notes}
         notes = notes + [n for n in updating(notes) if n.id not in known]
     if translate is not None and question.terms and any(other_language(question, n) for n in notes):
-        terms = list(dict.fromkeys(question.terms + [t for p in question.parts for t in p.terms]))
-        question.with_alternates(translate(terms, question.text, notes))
+        question.with_alternates(translate(question.terms, question.text, notes))
     evidence = rank(question, notes, cosines)
     reason = decline_reason(question, evidence)
     if reason:
         shown = declined_view(question, evidence, declined_text(question, reason))
         shown.confidence = sureness(shown.kind, shown.signals)
         return JournalReply(shown.headline, [], "declined", reason, shown)
-    if question.kind == "multi":
-        pick = answer_parts(question, notes, cosines, read)
-    else:
-        pick = answer_one(question, read_first(question, evidence, read))
+    pick = answer_one(question, read_first(question, evidence, read))
     shown = answer_view(question, evidence, pick)
     shown.headline, _removed = guard(shown.headline, notes, text)
     shown.confidence = sureness(shown.kind, shown.signals)

@@ -2,8 +2,8 @@
 
 A passage's day and its quote, the question's terms with their translations, the passages near the best
 one, which language a passage is in, the question word fewest passages hold (what the best passage is
-about) and the sentence holding it, and when a passage says its event happens: a plan (every date it
-writes lies ahead), a later month it plans for, or the one past day it dates.
+about) and the sentence holding it, and when a passage says its event happens: a later month it plans
+for, or the one past day it dates.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ def day(note: Note) -> str:
     return note.at[:10]
 
 
-def quote(note: Note, terms: list[str], prefer: re.Pattern[str] | None = None) -> str:
-    return f"{best_sentence(note, terms, prefer)} ({day(note)})"
+def quote(note: Note, terms: list[str]) -> str:
+    return f"{best_sentence(note, terms)} ({day(note)})"
 
 
 def spelled(question: Question) -> list[str]:
@@ -63,12 +63,6 @@ def rarest_sentence(note: Note, question: Question, evidence: list[Evidence]) ->
         return ""
     pieces = [s for s in sentences(note.content) if s.strip()]
     return next((s for s in pieces if mentions(question, rarest, forms(s))), "")
-
-
-def planned(note: Note) -> bool:
-    """Whether every date the note (a passage) writes lies after the day it was written: a plan."""
-    mentions = date_mentions(note.content, note.at)
-    return bool(mentions) and all(m.plan for m in mentions)
 
 
 def told_day(note: Note, entry_days: set[str]) -> str:

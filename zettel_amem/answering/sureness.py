@@ -4,7 +4,7 @@ Read from the view's signals (view.py), not from a model: the quoted sentence's 
 question's words (a rare word counts most), whether its passage is the ranking's first (no rule moved
 another one ahead), and its lead over the best passage of any other entry. A headline is "sure" when its
 sentence holds every word asked and no other entry comes near; "unsure" when it holds under half of what is
-asked, or the answer counts or lists (several passages must all be read right); else "likely". A decline
+asked, or the answer counts or tells a story (several passages must all be read right); else "likely". A decline
 is "sure" when no passage holds any word asked.
 
 The thresholds come from a calibration (`bench/calibrate_sureness.py`) on question sets read while writing
@@ -16,7 +16,7 @@ from __future__ import annotations
 SURE_SHARE = 1.0  # the quoted sentence holds every word of the question (weighted share)
 SURE_LEAD = 0.3  # ... and its passage leads every other entry's best by this much (evidence.Evidence.score)
 LIKELY_SHARE = 0.5  # under this share the headline is "unsure"
-SEVERAL = {"lead"}  # counts, lists, stories, differences: one wrong passage changes the answer
+SEVERAL = {"lead"}  # counts, stories: one wrong passage changes the answer
 
 
 def sureness(kind: str, signals: dict[str, float]) -> str:

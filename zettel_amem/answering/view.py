@@ -5,10 +5,10 @@ The answerers (journal_answer.py) choose which passage answers, or that none doe
 choice and the ranked evidence into a view a person can check at a glance:
 
 - **headline**: one sentence quoted from the journal with its day and entry id ("when": led by the day it
-  tells); for a count or a list, the number and a one-line lead; for a question no entry answers, "not
+  tells); for a count, the number and a one-line lead; for a question no entry answers, "not
   recorded", with the closest sentences shown as closest.
 - **supporting**: up to `SUPPORTING` more sentences, each whole, dated, with its entry id, other entries
-  first, ordered by what is asked: "now" newest first with older values marked, "when", counts, lists and
+  first, ordered by what is asked: "now" newest first with older values marked, "when", counts and
   stories in date order, the rest best first.
 - the headline and the supporting sentences fit in `VIEW_CHARS`.
 
@@ -19,7 +19,6 @@ as `evidence.rank` weighs passages, plus the standing of their passage (its word
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 
 from ..core.passages import entry_id_of, split_sentences
@@ -38,9 +37,8 @@ HEADLINE_QUOTE = 200
 SUPPORT_QUOTE = 120
 POOL = 40  # the best passages whose sentences are ranked
 SENTENCE_WEIGHT = 1.0  # a sentence's own share of the question's words, added to its passage's score
-DATE_ORDER = {"when", "count", "list", "story"}
-LEAD_KINDS = {"count", "list", "story"}  # a lead (how many, which days), then one line per occasion
-NEAR = 0.8  # a sentence holding no word of the question is shown only from a passage this near the best
+DATE_ORDER = {"when", "count", "story"}
+LEAD_KINDS = {"count", "story"}  # a lead (how many, which days), then one line per occasion
 PER_ENTRY = 2  # supporting sentences from one entry (the headline's included): other entries first
 
 
@@ -78,8 +76,8 @@ class Line:
 
 @dataclass
 class View:
-    """The answer as shown: `kind` "quote" (the headline is `line`), "count", "list" or "declined" (the
-    supporting lines are then the closest sentences); `confidence` "sure", "likely" or "unsure"."""
+    """The answer as shown: `kind` "quote" (the headline is `line`), "lead" (a count or a story) or "declined"
+    (the supporting lines are then the closest sentences); `confidence` "sure", "likely" or "unsure"."""
 
     kind: str
     headline: str
@@ -164,33 +162,29 @@ def ranked_sentences(question: Question, evidence: list[Evidence]) -> list[Sente
     return sorted(out, key=lambda s: -s.score)
 
 
-def best_of(question: Question, item: Evidence, weights: dict[str, float],
-            prefer: re.Pattern[str] | None = None, limit: int = HEADLINE_QUOTE) -> Sentence:
+def best_of(question: Question, item: Evidence, weights: dict[str, float], limit: int = HEADLINE_QUOTE) -> Sentence:
     """The sentence of a chosen passage that holds most of the question (weighted: a rare word first), then
-    one matching `prefer` (a reason, for "why"), then the earliest."""
+    the earliest."""
     pieces = [p for p in split_sentences(item.note.content) if p.strip()] or [item.note.content]
     shares = [held_share(question, p, weights) for p in pieces]
-    best = max(range(len(pieces)), key=lambda i: (round(shares[i], 6), bool(prefer and prefer.search(pieces[i])), -i))
+    best = max(range(len(pieces)), key=lambda i: (round(shares[i], 6), -i))
     return Sentence(item, pieces[best], shares[best], item.score + SENTENCE_WEIGHT * shares[best],
                     widened(pieces, best, limit))
 
 
 def supporting(headline: list[Sentence], sentences: list[Sentence], budget: int) -> list[Sentence]:
     """Up to `SUPPORTING` sentences besides the headline's, best first, at most `PER_ENTRY` from one entry
-    (the headline's counts), within `budget` characters; only sentences that hold a word of the question
-    (`NEAR` relaxes it for a passage near the best): no line beats a line off the subject."""
+    (the headline's counts), within `budget` characters."""
     per_entry: dict[str, int] = {}
     for sentence in headline:
         per_entry[entry_id_of(sentence.item.note.id)] = per_entry.get(entry_id_of(sentence.item.note.id), 0) + 1
     quoted = " | ".join(" ".join((s.shown or s.text).split()) for s in headline)
-    best = max((s.item.score for s in sentences), default=0.0)
     out: list[Sentence] = []
     for sentence in sentences:
         entry = entry_id_of(sentence.item.note.id)
         cost = len(sentence.line().shown()) + 2
         if len(out) >= SUPPORTING or cost > budget or per_entry.get(entry, 0) >= PER_ENTRY \
-                or " ".join(sentence.text.split()) in quoted \
-                or not (sentence.share > 0 or sentence.item.score >= NEAR * best):
+                or " ".join(sentence.text.split()) in quoted:
             continue
         out.append(sentence)
         quoted += " | " + " ".join((sentence.shown or sentence.text).split())
@@ -202,14 +196,13 @@ def supporting(headline: list[Sentence], sentences: list[Sentence], budget: int)
 @dataclass
 class Pick:
     """What an answerer chose: the passages (ids; the answer's first), the day a "when" answer tells, a lead
-    for an answer that is no one sentence (a count, a difference), the sentence the rule read (quoted as
-    the headline when given) and a cue the quoted sentence should match (a reason, for "why")."""
+    for an answer that is no one sentence (a count) and the sentence the rule read (quoted as the headline
+    when given)."""
 
     cited: list[str]
     day: str = ""
     lead: str = ""
     sentence: str = ""
-    prefer: re.Pattern[str] | None = None
 
 
 def chosen_sentence(question: Question, item: Evidence, pick: Pick, weights: dict[str, float],
@@ -223,12 +216,12 @@ def chosen_sentence(question: Question, item: Evidence, pick: Pick, weights: dic
         share = held_share(question, pieces[index], weights)
         return Sentence(item, pieces[index], share, item.score + SENTENCE_WEIGHT * share,
                         widened(pieces, index, limit))
-    return best_of(question, item, weights, pick.prefer, limit)
+    return best_of(question, item, weights, limit)
 
 
 def arrange(kind: str, head: Line | None, lines: list[Line]) -> list[Line]:
     """The supporting lines in the order the question asks: "now" newest first, an older one than the
-    headline's marked older; dates for "when", counts, lists and stories; else as ranked."""
+    headline's marked older; dates for "when", counts and stories; else as ranked."""
     if kind == "now" and head is not None:
         for line in lines:
             line.older = line.at < head.at
@@ -239,8 +232,8 @@ def arrange(kind: str, head: Line | None, lines: list[Line]) -> list[Line]:
 
 
 def answer_view(question: Question, evidence: list[Evidence], pick: Pick) -> View:
-    """The view of an answer: the chosen passages' sentences first (the headline, then the other parts of
-    a two-part question or the occasions of a count), then the best sentences of other entries."""
+    """The view of an answer: the chosen passages' sentences first (the headline, then the occasions of a
+    count), then the best sentences of other entries."""
     weights = term_weights(question, evidence)
     by_id = {e.note.id: e for e in evidence}
     leads = bool(pick.lead) or question.kind in LEAD_KINDS  # several lines answer: each quoted shorter
@@ -275,7 +268,7 @@ def signals(head: Sentence, evidence: list[Evidence]) -> dict[str, float]:
 
 def lead_view(question: Question, pick: Pick, chosen: list[Sentence], sentences: list[Sentence],
               evidence: list[Evidence]) -> View:
-    """A count, a list, a story or a difference: a one-line lead (the number, the days), then the chosen
+    """A count, a story or another answer with a lead: a one-line lead (the number, the days), then the chosen
     passages' sentences (the best first, as many as fit; one per occasion) shown in date order, then, room
     left, the best of other entries."""
     lines = [s.line() for s in chosen]

@@ -21,6 +21,7 @@ app = typer.Typer(add_completion=True, no_args_is_help=True, rich_markup_mode=No
                   help="zk: a local-first Zettelkasten that organises itself (A-MEM).")
 
 JSON_OPT = typer.Option(False, "--json", help="Print JSON for scripts.")
+MAX_NOTEBOOK_CHARS = 100
 
 
 class State:
@@ -39,6 +40,9 @@ def _global(home: str | None = typer.Option(None, "--home", help="Data directory
                                              "for an OpenAI-compatible server (default: $ZK_LLM_MODEL, "
                                              "config.toml, then the bundled Qwen).")) -> None:
     State.home = home
+    if notebook is not None and (not notebook.strip() or len(notebook) > MAX_NOTEBOOK_CHARS
+                                 or any(ord(ch) < 32 for ch in notebook)):
+        raise ZkError(f"a notebook name is 1 to {MAX_NOTEBOOK_CHARS} characters, not blank, on one line")
     State.notebook = notebook if notebook is not None else "main"
     State.notebook_given = notebook is not None
     if model:  # through the environment, so the background worker this command starts uses it too

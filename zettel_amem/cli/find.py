@@ -10,7 +10,7 @@ from .common import JSON_OPT, notes_json, open_memory
 def ask(question: str = typer.Argument(..., help="Your question."),
         k: int | None = typer.Option(None, "--k", min=1, help="Notes retrieved before link expansion."),
         as_json: bool = JSON_OPT) -> None:
-    """Answer from your notes (streamed), citing the notes it used."""
+    """Answer from your notes, citing them: a journal's own dated sentences and how sure; over chats, the model."""
     from ..tiers.service import Tiers
     from . import render
 

@@ -23,6 +23,8 @@ def context(message: str = typer.Argument(..., help="The user's new message, or 
     """L0: a `## Memory Context` block of relevant past episodes for an agent's prompt; nothing if none fits."""
     from . import render
 
+    if min_score is not None and not 0.0 <= min_score <= 1.0:  # NaN fails both comparisons: refused too
+        raise ZkError(f"--min-score must be a number from 0 to 1, not {min_score}")
     tiers = open_tiers()
     result = tiers.context.hints(read_stdin() if message == "-" else message, recent, limit, min_score)
     instructions = tiers.context.instructions() if with_instructions else ""

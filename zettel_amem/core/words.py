@@ -29,7 +29,9 @@ _KO_QUESTION_WORDS = {
     # asking to be told or reminded: "날짜 알려줘", "기억나?", "궁금해"
     "알려줘", "알려", "말해줘", "기억나", "기억해", "궁금해", "혹시", "누가",
     # asking for a story: "무릎은 어떻게 됐지?", "무슨 일이 있었어?"
-    "됐지", "됐나", "됐더라", "되었지", "돼", "일이", "있었어", "있었지", "경과"}
+    "됐지", "됐나", "됐더라", "되었지", "돼", "일이", "있었어", "있었지", "경과",
+    # "다니는 헬스장", "어디 다녀?": going somewhere by habit, English's "go to" (no subject either)
+    "다니", "다니는", "다녀", "다녔어"}
 # A question word with a copula or recall ending is still a question word: "뭐였지", "언제였더라",
 # "어디였는지", "누구더라", "얼마였나"
 _KO_ASKING = re.compile(
@@ -131,9 +133,10 @@ _IRREGULAR = {
 _VERB_FORMS = {form: (base, *forms) for base, forms in _IRREGULAR.items() for form in (base, *forms)}
 
 
-def english_stem(word: str) -> str:
+def regular_stem(word: str) -> str:
     """A regular English word's stem, for telling two forms of one word alike ("running", "runs" -> "run";
-    "planned" -> "plan"): -ing, -ed and -s left off, a doubled last consonant undone. Other words as given."""
+    "planned" -> "plan"): -ing, -ed and -s left off, a doubled last consonant undone. Other words as given.
+    (answering/evidence.english_stem cuts less, for matching at a word's start.)"""
     word = word.lower()
     if not word.isascii() or len(word) < 5:
         return word

@@ -109,6 +109,19 @@ def backup_kind(stream: Path | BinaryIO, fmt: str) -> tuple[str | None, Path | B
     return ("export" if fmt == "zk-export" or is_export(head) else None), stream
 
 
+BINARY_SHARE = 0.1  # past this share of undecodable bytes and control characters a head is no text
+
+
+def looks_binary(head: bytes) -> bool:
+    """Whether the first bytes of an input are binary data (`/dev/urandom`, an image): a share of them is
+    no UTF-8 or a control character. A stray NUL or a bad byte in a real log stays a skipped line."""
+    text = head.decode("utf-8", errors="replace")
+    if not text:
+        return False
+    bad = sum(ch == "\ufffd" or (ord(ch) < 32 and ch not in "\t\n\r\f\v") for ch in text)
+    return bad / len(text) > BINARY_SHARE
+
+
 def read_head(path: Path) -> bytes:
     """The first bytes of a regular file, for format detection ("" for anything else)."""
     try:
@@ -382,6 +395,8 @@ def import_source(memory: Memory, source: Path | BinaryIO, fmt: str = "auto", *,
             head, source = _open_for_detection(source)
             path = source if isinstance(source, Path) else None
             fmt = formats.detect_format(path, head)
+            if looks_binary(head):
+                raise ZkError(f"{name} is not a text file (its first bytes are binary data); nothing imported")
             if formats.is_too_deep_json(path, head):
                 raise ZkError(f"{name} is not valid JSON (nested too deeply)")
             if formats.is_unknown_json(path, head):
