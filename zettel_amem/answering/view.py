@@ -31,7 +31,7 @@ VIEW_CHARS = 700  # the headline and the supporting sentences together
 SUPPORTING = 4
 SENTENCE_CHARS = 240  # a longer sentence is clipped (a pasted paragraph without full stops)
 # The headline quotes its sentence with the neighbours of its passage that fit this many characters (the
-# value asked is often the next sentence: "강아지를 입양했다. 이름은 초코"); a supporting line, with those fitting
+# value asked is often the next sentence: "새 자전거를 샀다. 색은 남색"); a supporting line, with those fitting
 # `SUPPORT_QUOTE`.
 HEADLINE_QUOTE = 200
 SUPPORT_QUOTE = 120
@@ -119,7 +119,7 @@ class Sentence:
 
 def widened(pieces: list[str], index: int, limit: int) -> str:
     """The sentence `pieces[index]` with the sentences after it, then before it, of its passage, while the
-    quote stays within `limit` characters: "강아지를 입양했다." is answered by the next sentence, "이름은 초코"."""
+    quote stays within `limit` characters: "새 자전거를 샀다." is answered by the next sentence, "색은 남색"."""
     first = last = index
     for _ in range(len(pieces)):
         wider = [(a, b) for a, b in ((first, last + 1), (first - 1, last)) if 0 <= a and b < len(pieces)
