@@ -25,6 +25,8 @@ def _no_user_config(tmp_path_factory, monkeypatch):
     (config / "config.toml").write_text("[memory]\nevolve_on_topic = false\nanswer_journal = false\n",
                                         encoding="utf-8")
     monkeypatch.setenv("ZK_CONFIG_DIR", str(config))
+    # No resident server (cli/server.py) outlives a test: tests/test_server.py turns it on where it tests it.
+    monkeypatch.setenv("ZK_NO_SERVER", "1")
 
 
 @pytest.fixture(autouse=True)

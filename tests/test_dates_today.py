@@ -50,6 +50,16 @@ def test_no_date_is_the_pinned_now(pinned):
     assert dates.resolve(None)[0] == "2026-03-02T12:00:00"
 
 
+@pytest.mark.parametrize("phrase", ["tomorrow", "내일", "next week"])
+def test_a_phrase_past_the_last_day_a_date_can_have_says_so(monkeypatch, phrase):
+    """Read from 9999-12-31, "tomorrow" is a date past the calendar, not an unreadable phrase."""
+    monkeypatch.setenv("ZK_TODAY", "9999-12-31")
+    with pytest.raises(ZkError, match=r"out of range \(years 1 to 9999\)"):
+        dates.parse_when(phrase)
+    with pytest.raises(ZkError, match="understood no date"):  # an unreadable phrase is still called that
+        dates.parse_when("blah")
+
+
 def test_an_explicit_now_still_wins(pinned):
     assert dates.parse_when("어제", "since") == "2026-03-01T00:00:00"
     assert dates.resolve("어제", "since", datetime(2026, 7, 10, 9, 0))[0] == "2026-07-09T00:00:00"

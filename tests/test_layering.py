@@ -33,6 +33,7 @@ ALLOWED = {
     "ingest": {"core", "storage", "memory"},  # parsers and importers, the vault
     "tiers": {"core", "storage", "backends", "runtime", "retrieval", "amem", "memory"},  # sessions, episodes, graph
     "mcp": {"core", "backends", "retrieval", "memory", "views", "tiers"},  # the MCP server and its tools
+    "client": {"runtime", "cli"},  # `zk`: the standard library (runtime/resident.py) until it runs a command here
     "cli": {"core", "storage", "backends", "runtime", "retrieval", "memory", "views", "ingest", "tiers", "mcp"},
 }
 # The only layer that may build a filter string.

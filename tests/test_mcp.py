@@ -240,6 +240,8 @@ def test_8_http_needs_the_notebooks_bearer_token(prepared):
         assert httpx.post(url, json=INIT, headers=good, timeout=10).status_code == 200
         garbled = httpx.post(url, content=b"{bad json", headers=good, timeout=10)
         assert garbled.status_code == 400 and garbled.json()["error"]["code"] == -32700
+        huge = httpx.post(url, content=b" " * 5_000_000, headers=good, timeout=30)  # JSON-RPC, not plain text
+        assert huge.status_code == 413 and "too large" in huge.json()["error"]["message"]
         new = zk(home, "-n", "work", "mcp", "--new-token", env=env).strip()
         assert new != token and zk(home, "-n", "work", "mcp", "--print-token", env=env).strip() == new
     finally:

@@ -90,6 +90,7 @@ def test_sync_takes_edits_in_writes_the_vault_and_a_second_sync_writes_nothing(z
     assert report["read"]["edited"] == 0 and report["written"]["written"] == 0
     assert {p: p.stat().st_mtime_ns for p in vault.rglob("*") if p.is_file()} == stamps
     assert Memory(zk_home).store.get(second).version == 1
+    assert zk("sync", str(vault), check=True).stderr == ""  # no empty line from a progress bar on a non-terminal
 
 
 def test_a_page_changed_on_both_sides_keeps_both_texts_and_says_so(zk, zk_home, tmp_path):

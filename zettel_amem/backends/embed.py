@@ -147,8 +147,22 @@ def embedder_name(setting: str = "default") -> str:
     return default_embedder_name() if setting in ("default", "") else setting
 
 
+# Embedders kept loaded between commands: only the resident server (cli/server.py) turns this on (a model's
+# first run after loading costs ~25 ms more than the next).
+KEEP_LOADED = False
+_kept: dict[tuple[str, int], Embedder] = {}
+
+
 def load_embedder(name: str = "default", threads: int = 2) -> Embedder:
     name = embedder_name(name)
+    if KEEP_LOADED:
+        if (name, threads) not in _kept:
+            _kept[(name, threads)] = _load_embedder(name, threads)
+        return _kept[(name, threads)]
+    return _load_embedder(name, threads)
+
+
+def _load_embedder(name: str, threads: int) -> Embedder:
     if name == "e5-small":
         try:
             return E5Embedder(threads)

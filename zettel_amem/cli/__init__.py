@@ -40,6 +40,7 @@ COMMANDS = [
     ("status", admin.status),
     ("doctor", admin.doctor),
     ("repair", admin.repair),
+    ("server", admin.server),
     ("context", tiers.context),
     ("expand", tiers.expand),
     ("graph", tiers.graph),

@@ -1,4 +1,5 @@
-"""Commands about the installation and the store: status, doctor, repair, completion, mcp."""
+"""Commands about the installation and the store: status, doctor, repair, completion, mcp, and the resident
+server (`zk server status|start|stop`)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import sys
 import typer
 
 from ..core.errors import ZkError
+from ..runtime.resident import describe, server_state
 from .common import JSON_OPT, State, home_path, open_memory
 from .imports import queue_after_import
 
@@ -16,6 +18,8 @@ def status(as_json: bool = JSON_OPT) -> None:
     from . import render
 
     data = open_memory().status()
+    state = server_state(home_path())
+    data["server"] = state if as_json else describe(state)
     if as_json:
         render.print_json(data)
     else:
@@ -205,3 +209,60 @@ def mcp(http: int | None = typer.Option(None, "--http", min=1, max=65535, metava
         sys.stderr.write(f"zk: MCP server for notebook '{State.notebook}' on http://127.0.0.1:{http}/mcp; send "
                          f"'Authorization: Bearer TOKEN' (`zk -n {State.notebook} mcp --print-token`)\n")
     serve(State.home, State.notebook, http, spawn_worker=spawn, token=token)
+
+
+def server(action: str = typer.Argument("status", metavar="[ACTION]",
+                                         help="status (the default), start (and wait until it serves) or stop."),
+           as_json: bool = JSON_OPT) -> None:
+    """The resident process that keeps this home warm so commands answer at once: is it running, start, stop."""
+    if action not in ("status", "start", "stop"):
+        raise ZkError(f"unknown action '{action}' (use status, start or stop)")
+    state = {"status": server_state, "start": _start_server, "stop": _stop_server}[action](home_path())
+    from . import render
+
+    if as_json:
+        render.print_json(state)
+    else:
+        render.console.print(f"server {render.escape(describe(state))}", soft_wrap=True)
+
+
+def _start_server(home) -> dict:
+    """Start the server now and wait until it serves (any command starts it by itself too)."""
+    import os
+    import time
+
+    from ..runtime.resident import connect, start_server
+
+    if os.environ.get("ZK_NO_SERVER"):
+        raise ZkError("ZK_NO_SERVER is set: unset it to use a resident server")
+    if not home.is_dir():
+        raise ZkError(f"no notebook at {home}; check --home / ZK_HOME, or start one there with zk add")
+    start_server(home)
+    deadline = time.monotonic() + 60
+    while (connection := connect(home)) is None:
+        if time.monotonic() > deadline:
+            raise ZkError(f"the server did not start within a minute; see {home / 'server.log'}")
+        time.sleep(0.1)
+    connection.close()
+    return server_state(home)
+
+
+def _stop_server(home) -> dict:
+    """Stop the server (a command it is running finishes first)."""
+    import os
+    import signal
+    import time
+
+    state = server_state(home)
+    if state["running"] and state.get("pid"):
+        try:
+            os.kill(int(state["pid"]), signal.SIGTERM)
+        except (ProcessLookupError, PermissionError):
+            pass
+        deadline = time.monotonic() + 30
+        while server_state(home)["running"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+    after = server_state(home)
+    if after["running"]:
+        raise ZkError(f"the server (pid {after.get('pid', '?')}) is still running a command; it stops after it")
+    return {**after, "stopped": bool(state["running"])}

@@ -108,6 +108,9 @@ def _work_checks(home: Path, settings: Settings, location=None) -> list[Finding]
                              "`zk process` finishes its work and clears it"))
     else:
         found.append(Finding("worker", True, "no background worker running"))
+    from ..runtime.resident import describe, server_state
+
+    found.append(Finding("server", True, describe(server_state(home))))
     failed = [n for n in unfinished if n.error]
     stuck = [n for n in unfinished if _age_s(n.created) > STUCK_AFTER_S]
     if failed:

@@ -27,6 +27,10 @@ def error_line(message: str) -> str:
                    for ch in message.strip())
 
 
+# True in the resident server (server.py): a command ends, the process goes on serving.
+RESIDENT = False
+
+
 def interrupted(detail: str = "") -> None:
     """Ctrl-C: one line, then exit at once. Every write is already committed (or never started), so
     the interpreter's slow teardown (unloading the model, LanceDB's threads; ~2 s here) is skipped."""
@@ -36,6 +40,8 @@ def interrupted(detail: str = "") -> None:
             stream.flush()
         except (OSError, ValueError):
             pass
+    if RESIDENT:
+        raise SystemExit(130)
     os._exit(130)
 
 
@@ -89,12 +95,22 @@ def advice_for(exc: Exception) -> str:
     return ""
 
 
+_built: list = []
+
+
+def _command():
+    """The Click command Typer builds from `app`, once per process (~20 ms; the resident server runs many)."""
+    if not _built:
+        _built.append(typer.main.get_command(app))
+    return _built[0]
+
+
 def main() -> None:
     """Entry point: one clear line on stderr and a non-zero exit for every expected failure."""
     _install_warning_line()
     _HELD_WARNINGS.clear()  # an earlier main() in this process (tests) ended without saying them
     try:
-        code = typer.main.get_command(app).main(prog_name="zk", standalone_mode=False)
+        code = _command().main(prog_name="zk", standalone_mode=False)
         _say_held_warnings()
         if isinstance(code, int) and code:  # click returns (not raises) Exit codes in this mode
             sys.exit(code)

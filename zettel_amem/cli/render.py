@@ -28,6 +28,13 @@ def escape(text: str) -> str:
 console = Console(highlight=False, emoji=False)
 err_console = Console(stderr=True, highlight=False, emoji=False)
 
+
+def fresh_consoles() -> None:
+    """Make both consoles again, in place, for today's sys.stdout/stderr and environment: a console settles
+    its colours and width when it is made, and the resident server (server.py) serves many terminals."""
+    console.__init__(highlight=False, emoji=False)
+    err_console.__init__(stderr=True, highlight=False, emoji=False)
+
 STATUS_STYLE = {"pending": "yellow", "constructed": "cyan", "ready": "green"}
 
 
@@ -270,6 +277,8 @@ def progress(transient: bool = False, disable: bool = False):
     """A Rich progress bar on stderr with counts and ETA (stdout stays clean for pipes)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+    # A transient bar on a stderr that is no terminal would leave only an empty line behind (`zk sync 2>log`).
+    disable = disable or (transient and not err_console.is_terminal)
     return Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
                     TimeRemainingColumn(), console=err_console, transient=transient, disable=disable)
 

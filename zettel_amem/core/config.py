@@ -177,6 +177,8 @@ class Settings:
     answer_attribution_vector_weight: float = ranged(2.0, 0, 10)
     answer_attribution_margin: float = ranged(0.97, 0, 1)
     auto_worker: bool = True  # spawn the background worker after `zk add`
+    # The resident server (cli/server.py) exits after this many minutes without a command.
+    server_idle_minutes: float = ranged(10.0, 0.01, 1440.0)
     # Upper tiers.
     episodes: bool = True  # close imported sessions and past journal periods into episodes automatically
     journal_session: str = "week"  # `zk add` entries form one session per "week" (ISO) or "day"

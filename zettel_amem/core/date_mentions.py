@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from datetime import date, timedelta
+from functools import lru_cache
 
 from .models import DateMention
 from .relative_dates import apply_rules
@@ -213,10 +214,15 @@ def _korean_rules(day: date) -> list[tuple[str, object]]:
 def date_mentions(text: str, at: str) -> list[DateMention]:
     """Every relative date phrase of `text` (English and Korean), resolved from `at` (the entry's ISO
     time), in the order written. An unreadable `at` resolves nothing."""
+    return list(_date_mentions(text, at))
+
+
+@lru_cache(maxsize=16384)  # an answer reads the same passages' dates several times (the server, every command)
+def _date_mentions(text: str, at: str) -> tuple[DateMention, ...]:
     try:
         day = date.fromisoformat(at[:10])
     except ValueError:
-        return []
+        return ()
     found = apply_rules(_english_rules(day), text, re.IGNORECASE)
     if re.search("[\uac00-\ud7a3]", text):
         found += apply_rules(_korean_rules(day), text, 0)
@@ -226,4 +232,4 @@ def date_mentions(text: str, at: str) -> list[DateMention]:
             continue
         first, last = resolved
         out.append(DateMention(phrase, first.isoformat(), last.isoformat(), plan=first > day))
-    return list(dict.fromkeys(out))
+    return tuple(dict.fromkeys(out))

@@ -189,6 +189,9 @@ def parse(value: str, now: datetime | None = None) -> When:
         raise ZkError(f"cannot read the date {_shown(value)}: a count cannot be signed (write e.g. 1 day ago)")
     rewritten, next_day = _normalise(text, now)
     found = _natural(rewritten, now)
+    if found is None and now.year >= 9999 and _natural(rewritten, now.replace(year=2000)) is not None:
+        # read from an ordinary day it is a date: from this one ("tomorrow" on 9999-12-31) it is past the calendar
+        raise ZkError(f"the date '{value}' is out of range (years 1 to 9999)")
     if found is None:
         raise ZkError(f"cannot read the date '{value}': {_understood(rewritten, now)} ({_HINT})")
     period = None if next_day else _named_period(rewritten, now)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 ELLIPSIS = "…"
 
@@ -248,6 +249,11 @@ def keyword_terms(text: str, romanised: bool = False) -> list[str]:
     """Lower-cased words minus stop words; Hangul runs also as character bigrams, so "무릎" meets "무릎이"
     (and, with `romanised`, in Latin letters, so "온비서" meets "Onbiseo"). The store indexes these terms
     (space-joined, whitespace-tokenized) and a query is matched on the same terms."""
+    return list(_keyword_terms(text, romanised))
+
+
+@lru_cache(maxsize=16384)  # a search ranks the same passages again (`zk ask` searches twice; the server, often)
+def _keyword_terms(text: str, romanised: bool) -> tuple[str, ...]:
     out: list[str] = []
     for match in WORD.finditer(nfc(text).lower()):
         word = match.group()
@@ -259,7 +265,7 @@ def keyword_terms(text: str, romanised: bool = False) -> list[str]:
                 out.extend(word[i:i + 2] for i in range(len(word) - 1))
             if romanised:
                 out.append(romanise(word))
-    return out
+    return tuple(out)
 
 
 def name_candidates(text: str) -> list[str]:

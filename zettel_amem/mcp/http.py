@@ -43,7 +43,31 @@ class BearerAuth:
                     (b"content-type", b"application/json"), (b"www-authenticate", b'Bearer realm="zk"')]})
                 await send({"type": "http.response.body", "body": body.encode()})
                 return
+            send = _json_rpc_errors(send)
         await self.app(scope, receive, send)
+
+
+def _json_rpc_errors(send):
+    """The SDK refuses a body over its size limit with a plain-text 413; an MCP client reads JSON-RPC errors,
+    so that one is sent as one (with the limit), like the 401 above."""
+    from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
+
+    replaced = False
+
+    async def wrapped(message) -> None:
+        nonlocal replaced
+        if message["type"] == "http.response.start" and message.get("status") == 413:
+            replaced = True
+            body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {
+                "code": -32600, "message": f"the request is too large (the limit is "
+                                           f"{DEFAULT_MAX_REQUEST_BODY_SIZE:,} bytes)"}}).encode()
+            await send({"type": "http.response.start", "status": 413, "headers": [
+                (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+            await send({"type": "http.response.body", "body": body})
+        elif not replaced:  # the SDK's own plain-text body of that 413 is dropped
+            await send(message)
+
+    return wrapped
 
 
 TOKEN_FILE = "mcp-tokens.json"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 from ..core.passages import Passage, row_passages
@@ -119,6 +120,7 @@ def both_languages(hits: list[Hit], k: int, query: str, reserve: int) -> list[Hi
     return [hits[i] for i in sorted(first)] + [h for i, h in enumerate(hits) if i not in first]
 
 
+@lru_cache(maxsize=16384)  # asked of the same passages again and again (2,000 times in one `zk ask`)
 def mostly_korean(text: str) -> bool:
     """Written mostly in Korean: a syllable block counts as about three Latin letters."""
     return 3 * len(_HANGUL.findall(text)) >= len(_LATIN.findall(text)) > 0 or (

@@ -64,6 +64,7 @@ class Store(Ranked, Links, Upkeep):
         self._has_enriched: tuple[tuple[int, str | None], bool] | None = None
         self._has_passages: tuple[tuple[int, str | None], bool] | None = None
         self._sole_notebook: dict[tuple[int, str], bool] = {}
+        self._passage_rows: tuple[int | None, dict[str, dict]] = (None, {})  # (version, id -> row), passage_rows
         self._speakers: tuple[tuple, dict[str, set[str]]] | None = None  # (version, notebook, candidates), found
         self._open()
 

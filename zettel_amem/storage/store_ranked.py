@@ -18,9 +18,8 @@ from .store_rows import TEXT_COLUMNS, NoteRows, row_to_note
 # (0.88 of the top 100); every partition with a beam of 100 and a 3x re-rank, 0.99 (0.98), and no slower.
 # At 1M (250 partitions) a quarter of them: 0.97 of the top 10, warm search p95 145 ms (half: 0.98, 190 ms).
 ANN_EF, ANN_REFINE, ANN_REFINE_UP_TO = 100, 3, 20
-
-
 ANN_PROBE_ALL_UP_TO = 32  # partitions; past this, a quarter of them (at least 32)
+PASSAGE_ROWS_KEPT = 2000  # rows `passage_rows` remembers (~10 KB each with their vectors)
 
 
 # A shared store builds fewer, larger partitions (store_upkeep.SHARED_ROWS_PER_PARTITION), and a larger HNSW
@@ -82,7 +81,10 @@ class Ranked(NoteRows):
         key = (self.version_of(self.table), notebook)
         if self._has_passages is None or self._has_passages[0] != key:
             where = self._where(notebook, "passages IS NOT NULL AND passages != '[]'")
-            self._has_passages = (key, self.guarded_read(lambda: self.table.count_rows(where)) > 0)
+            # the first such row, not a count: a count reads every entry's passages (0.31 s at 100k entries,
+            # most of a search's time there; this 0.02 s)
+            found = self.guarded_read(lambda: self.table.search().where(where).select(["id"]).limit(1).to_list())
+            self._has_passages = (key, bool(found))
         return self._has_passages[1]
 
     def prepare_search(self, notebook: str, candidates: list[str]) -> None:
@@ -139,8 +141,17 @@ class Ranked(NoteRows):
         """id -> the columns that rank a note by its passages: passages, their vectors, the raw vector."""
         if not ids:
             return {}
-        rows = self._query(in_list("id", ids), ["id", "passages", "passage_vectors", "raw_vector"], limit=len(ids))
-        return {r["id"]: r for r in rows}
+        version = self.version_of(self.table)
+        # read once per table version: `zk ask` ranks the same notes twice (kept small: `zk mcp` lives long)
+        if self._passage_rows[0] != version or len(self._passage_rows[1]) > PASSAGE_ROWS_KEPT:
+            self._passage_rows = (version, {})
+        known = self._passage_rows[1]
+        missing = [i for i in dict.fromkeys(ids) if i not in known]
+        if missing:
+            rows = self._query(in_list("id", missing), ["id", "passages", "passage_vectors", "raw_vector"],
+                               limit=len(missing))
+            known.update({r["id"]: r for r in rows})
+        return {i: known[i] for i in ids if i in known}
 
     # -- people -----------------------------------------------------------------------------------
     def speakers(self, candidates: list[str], notebook: str | None = None) -> dict[str, set[str]]:
@@ -156,6 +167,7 @@ class Ranked(NoteRows):
         out: dict[str, set[str]] = {}
         for row in rows:
             out.setdefault(row["speaker"], set()).add(row["session_id"])
+        self._speakers = (key, {name: set(sessions) for name, sessions in out.items()})  # `zk ask` asks twice
         return out
 
     def mentioning(self, terms: list[str], k: int, notebook: str | None = None) -> list[str]:

@@ -12,10 +12,26 @@ if TYPE_CHECKING:
     from ...core.config import Settings
 
 
+# Local models kept loaded between commands, by (model, context, threads): only the resident server
+# (cli/server.py) turns this on; any other process runs one command and loads its model once anyway.
+KEEP_LOADED = False
+_kept: dict[tuple, LLM] = {}
+
+
 def load_configured(settings: Settings) -> LLM:
     """The model the settings name: `python:module:Factory`, `openai:MODEL@URL`, or a local GGUF (the
     bundled one by default). A model that cannot be loaded is a ZkError (one line for the user)."""
     s = settings
+    if KEEP_LOADED and not s.llm_model.startswith(("python:", "openai:")):
+        key = (s.llm_model, s.llm_ctx, s.llm_threads)
+        if key not in _kept:
+            _kept.clear()  # one local model in memory at a time
+            _kept[key] = _load(s)
+        return _kept[key]
+    return _load(s)
+
+
+def _load(s: Settings) -> LLM:
     if s.llm_model.startswith("python:"):
         return load_python_backend(s.llm_model)
     try:
