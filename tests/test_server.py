@@ -290,3 +290,26 @@ def test_a_home_given_as_a_relative_path_gets_its_server(env):
     wait_for(lambda: connect(home) is not None)
     assert client(["list"], relative, cwd=home.parent, check=True).stdout.count("\n") == 3
     assert served_commands(home)[-1] == "list"
+
+
+@pytest.mark.slow
+def test_the_bundled_model_is_loaded_once_and_kept_between_served_commands(env):
+    """Two served `zk add --wait` on the real bundled model: both notes enriched (ready), and the GGUF is mapped
+    into the server once, by the first, and still by the second (the server holds the model, no reload)."""
+    home = Path(env["ZK_HOME"])
+    env = {k: v for k, v in env.items() if k != "ZK_LLM_MODEL"}  # the shipped default model
+    pid = start(env)["pid"]
+
+    def mapped_models() -> list[str]:
+        lines = Path(f"/proc/{pid}/maps").read_text().splitlines()
+        return sorted({line.split()[-1] for line in lines if line.endswith(".gguf")})
+
+    assert mapped_models() == []  # warming up loads no model
+    ids = []
+    for text in ("I started physiotherapy for my knee on Monday", "The physio said to stretch the knee daily"):
+        added = client(["add", text, "--wait", "--json"], env, check=True, timeout=600)
+        ids.append(json.loads(added.stdout)["id"])
+        assert len(mapped_models()) == 1, mapped_models()
+    assert served_commands(home)[-2:] == ["add", "add"]
+    assert all(_note(env, i)["status"] == "ready" for i in ids)
+    assert server_state(home)["pid"] == pid

@@ -165,6 +165,8 @@ def peer_uid(connection: socket.socket) -> int:
 
 def describe(state: dict) -> str:
     """One line on a home's server, for `zk status`, `zk doctor` and `zk server status`."""
+    if state.get("stopped"):
+        return "stopped"
     if state.get("running"):
         return (f"running (pid {state.get('pid', '?')}, since {str(state.get('started', '?'))[:16]}, stops after "
                 f"{state.get('idle_minutes', '?'):g} idle min; `zk server stop` stops it)")
