@@ -4,6 +4,7 @@ every command as before #54), on notebooks of page-long entries.
 
     python -m bench.cold_start                          # 1k and 100k entries, 10 runs of each
     python -m bench.cold_start --sizes 1000 --runs 3    # a quick check
+    python -m bench.cold_start --commands ask           # one command again (the others' results are kept)
 
 Stores: bench.scale's page-long entries (`build_store(..., entries=True)`: 6-12 LoCoMo sentences each, real
 embeddings of the sentences, cut into passages), kept under `--out`/stores/SIZE and reused by a rerun.
@@ -116,6 +117,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="zk's start-up with and without the resident server (#54)")
     parser.add_argument("--sizes", default="1000,100000")
     parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--commands", default=",".join(COMMANDS),
+                        help="some of them (their results replace those in the report; the others stay)")
     parser.add_argument("--out", type=Path, default=Path("results/cold_start"))
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     args = parser.parse_args(argv)
@@ -131,7 +134,9 @@ def main(argv: list[str] | None = None) -> int:
     sentences = [x for sample in samples for x in conversation_sentences(sample)]
     pool = embed_sentences(sentences, embedder, args.out / "cache" / f"sentences-{embedder.name}.npz")
     python = run_measured([sys.executable, "-c", "pass"])["wall_s"]
-    report = {"zk": ZK, "python_startup_s": python, "cpus": os.cpu_count(), "sizes": {}}
+    saved = args.out / "cold_start.json"
+    report = json.loads(saved.read_text(encoding="utf-8")) if saved.exists() else {"sizes": {}}
+    report.update(zk=ZK, python_startup_s=python, cpus=os.cpu_count())
     for size in (int(s) for s in args.sizes.split(",")):
         home = args.out / "stores" / str(size) / "home"
         built = home.parent / "build.json"
@@ -142,15 +147,15 @@ def main(argv: list[str] | None = None) -> int:
         else:
             log(f"{size} entries: building")
             build = build_store(home, size, pool, embedder, SEED, entries=True)
-        results: dict = {"build": build, "load_before": os.getloadavg()[0]}
-        for name in COMMANDS:
+        results: dict = {**report["sizes"].get(str(size), {}), "build": build, "load_before": os.getloadavg()[0]}
+        for name in args.commands.split(","):
             results[name] = {"served": measure_served(name, home, build["probe_id"], args.runs)}
             results[name].update(measure_unserved(name, home, build["probe_id"], args.runs))
             log(f"{size:>7} {name:<7} " + "  ".join(f"{m} {r['median_s']:.3f} s" for m, r in results[name].items()))
         kill_server(home)
         report["sizes"][str(size)] = results
         args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "cold_start.json").write_text(json.dumps(report, indent=1), encoding="utf-8")
+        saved.write_text(json.dumps(report, indent=1), encoding="utf-8")
     print(markdown(report))
     return 0
 

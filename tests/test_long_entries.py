@@ -63,6 +63,28 @@ def test_an_answer_deep_in_a_page_quotes_its_sentence(memory):
     assert "30만 원" in answer.text and "출근" not in answer.text
 
 
+def test_a_journal_answer_ranks_once_and_answers_as_when_it_ranked_twice(memory, monkeypatch):
+    """The journal answer's wider look takes the first search's ranking (ranked as deep) instead of ranking
+    again; the answer, its view and its notes are what two rankings gave."""
+    from zettel_amem.retrieval.search import Searcher
+
+    _journal(memory)
+    ranked, search = Searcher._ranked, Searcher.search
+    calls = []
+    monkeypatch.setattr(Searcher, "_ranked", lambda self, *args: calls.append(args[0]) or ranked(self, *args))
+
+    def answered() -> tuple:
+        answer = ask_through(memory, "두부는 왜 동물병원에 갔어?")
+        return answer.text, answer.view.text(), answer.mode, [h.note.id for h in answer.notes]
+
+    once = answered()
+    assert len(calls) == 1
+    monkeypatch.setattr(Searcher, "search", lambda self, query, k=None, pool=None, reuse_ranking=False, **options:
+                        search(self, query, k, **options))  # as before: each search ranks for itself
+    assert answered() == once and len(calls) == 3
+    assert "두부가 토해서" in once[1]
+
+
 def test_editing_an_entry_cuts_it_again(memory):
     page = _journal(memory)
     memory.edit(page, PAGE.replace("후쿠오카", "삿포로"))

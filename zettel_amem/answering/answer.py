@@ -43,6 +43,9 @@ if TYPE_CHECKING:
 DECLINED = "No information available."
 NO_MODEL_CALLED = "a journal question is answered from your notes' own words; no model was called"
 JOURNAL_POOL = 30  # journal answers read this many hits (no links): the newest note may rank lower
+# Candidates per list of `journal`'s wider look (2 x its hits), and of the first search where entries have passages:
+# one ranking, not two (the same answers, views and notes on 173 unsealed diary questions; CHANGELOG).
+WIDER_POOL = 4 * JOURNAL_POOL
 # ... and up to this many of the next 30 in the question's other language: search ranks notes in the
 # question's language first (a Korean question's 30 held no English note in 14 of 44 bench questions)
 JOURNAL_OTHER_LANGUAGE = 10
@@ -232,6 +235,8 @@ class Answerer:
             raise InvalidInput("the question is empty")
         if hits is None:
             budget = budget_tokens or self.parts.settings.context_budget_tokens
+            if self.parts.settings.answer_journal and self.parts.store.has_passages(self.parts.notebook):
+                search_options.setdefault("pool", WIDER_POOL)  # `journal`'s wider look reuses this ranking
             hits = self.search(question, k, budget_tokens=budget, **search_options)
         # notes written with `zk add`: extractive and time-aware (journal_answer.py)
         if self.parts.settings.answer_journal and is_journal(hits):
@@ -255,7 +260,8 @@ class Answerer:
         below the first k), read passage by passage (a long entry's sentences are quoted, not its
         start); no model call."""
         pool = {h.note.id: h for h in hits}
-        wider = self.search(question, 2 * JOURNAL_POOL, follow_links=False, session_turns=0)
+        wider = self.search(question, 2 * JOURNAL_POOL, follow_links=False, session_turns=0, reuse_ranking=True,
+                            pool=WIDER_POOL)
         korean = language_of(question) == "Korean"
         other = [h for h in wider[JOURNAL_POOL:] if bool(re.search("[\uac00-\ud7a3]", h.note.content)) != korean]
         for hit in wider[:JOURNAL_POOL] + other[:JOURNAL_OTHER_LANGUAGE]:

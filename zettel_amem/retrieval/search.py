@@ -5,6 +5,7 @@ LLM's enrichment), fused, then each hit followed by its session turns and linked
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..core.errors import InvalidInput
@@ -51,6 +52,7 @@ class Searcher:
         # (set by Memory: answering/term_bridge.search_terms; retrieval itself holds no embedder)
         self.bridge: Callable[[str, list[Note]], list[str]] | None = None
         self.last_bridged: list[str] = []  # what the latest search added (its passage lists use them too)
+        self._last_ranking: tuple | None = None  # (what it was ranked for, its hits, passages or not)
 
     def _keyword_ranked(self, terms: list[str], pool: int, column: str, tagged: bool = False,
                         within: Scope | None = None) -> list[tuple[Note, float]]:
@@ -218,32 +220,49 @@ class Searcher:
                 back.setdefault(target, []).append(note.id)
         return hits, found, back, windows
 
-    def search(self, query: str, k: int | None = None, *, follow_links: bool = True,
-               budget_tokens: int | None = None, use_vector: bool = True, use_keywords: bool = True,
-               use_enrichment: bool = True, session_smoothing: bool = True, session_turns: int | None = None,
-               tag: str | None = None, scoped: bool = True) -> list[Hit]:
-        """k direct hits (fused signals), each followed by its session turns (`session_turns`, default
-        `search_session_turns`; 0: none), then their linked notes (`follow_links`), within the budget.
-        `tag`: only notes with that #tag of the user's, hits and neighbours alike. `scoped`: a query naming
-        someone from the chats ranks inside their chats and the notes naming them (`signals`)."""
-        if not query.strip():
-            raise InvalidInput("the query is empty")
+    def _ranked(self, query: str, pool: int, use_vector: bool, use_keywords: bool, use_enrichment: bool,
+                session_smoothing: bool, tag: str | None, scoped: bool) -> tuple[list[Hit], bool]:
+        """Every candidate ranked (fused signals, passages, repeats folded, sessions smoothed), and whether the
+        notebook's passages took part."""
         settings = self.parts.settings
-        # the same pool whatever k: k=10 is a prefix of k=25
-        pool = max(settings.search_pool, 2 * (k or max(settings.search_k, settings.search_passage_k)))
         signals = self.signals(query, pool if tag is None else 20 * pool, use_vector, use_keywords, use_enrichment,
                                tag is not None, scoped)
         # asked after `signals`: on a shared store its first read has answered it
         passages = settings.search_passage_weight > 0 and use_vector and self.parts.store.has_passages(
             self.parts.notebook)
-        k = k or (settings.search_passage_k if passages else settings.search_k)
         if tag is not None:
             for signal in signals:
                 signal.ranked = [(n, score) for n, score in signal.ranked if has_tag(n, tag)][:pool]
         hits = fold_repeats(self.by_passages(query, signals, pool) if passages else fuse_signals(signals, pool))
-        weights = (self.parts.settings.search_session_near, self.parts.settings.search_session_far)
+        weights = (settings.search_session_near, settings.search_session_far)
         if session_smoothing and any(weights) and tag is None:
             hits = smooth_by_session(hits, self.session_windows([h.note for h in hits], len(weights)), weights)
+        return hits, passages
+
+    def search(self, query: str, k: int | None = None, *, follow_links: bool = True,
+               budget_tokens: int | None = None, use_vector: bool = True, use_keywords: bool = True,
+               use_enrichment: bool = True, session_smoothing: bool = True, session_turns: int | None = None,
+               tag: str | None = None, scoped: bool = True, pool: int | None = None,
+               reuse_ranking: bool = False) -> list[Hit]:
+        """k direct hits (fused signals), each followed by its session turns (`session_turns`, default
+        `search_session_turns`; 0: none), then their linked notes (`follow_links`), within the budget.
+        `tag`: only notes with that #tag of the user's, hits and neighbours alike. `scoped`: a query naming
+        someone from the chats ranks inside their chats and the notes naming them (`signals`). `pool`: rank at
+        least this many candidates per list. `reuse_ranking`: nothing was written since the previous search of
+        this query with the same pool (a journal answer's wider look), so its ranking is taken as it was."""
+        if not query.strip():
+            raise InvalidInput("the query is empty")
+        settings = self.parts.settings
+        # the same pool whatever k: k=10 is a prefix of k=25
+        pool = max(settings.search_pool, 2 * (k or max(settings.search_k, settings.search_passage_k)), pool or 0)
+        asked = (query, pool, use_vector, use_keywords, use_enrichment, session_smoothing, tag, scoped)
+        if reuse_ranking and self._last_ranking is not None and self._last_ranking[0] == asked:
+            hits, passages = _copies(self._last_ranking[1]), self._last_ranking[2]
+        else:
+            hits, passages = self._ranked(query, pool, use_vector, use_keywords, use_enrichment, session_smoothing,
+                                          tag, scoped)
+            self._last_ranking = (asked, _copies(hits), passages)  # callers change the hits they are given
+        k = k or (settings.search_passage_k if passages else settings.search_k)
         hits = both_languages(hits, k, query, int(settings.search_other_language * k))[:k]
         radius = self.parts.settings.search_session_turns if session_turns is None else session_turns
         hits, found, back, windows = self._neighbours(hits, follow_links, radius)
@@ -285,3 +304,7 @@ class Searcher:
                 passages = [p for p in note.passages or [] if passage_id(note.id, p.index) == by]
                 out.setdefault(hit_id, []).append(Hit(note, 0.0, via=hit_id, passages=passages, updates=True))
         return out
+
+
+def _copies(hits: list[Hit]) -> list[Hit]:
+    return [replace(h, passages=list(h.passages), signals=dict(h.signals)) for h in hits]
