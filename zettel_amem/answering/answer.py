@@ -43,9 +43,7 @@ if TYPE_CHECKING:
 DECLINED = "No information available."
 NO_MODEL_CALLED = "a journal question is answered from your notes' own words; no model was called"
 JOURNAL_POOL = 30  # journal answers read this many hits (no links): the newest note may rank lower
-# Candidates per list of `journal`'s wider look (2 x its hits), and of the first search where entries have passages:
-# one ranking, not two (the same answers, views and notes on 173 unsealed diary questions; CHANGELOG).
-WIDER_POOL = 4 * JOURNAL_POOL
+WIDER_POOL = 4 * JOURNAL_POOL  # candidates per list of the wider look; the first search ranks as deep (one ranking)
 # ... and up to this many of the next 30 in the question's other language: search ranks notes in the
 # question's language first (a Korean question's 30 held no English note in 14 of 44 bench questions)
 JOURNAL_OTHER_LANGUAGE = 10

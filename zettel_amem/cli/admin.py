@@ -9,7 +9,7 @@ import typer
 
 from ..core.errors import ZkError
 from ..runtime.resident import describe, server_state
-from .common import JSON_OPT, State, home_path, open_memory
+from .common import JSON_OPT, State, home_path, no_notebook, open_memory
 from .imports import queue_after_import
 
 
@@ -236,7 +236,7 @@ def _start_server(home) -> dict:
     if os.environ.get("ZK_NO_SERVER"):
         raise ZkError("ZK_NO_SERVER is set: unset it to use a resident server")
     if not home.is_dir():
-        raise ZkError(f"no notebook at {home}; check --home / ZK_HOME, or start one there with zk add")
+        raise no_notebook(home)
     start_server(home)
     deadline = time.monotonic() + 60
     while (connection := connect(home)) is None:

@@ -107,7 +107,12 @@ def _refuse_missing_home() -> None:
         return
     home = home_dir(State.home)
     if not home.exists():
-        raise ZkError(f"no notebook at {home}; check --home / ZK_HOME, or start one there with zk add")
+        raise no_notebook(home)
+
+
+def no_notebook(home) -> ZkError:
+    """What a command that needs an existing notebook says of a home that does not exist."""
+    return ZkError(f"no notebook at {home}; check --home / ZK_HOME, or start one there with zk add")
 
 
 def open_tiers():
