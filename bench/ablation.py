@@ -40,7 +40,7 @@ def _identity_second(_question, evidence):
 
 def families() -> dict[str, Callable[[], list]]:
     """Family name -> the patches that switch it off (a list of `mock.patch.object` context managers)."""
-    from zettel_amem.answering import answer, counting, date_guard, evidence, journal_answer, questions, reading
+    from zettel_amem.answering import answer, counting, date_guard, evidence, journal_answer, questions
     from zettel_amem.core import date_mentions
 
     ja = journal_answer
@@ -49,22 +49,10 @@ def families() -> dict[str, Callable[[], list]]:
         return mock.patch.object(target, name, value)
 
     return {
-        "when: a told passage over a plan (happened_first)": lambda: [patch(ja, "happened_first", _identity_second)],
         "when/plain: a plan gives way to its month's passage (fulfilled)":
             lambda: [patch(ja, "fulfilled", lambda evidence: evidence)],
-        "when: an unworded event dated by its story's first passage (by_mention)":
-            lambda: [patch(ja, "by_mention", lambda q, e: None)],
-        "when: a dated telling over an undated best (dated_telling)":
-            lambda: [patch(ja, "dated_telling", lambda q, e: [])],
-        "when: the day a passage's entry tells (story_day, told_after)":
-            lambda: [patch(ja, "story_day", lambda item, e: ""), patch(ja, "told_after", lambda c, s, d: [])],
         "now: the newest passage on the subject (answer_now)":
             lambda: [patch(ja, "ANSWERERS", {**ja.ANSWERERS, "now": ja.answer_best})],
-        "now: not a sentence about someone else (about_me)": lambda: [patch(ja, "about_me", _identity_second)],
-        "now: typed updates links followed (follow_updates)":
-            lambda: [patch(ja, "follow_updates", lambda note, q, e: note)],
-        "now: a later passage saying the value changed (superseded)":
-            lambda: [patch(ja, "superseded", lambda note, q, e: note)],
         "how many / a price or age asked: the passage writing it first (quantity)":
             lambda: [patch(ja, "quantity", _identity_second)],
         "a name asked: the passage giving one, or declined (named, name decline)":
@@ -72,11 +60,8 @@ def families() -> dict[str, Callable[[], list]]:
         "a price or age asked and none written: declined (value decline)":
             lambda: [patch(ja, "ASKED_VALUES", ())],
         "decline: no key word and far in meaning (DECLINE_COSINE)": lambda: [patch(ja, "DECLINE_COSINE", -1.0)],
-        "decline: only considered, never decided (_UNDECIDED)": lambda: [patch(ja, "_UNDECIDED", NEVER)],
         "count: one occasion per day told (occasion)":
             lambda: [patch(counting, "occasion", lambda note, days: note.id)],
-        "plan and supposition cues (SUPPOSED)":
-            lambda: [patch(module, "SUPPOSED", NEVER) for module in (reading, ja)],
         "the story kind (what happened with X)":
             lambda: [patch(questions, "KINDS", tuple(r for r in questions.KINDS if r[0] != "story"))],
         "dates: a weekday read by its tense (_tense)": lambda: [patch(date_mentions, "_tense", lambda text: "")],
@@ -88,8 +73,6 @@ def families() -> dict[str, Callable[[], list]]:
         "dates: a trip's Nth day (nth_day)": lambda: [patch(date_guard, "nth_day", lambda note: [])],
         "the other language's words for the question's (term_bridge)":
             lambda: [patch(answer.Answerer, "translate", lambda self, terms, question, notes: {})],
-        "a passage counts the words its entry's other passages hold (ENTRY_SHARE)":
-            lambda: [patch(evidence, "ENTRY_SHARE", 0.0)],
         "a passage in the other language lifted (CROSS_LANGUAGE_OFFSET)":
             lambda: [patch(evidence, "CROSS_LANGUAGE_OFFSET", 0.0)],
     }

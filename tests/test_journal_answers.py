@@ -35,7 +35,6 @@ def journal(memory):
     return memory
 
 
-
 # -- question analysis ----------------------------------------------------------------------------
 @pytest.mark.parametrize(("question", "kind"), [
     ("온비서는 지금 어떤 데이터베이스를 써?", "now"), ("What laptop do I use now?", "now"),
@@ -123,14 +122,6 @@ def test_not_recorded_is_declined_with_the_reason(journal, fake_llm):
     blood = ask_through(journal, "내 혈액형이 뭐야?")
     assert blood.mode == "declined" and blood.text.startswith("기록에 없어요")
     assert "answer" not in fake_llm.tasks()
-
-
-def test_a_plan_never_decided_is_not_reported_as_done(memory):
-    memory.settings.answer_journal = True
-    memory.add("내년에 차를 살까 고민 중이다. 아직 정한 건 없다.", at="2026-10-11T21:00")
-    memory.add("Bought new running shoes.", at="2026-06-02T18:40")
-    answer = ask_through(memory, "내 차는 무슨 차야?")
-    assert answer.mode == "declined" and "never decided" in answer.reason
 
 
 def test_bridged_terms_find_a_note_in_the_other_language(memory, fake_llm):

@@ -9,18 +9,6 @@ from tests.sample import add_dated, ask_through
 from zettel_amem.answering.term_bridge import bridge_terms, month_bridge
 
 
-def test_a_later_note_that_moves_the_value_is_the_current_one(journal, fake_llm):
-    """The newest note naming the server is not the answer: the later note that says it moved from
-    Heroku (in English) is."""
-    add_dated(journal, [("2026-01-07T19:05", "회사 프로젝트 '온비서' 킥오프. 백엔드는 내가 맡기로 했다."),
-                      ("2026-01-19T22:40", "온비서 서버는 일단 Heroku에 올렸다. 월 90달러."),
-                      ("2026-06-16T17:10", "Moved Onbiseo from Heroku to Fly.io. The monthly bill dropped to $35."),
-                      ("2026-04-09T22:00", "온비서 베타 오픈. 첫날 가입자 120명.")])
-    answer = ask_through(journal, "온비서 서버는 지금 어디에 올라가 있어?")
-    assert "Fly.io" in answer.text and "2026-06-16" in answer.text
-    assert fake_llm.tasks().count("answer") == 0
-
-
 def test_a_name_no_note_gives_is_not_recorded(journal):
     add_dated(journal, [("2026-05-30T15:20", "동생 생일. 같이 망원시장에서 떡볶이 먹었다."),
                       ("2026-11-24T22:00", "오사카에서 돌아왔다. 보리는 그동안 동생 집에 맡겼다."),

@@ -96,36 +96,6 @@ def test_a_price_is_declined_only_when_no_passage_naming_the_subject_in_its_lang
     assert ja.decline_reason(answered, evidence) == ""
 
 
-def test_when_an_undated_passage_takes_the_day_its_entry_tells():
-    # the best passage writes no date; the entry's earlier passage tells the story's day ("어제")
-    question = analyse("스케일링은 며칠에 받았어?")
-    evidence = _evidence([
-        ("e-p1", "2026-10-14T21:00", "이번엔 스케일링만 받았다. 삼십 분쯤 걸렸다.", 0.9, {"스케일링"}),
-        ("e-p0", "2026-10-14T21:00", "어제 퇴근하고 치과에 들렀다.", 0.5, set()),
-        ("f-p0", "2026-05-13T21:00", "오늘 수영 강습에 갔다.", 0.0, set())])
-    view, cited = _shown(question, evidence, ja.answer_when)
-    assert cited == ["e-p1"] and view.headline.startswith("2026-10-13"), view.headline
-    assert ja.story_day(evidence[2], evidence) == ""  # an entry with no other dated passage tells nothing
-
-
-def test_when_reads_the_passage_that_dates_the_event_over_an_undated_mention():
-    # an English question over Korean passages: "take" and "written" have no Korean word among the notes,
-    # which makes them unknown there, not an event no passage words (that would date the first mention)
-    question = analyse("When did Minho take his written exam?")
-    question.with_alternates({"exam": ["시험"], "minho": ["민호"]})
-    evidence = _evidence([
-        ("a-p0", "2026-01-15T21:00", "민호가 전화해서 시험 원서비 얘기를 했다. 올해가 세 번째 도전이다.", 0.43,
-         {"exam", "minho"}),
-        ("b-p0", "2026-03-22T21:00",
-         "민호는 시험이 3주도 안 남았다. 요즘은 전화해도 금방 끊는다.", 0.43, {"exam", "minho"}),
-        ("c-p0", "2026-04-12T21:00",
-         "어제 민호 필기시험. 아침 8시에 들어간다고 문자가 왔다.", 0.43, {"exam", "minho"})])
-    for item, cosine in zip(evidence, (0.834, 0.817, 0.815)):
-        item.cosine = cosine
-    view, cited = _shown(question, evidence, ja.answer_when)
-    assert cited == ["c-p0"] and view.headline.startswith("2026-04-11"), view.headline
-
-
 def test_a_long_passage_quotes_the_sentence_that_answers_not_its_first_characters():
     question = analyse("Why did the landlord look so glum?")
     long_passage = ("The landlord came by this morning with a plate of rice cakes and a very long face, and we talked "
@@ -136,17 +106,6 @@ def test_a_long_passage_quotes_the_sentence_that_answers_not_its_first_character
     view, _cited = _shown(question, evidence, ja.answer_best)
     assert "because his knees" in view.line.text and view.line.day == "2026-04-23", view.headline
     assert len(view.line.text) <= HEADLINE_QUOTE and "The landlord came by" not in view.line.text, view.headline
-
-
-def test_a_passage_that_only_says_it_might_happen_is_not_when_it_happened():
-    first = ("a-p0", "2026-01-10T21:00", "Jiwoo wrote from Busan that she might come up in spring.", 0.5,
-             {"jiwoo", "busan"})
-    visit = ("b-p0", "2026-05-24T21:00", "Jiwoo came up from Busan on Friday night and left this morning.", 0.5,
-             {"jiwoo", "busan"})
-    when = analyse("Which day did Jiwoo arrive from Busan?")
-    assert ja.by_mention(when, _evidence([first, visit])).note.id == "b-p0"
-    view, _cited = _shown(when, _evidence([first, visit]), ja.answer_when)
-    assert view.headline.startswith("2026-05-22"), view.headline  # "on Friday night", written on Sunday the 24th
 
 
 def test_a_one_syllable_word_meets_it_with_two_particles():

@@ -111,16 +111,6 @@ def test_a_store_from_before_passages_is_cut_on_process_with_nothing_lost(zk, zk
     assert hits[0]["id"] == page and "4.2kg" in hits[0]["passages"][0]["text"]
 
 
-def test_not_decided_is_read_in_the_sentence_that_answers(memory):
-    memory.settings.answer_journal = True
-    memory.add("Woke up early. The mechanic quoted 340 dollars to replace the car's brake pads. I still have not "
-               "decided whether to pay it this month. Then I walked the dog along the river.", "2026-04-08T21:45")
-    answer = ask_through(memory, "How much did the mechanic quote for the brake pads?")
-    assert "340 dollars" in answer.text and answer.mode == "extractive"
-    undecided = ask_through(memory, "Did I decide whether to pay for the brake pads?")
-    assert undecided.mode == "declined" and "never decided" in undecided.reason
-
-
 def _long_tail() -> str:
     """The report's entry (issue #53 C1): 1,200 short sentences, then one past the 35,000th character."""
     import random

@@ -15,16 +15,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..core.models import Note
-from ..core.passages import entry_id_of
 from ..core.text import nfc, romanise, sentences
 from ..core.words import verb_forms
 from .questions import Question
 
 COSINE_BAND = (0.75, 0.9)  # e5-small: unrelated text scores ~0.75, close paraphrases above 0.9
 COSINE_WEIGHT = 1.0
-# A term that another passage of the same entry holds counts this much: "어제 다녀왔다" is the trip to
-# Busan when the next paragraph of the entry names the city.
-ENTRY_SHARE = 0.5
 # e5 scores a Korean note lower for an English question (and back): added to such a note's cosine, so
 # that a note in the other language can be the best evidence (and "not recorded" is not decided on it)
 CROSS_LANGUAGE_OFFSET = 0.03
@@ -38,7 +34,7 @@ class Evidence:
     """One note's relevance to a question."""
 
     note: Note
-    words: float  # share of the subject terms it contains (its entry's other passages' at `ENTRY_SHARE`)
+    words: float  # weighted share of the subject terms it contains
     cosine: float  # its vector's cosine to the question
     found: set[str] = field(default_factory=set)
     own: float = 0.0  # share of the subject terms it contains itself
@@ -129,13 +125,9 @@ def rank(question: Question, notes: list[Note], cosines: Cosines) -> list[Eviden
     found = [{t for t in question.terms if mentions(question, t, text)} for text in texts]
     weight = {t: math.log(1 + len(notes) / (1 + sum(t in f for f in found))) for t in question.terms}
     total = sum(weight.values()) or 1.0
-    in_entry: dict[str, set[str]] = {}  # a passage's entry: the terms its other passages hold
-    for note, terms in zip(notes, found):
-        in_entry.setdefault(entry_id_of(note.id), set()).update(terms)
-    out = [Evidence(note, (sum(weight[t] for t in terms)
-                           + ENTRY_SHARE * sum(weight[t] for t in in_entry[entry_id_of(note.id)] - terms)) / total,
-                    cosine, terms, sum(weight[t] for t in terms) / total)
-           for note, cosine, terms in zip(notes, similarity, found)]
+    shares = [sum(weight[t] for t in terms) / total for terms in found]
+    out = [Evidence(note, share, cosine, terms, share)
+           for note, cosine, terms, share in zip(notes, similarity, found, shares)]
     return sorted(out, key=lambda e: (-e.score, -_stamp(e.note.at)))
 
 

@@ -5,22 +5,19 @@ for "what now?", today's date for "when?", a name from an unrelated note instead
 Here the answer is copied from the notes, chosen by what the question asks (questions.py):
 
 - **now**: among the notes on the subject (within `NOW_SHARE` of the best evidence, holding the best
-  note's rarest question term), the newest, or a later note that says that value changed ("Moved Onbiseo
-  from Heroku to Fly.io"; the first value is the one beside the question's rarest term); for "my …",
-  not a sentence about someone else ("she");
+  note's rarest question term), the newest (the passages that update them by typed links are read too);
 - **when**: the date of the note holding the event, or a date written in it made absolute from the
   note's timestamp ("3월 4일" in a February note, "어제" in a note of 29 August, "둘째 날" = the day
   before), as 2026-03-04; a near passage that dates the event outweighs a best one that dates nothing;
   a plan for a later month ("signed up for the race in October") gives way to that month's note on it;
-  an event no note words ("enrol") is dated by the first note naming its subject;
 - **how many <unit>**: the near-best note writing a number with that unit ("five days", "35명"), the
   one naming most of the question first;
 - **why**: the best note, as for any kind with no answerer of its own;
 - **count**: the passages on the subject, oldest first, with their dates, each occasion once (counting.py);
 - **plain**: the best note's best sentence.
 Every answer carries the note's date. A question whose key terms appear in none of the retrieved notes
-and whose meaning is far from all of them is declined ("not recorded"), and so is one whose only
-evidence says it was not decided.
+and whose meaning is far from all of them is declined ("not recorded"), and so is a name, a price or an
+age asked that no note on the subject gives.
 `date_guard.guard` removes any date found in no note at the end.
 `translate` (optional) gives the question's subject terms in the journal's other language, found among
 the notes' own words by the embedder (term_bridge.py), so an English question finds a Korean note by its
@@ -35,28 +32,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..core.models import Note
-from ..core.passages import entry_id_of
-from ..core.text import CHANGE_CUE, sentences
-from ..core.words import korean_stem
+from ..core.text import sentences
 from .counting import answer_count, own_tops
 from .date_guard import guard, note_dates
 from .evidence import Cosines, Evidence, best_sentence, forms, mentions, rank
 from .questions import Question, analyse
 from .reader import Reader
-from .reading import (
-    SUPPOSED,
-    day,
-    event_day,
-    korean,
-    on_subject,
-    other_language,
-    planned_month,
-    quote,
-    rarest_sentence,
-    rarest_term,
-    spelled,
-    told_day,
-)
+from .reading import day, korean, on_subject, other_language, planned_month, rarest_term, spelled
 from .sureness import sureness
 from .view import Pick, View, answer_view, declined_view
 
@@ -65,7 +47,7 @@ NOW_SHARE = 0.9  # notes scoring within this share of the best are "on the subje
 # newest note naming the subject may be far in meaning: "what does Mina do now?"; tune half: flat 0.6-0.75)
 NOW_WIDE = 0.7
 WHEN_SHARE = 0.9  # for "when": a near-best note that writes a date wins over the best without one
-WHEN_WIDE = 0.6  # ... and a note telling the event, from this far down, over a best one that only plans it
+WHEN_WIDE = 0.6  # a plan gives way to its month's note scoring this near the best (`fulfilled`)
 DECLINE_COSINE = 0.86  # decline below this best cosine when no key term is found (tuned: tune split)
 # Words that name no subject of their own: a question about "my cat's name" (a book's title) is about the cat.
 GENERIC = {"name", "title", "제목", "called", "call", "go", "eat", "start", "started", "lessons", "lesson", "buy",
@@ -77,13 +59,7 @@ _NAME = re.compile(r"이름|제목|\b(name|named|called|title)\b", re.I)  # "wha
 _GIVES_NAME = re.compile(r"이름|\b(name|named)\b|(?<!\bI )(?<!\bhe )(?<!\bshe )(?<!\bwe )(?<!\bthey )\bcalled\b"
                          r"|(?<![A-Za-z])['‘\"“](?:[^'’\"”\s]{2,20}|[^'’\"”\n,!?]{2,20}(?<![다냐요라자니까네죠지]))['’\"”](?![A-Za-z])"
                          r"|[『「][^』」]{1,30}[』」]", re.I)
-_FIRST_PERSON = re.compile(r"\b(I|my|me|mine)\b|(?<![가-힣])(나|내|제)(?![가-힣])", re.I)
-_THIRD_PERSON = re.compile(r"\b(she|he)\b|그녀[가는]|(?<![가-힣])그[가는](?![가-힣])", re.I)
-_ENDING = re.compile(r"\b(back|return|returned|came home|come home)\b|돌아|귀국", re.I)  # an event that ends a story
-RARE_IN = 3  # a word in at most this many retrieved notes is a value, not the subject
-_CHANGE = CHANGE_CUE
-_UNDECIDED = re.compile(r"아직 정한 건 없|아직 답은 안|고민 중|정하지 않|\b(nothing is decided|not decided|"
-                        r"hasn't happened|haven't decided|keep postponing)\b", re.I)
+
 
 
 # (terms, the question, the retrieved notes) -> term: its words in the notes' other language
@@ -102,90 +78,24 @@ class JournalReply:
     view: View | None = None
 
 
-def by_mention(question: Question, evidence: list[Evidence]) -> Evidence | None:
-    """When a word of the event ("enrol", "get back") is in no note, words cannot find it: the notes
-    naming what the best one names ("Bori", "Osaka") are its story, and the event is where it entered
-    the journal (the earliest), or for an end ("back", "return", "돌아"), where it left it (the latest)."""
-    best = evidence[0]
-    same = [e for e in evidence if best.found and e.found >= best.found]
-    found = set().union(*(e.found for e in same))  # an event word elsewhere ("Slowly back.") is not this one
-    missing = [t for t in question.terms if t not in found and t not in GENERIC]
-    if not same or not missing:
-        return None
-    # a passage that only plans or supposes it ("he might drop by") is no time it happened
-    same = [e for e in same if not SUPPOSED.search(best_sentence(e.note, spelled(question)))] or same
-    if other_language(question, best.note) and not any(question.alternates.get(t) for t in missing):
-        return None  # words with no translation among the notes are unknown there, not absent
-    if _ENDING.search(question.text):
-        return max(same, key=lambda e: e.note.at)
-    return min(same, key=lambda e: e.note.at)
-
-
 def answer_when(question: Question, evidence: list[Evidence]) -> Pick:
-    """The event's date: a date written in a near-best note (absolute), else the best note's day. A plan
-    for a later month gives way to that month's note (`fulfilled`); else an event no note words is dated
-    by the note `by_mention` finds (a plan and the event it planned outweigh the story of a subject)."""
-    evidence = happened_first(question, evidence)
-    planned = fulfilled(evidence)
-    chosen = by_mention(question, evidence) if planned is evidence else None
-    evidence = planned
-    candidates = [chosen] if chosen else on_subject(evidence, WHEN_SHARE)[:3]
-    if not chosen and all(d.isoformat() == day(candidates[0].note) for _, d in note_dates(candidates[0].note)):
-        candidates += dated_telling(question, evidence)
-    evidence = [chosen] + [e for e in evidence if e is not chosen] if chosen else evidence
+    """The event's date: a date written in a near-best note's sentence on it (absolute), else the best
+    note's day. A plan for a later month gives way to that month's note (`fulfilled`)."""
+    evidence = fulfilled(evidence)
+    candidates = on_subject(evidence, WHEN_SHARE)[:3]
     for item in candidates:
         sentence = best_sentence(item.note, spelled(question))
         days = note_dates(item.note)
-        dated = [d for written, d in days if written in sentence] or told_after(item.note.content, sentence, days)
-        if not dated and item is candidates[0] and len({d for _, d in days}) == 1:
-            dated = [days[0][1]]  # the best passage that dates one day dates its event
+        dated = [d for written, d in days if written in sentence]
+        if not dated and len({d for _, d in days}) == 1:
+            dated = [days[0][1]]  # a passage that dates one day dates its event (a story's time holds)
         if dated:
             return Pick([item.note.id], day=dated[0].isoformat(), sentence=sentence)
-    best = evidence[0].note
-    return Pick([best.id], day=story_day(evidence[0], evidence) or day(best))
-
-
-def story_day(item: Evidence, evidence: list[Evidence]) -> str:
-    """For a passage that dates nothing, the day its entry's other passages tell (`told_day`): the story's
-    day holds across the entry."""
-    if note_dates(item.note):
-        return ""
-    entry = entry_id_of(item.note.id)
-    days = {event_day(e.note) for e in evidence if e is not item and entry_id_of(e.note.id) == entry}
-    return told_day(item.note, days)
-
-
-def dated_telling(question: Question, evidence: list[Evidence]) -> list[Evidence]:
-    """When the best passage dates nothing but its own day, the passages on its subject (all of its words, within
-    `WHEN_WIDE`) that tell the event and date it to one past day ("어제 … 면접을 봤다"): a written date
-    outweighs the day a passage that only mentions the subject was written."""
-    best = evidence[0]
-    return [e for e in on_subject(evidence, WHEN_WIDE)[1:] if e.found >= best.found
-            and not SUPPOSED.search(best_sentence(e.note, spelled(question))) and event_day(e.note) < day(e.note)]
-
-
-def happened_first(question: Question, evidence: list[Evidence]) -> list[Evidence]:
-    """When the best passage only plans or supposes the event ("회사를 옮기면 …", "decided to move"), the
-    next one on the subject (within `WHEN_WIDE`) that tells it comes first: "when" is when it happened."""
-    if not SUPPOSED.search(best_sentence(evidence[0].note, spelled(question))):
-        return evidence
-    told = next((e for e in on_subject(evidence, WHEN_WIDE)[1:]
-                 if e.found and not SUPPOSED.search(best_sentence(e.note, spelled(question)))), None)
-    return evidence if told is None else [told] + [e for e in evidence if e is not told]
-
-
-def told_after(content: str, sentence: str, days: list) -> list:
-    """The one day written before `sentence` in its passage ("어제 저녁 강변에서 넘어졌다. 무릎이 까졌다."): a
-    story's time holds until a new date is written; [] when none or several are."""
-    where = content.find(sentence)
-    before = {d for written, d in days if 0 <= content.find(written) < where}
-    return list(before) if len(before) == 1 else []
+    return Pick([evidence[0].note.id], day=day(evidence[0].note))
 
 
 def answer_now(question: Question, evidence: list[Evidence]) -> Pick:
-    """The newest note on the subject (an older value is history, not the answer), or a later note
-    that says the value changed (`superseded`)."""
-    evidence = about_me(question, evidence)
+    """The newest note on the subject (an older value is history, not the answer)."""
     subject = on_subject(evidence, NOW_SHARE)
     top = max(e.words for e in evidence)
     subject += [e for e in evidence if top and e.words >= top and e.score >= NOW_WIDE * evidence[0].score]
@@ -194,72 +104,7 @@ def answer_now(question: Question, evidence: list[Evidence]) -> Pick:
     value = asked_value(question)
     priced = [e for e in on_subject(evidence, VALUE_SHARE) if value and value[0].search(e.note.content)]
     newest = max(priced or subject, key=lambda e: e.note.at).note  # "how much … now?": the newest price
-    newest = superseded(follow_updates(newest, question, evidence), question, evidence)
     return Pick([newest.id])
-
-
-def follow_updates(note: Note, question: Question, evidence: list[Evidence]) -> Note:
-    """The passage that updates `note` (typed *updates* links, recorded at write time: supersede.py), then
-    the one that updates that, while there is one among the notes read whose link is on a word of the
-    question: a link made for another subject of the same note (its PM, when the database is asked) is
-    not followed."""
-    asked = {t.lower() for t in question.terms} | {a.lower() for t in question.terms for a in question.spellings(t)}
-    by_id = {e.note.id: e.note for e in evidence if e.found}
-    for _ in range(len(by_id)):
-        newer = [by_id[u["by"]] for u in note.updated_by if u.get("by") in by_id and by_id[u["by"]].at > note.at
-                 and (not u.get("on") or asked & set(u["on"]))]
-        if not newer:
-            return note
-        note = max(newer, key=lambda n: n.at)
-    return note
-
-
-def about_me(question: Question, evidence: list[Evidence]) -> list[Evidence]:
-    """A question about the writer ("Who is *my* team lead now?") is not answered by a sentence about
-    someone else ("Mina called: *she* got promoted to team lead"): those notes are left out, unless
-    nothing else is left."""
-    if not _FIRST_PERSON.search(question.text):
-        return evidence
-    mine = [e for e in evidence if not _THIRD_PERSON.search(best_sentence(e.note, spelled(question)))]
-    return mine or evidence
-
-
-def distinctive(note: Note, notes: list[Note], question: Question, text: str = "") -> set[str]:
-    """The note's rare words (in at most `RARE_IN` of the notes, not the question's terms): the value it
-    records ("Heroku", "SQLite", "망원동"); only those of `text` (a sentence of it) when given."""
-    asked = {t.lower() for t in spelled(question)}
-    counts: dict[str, int] = {}
-    for other in notes:
-        for word in value_words(other.content):
-            counts[word] = counts.get(word, 0) + 1
-    return {w for w in value_words(text or note.content) if counts.get(w, 0) <= RARE_IN and w not in asked}
-
-
-def value_words(text: str) -> set[str]:
-    """Names mid-sentence ("Heroku", "Fly.io"), a Latin name a Korean particle follows even at the
-    start ("Duolingo는 그만뒀다"), and Korean stems."""
-    latin = re.findall(r"(?<![.!?]\s)(?<!^)\b[A-Z][A-Za-z]*(?:\.[a-z]+)?", text)
-    latin += re.findall(r"\b([A-Z][A-Za-z]*)(?=[\uac00-\ud7a3])", text)
-    hangul = re.findall(r"[\uac00-\ud7a3]{2,}", text)
-    return {w.lower() for w in latin if len(w) > 2} | {korean_stem(w) for w in hangul}
-
-
-def superseded(note: Note, question: Question, evidence: list[Evidence]) -> Note:
-    """The newest later note on the subject (it names a question term) that names the value of `note`
-    and says it changed ("Moved Onbiseo from Heroku to Fly.io" after "온비서 서버는 Heroku에 올렸다"),
-    followed while there is one."""
-    notes = [e.note for e in evidence]
-    # the first note's value is the one beside the question's rarest term ("DB는 SQLite로 시작", not the
-    # kickoff's PM in the same note); a later note's values are all of it (the new value is elsewhere)
-    values = distinctive(note, notes, question, rarest_sentence(note, question, evidence))
-    for _ in range(len(notes)):
-        later = [e.note for e in evidence if e.note.at > note.at and e.found and _CHANGE.search(e.note.content)
-                 and values & distinctive(e.note, notes, question)]
-        if not later:
-            return note
-        note = max(later, key=lambda n: n.at)
-        values = distinctive(note, notes, question)
-    return note
 
 
 def fulfilled(evidence: list[Evidence]) -> list[Evidence]:
@@ -395,7 +240,7 @@ def read_first(question: Question, evidence: list[Evidence], read: Reader | None
 def decline_reason(question: Question, evidence: list[Evidence]) -> str:
     """Why the notes do not answer (empty when they may): no key term in any retrieved note by words
     and none close in meaning; a name asked of a subject whose notes give no name ("동생 이름이 뭐야?"
-    over notes about a sister's birthday); or the best note says it was never decided."""
+    over notes about a sister's birthday); or a price or an age no note on it gives."""
     if not evidence:
         return "no note matches the question"
     key = [t for t in question.terms if t not in GENERIC] or question.terms
@@ -414,11 +259,6 @@ def decline_reason(question: Question, evidence: list[Evidence]) -> str:
             and not any(beside(value[0], question, e) or (value[1] == AMOUNT and measured(question, e))
                         for e in holders):  # asked a price, no note on it gives one
         return f"no note gives {value[1]} of {', '.join(key)}"
-    top = evidence[0]
-    # said of the thing asked: "quoted 340 dollars. I still have not decided whether to pay it" decided the quote
-    if question.kind in ("plain", "when") and _UNDECIDED.search(best_sentence(top.note, spelled(question))) \
-            and top.words >= 0.5:
-        return f"only considered, never decided: {quote(top.note, spelled(question))}"
     return ""
 
 

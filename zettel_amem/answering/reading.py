@@ -2,8 +2,8 @@
 
 A passage's day and its quote, the question's terms with their translations, the passages near the best
 one, which language a passage is in, the question word fewest passages hold (what the best passage is
-about) and the sentence holding it, and when a passage says its event happens: a later month it plans
-for, or the one past day it dates.
+about), and when a passage says its event happens: a later month it plans for, or the one past day it
+dates.
 """
 
 from __future__ import annotations
@@ -12,14 +12,9 @@ import re
 
 from ..core.date_mentions import date_mentions
 from ..core.models import Note
-from ..core.text import sentences
-from .evidence import Evidence, best_sentence, forms, mentions
+from .evidence import Evidence
 from .questions import Question
 
-# A sentence that plans or supposes ("하기로 했다", "회사를 옮기면", "if", "decided to", "will"), not tells;
-# or only supposes it might: "he might drop by in June", "아마 올 것 같다".
-SUPPOSED = re.compile(r"기로\s?했|(?<=[가-힣])면\s|려고|(?<![가-힣])아마|지도\s?모르"
-                      r"|\b(if|will|might|maybe|perhaps|plan(?:s|ned)? to|going to|decided to)\b", re.I)
 _MONTHS = ("january february march april may june july august september october november december").split()
 
 
@@ -29,10 +24,6 @@ def korean(question: Question) -> bool:
 
 def day(note: Note) -> str:
     return note.at[:10]
-
-
-def quote(note: Note, terms: list[str]) -> str:
-    return f"{best_sentence(note, terms)} ({day(note)})"
 
 
 def spelled(question: Question) -> list[str]:
@@ -54,15 +45,6 @@ def rarest_term(note: Note, evidence: list[Evidence]) -> str:
     """The note's question term that the fewest retrieved notes hold ("" if it holds none)."""
     found = next((e.found for e in evidence if e.note.id == note.id), set())
     return min(sorted(found), key=lambda t: sum(t in e.found for e in evidence)) if found else ""
-
-
-def rarest_sentence(note: Note, question: Question, evidence: list[Evidence]) -> str:
-    """The note's sentence holding the question term that the fewest notes hold ("" if none does)."""
-    rarest = rarest_term(note, evidence)
-    if not rarest:
-        return ""
-    pieces = [s for s in sentences(note.content) if s.strip()]
-    return next((s for s in pieces if mentions(question, rarest, forms(s))), "")
 
 
 def told_day(note: Note, entry_days: set[str]) -> str:
