@@ -38,7 +38,7 @@ def fact_depth(facts: list[list[str]], lines: list[str]) -> int | None:
     return deepest
 
 
-def measure(name: str, memory, questions: list[dict], whole: bool) -> Counter:
+def measure(memory, questions: list[dict], whole: bool) -> Counter:
     from zettel_amem.answering import view
 
     ranked: list = []
@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         memory = Memory(store)
         memory.settings.answer_journal = True
         remember_searches(memory)
-        out[name] = dict(measure(name, memory, questions, args.whole))
+        out[name] = dict(measure(memory, questions, args.whole))
         print(f"{name}: {out[name]}", file=sys.stderr)
     print(json.dumps(out, indent=1))
     return 0

@@ -14,14 +14,9 @@ from zettel_amem.core.words import subject_terms
 
 
 def _evidence(rows: list[tuple[str, str, float, set[str]]], own: list[float] | None = None) -> list[Evidence]:
-    """(id, at, content, words, found) rows, best first; `own` defaults to `words`."""
-    out = []
-    for index, (note_id, at, content, words, found) in enumerate(rows):
-        share = own[index] if own else words
-        item = Evidence(Note(id=note_id, content=content, at=at), words, 0.85, set(found))
-        item.own = share
-        out.append(item)
-    return out
+    """(id, at, content, words, found) rows, best first; `own`, when given, the words' shares instead."""
+    return [Evidence(Note(id=note_id, content=content, at=at), own[index] if own else words, 0.85, set(found))
+            for index, (note_id, at, content, words, found) in enumerate(rows)]
 
 
 def _shown(question, evidence: list[Evidence], answerer) -> tuple[View, list[str]]:

@@ -51,7 +51,7 @@ def own_tops(question: Question, evidence: list[Evidence]) -> dict[bool, float]:
     tops = {False: 0.0, True: 0.0}
     for item in evidence:
         other = other_language(question, item.note)
-        tops[other] = max(tops[other], item.own)
+        tops[other] = max(tops[other], item.words)
     return tops
 
 

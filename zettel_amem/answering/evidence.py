@@ -37,7 +37,6 @@ class Evidence:
     words: float  # weighted share of the subject terms it contains
     cosine: float  # its vector's cosine to the question
     found: set[str] = field(default_factory=set)
-    own: float = 0.0  # share of the subject terms it contains itself
 
     @property
     def score(self) -> float:
@@ -126,7 +125,7 @@ def rank(question: Question, notes: list[Note], cosines: Cosines) -> list[Eviden
     weight = {t: math.log(1 + len(notes) / (1 + sum(t in f for f in found))) for t in question.terms}
     total = sum(weight.values()) or 1.0
     shares = [sum(weight[t] for t in terms) / total for terms in found]
-    out = [Evidence(note, share, cosine, terms, share)
+    out = [Evidence(note, share, cosine, terms)
            for note, cosine, terms, share in zip(notes, similarity, found, shares)]
     return sorted(out, key=lambda e: (-e.score, -_stamp(e.note.at)))
 

@@ -61,7 +61,6 @@ _GIVES_NAME = re.compile(r"이름|\b(name|named)\b|(?<!\bI )(?<!\bhe )(?<!\bshe 
                          r"|[『「][^』」]{1,30}[』」]", re.I)
 
 
-
 # (terms, the question, the retrieved notes) -> term: its words in the notes' other language
 Translate = Callable[[list[str], str, list[Note]], dict[str, list[str]]]
 
@@ -251,7 +250,7 @@ def decline_reason(question: Question, evidence: list[Evidence]) -> str:
         return f"no note mentions {', '.join(key) or 'this'}"
     tops = own_tops(question, evidence)  # a name or an amount is written in a passage naming much of what is asked
     holders = [e for e in evidence
-               if e.found & set(key) and e.own >= VALUE_SHARE * tops[other_language(question, e.note)]]
+               if e.found & set(key) and e.words >= VALUE_SHARE * tops[other_language(question, e.note)]]
     if _NAME.search(question.text) and not any(_GIVES_NAME.search(e.note.content) for e in holders):
         return f"no note gives the name of {', '.join(key)}"  # (a title given to another thing is no answer)
     value = asked_value(question)

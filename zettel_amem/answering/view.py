@@ -260,8 +260,8 @@ def signals(head: Sentence, evidence: list[Evidence]) -> dict[str, float]:
     the ranking's first."""
     entry = entry_id_of(head.item.note.id)
     others = [e.score for e in evidence if entry_id_of(e.note.id) != entry]
-    return {"sentence_share": round(head.share, 3), "passage_share": round(head.item.own, 3),
-            "best_share": round(max((e.own for e in evidence), default=0.0), 3),
+    return {"sentence_share": round(head.share, 3), "passage_share": round(head.item.words, 3),
+            "best_share": round(max((e.words for e in evidence), default=0.0), 3),
             "lead": round(head.item.score - max(others, default=0.0), 3), "cosine": round(head.item.cosine, 3),
             "first": float(bool(evidence) and head.item is evidence[0])}
 
@@ -304,7 +304,7 @@ def declined_view(question: Question, evidence: list[Evidence], text: str) -> Vi
     """"Not recorded", with the closest sentences shown as closest (a person can see what was near)."""
     sentences = ranked_sentences(question, evidence)
     closest, entries = [], set()
-    found = max((e.own for e in evidence), default=0.0)
+    found = max((e.words for e in evidence), default=0.0)
     for sentence in sentences:
         entry = entry_id_of(sentence.item.note.id)
         if entry not in entries and len(closest) < CLOSEST:
