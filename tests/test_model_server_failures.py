@@ -172,12 +172,15 @@ def test_11_rm_and_edit_never_wait_for_a_hung_model_call(hostile, tmp_path):
            for text in ("first note about the knee", "second note to delete", "third note to edit")]
     harness.run("process", "--limit", "1", env=env, check=True)  # the model check is done; the rest waits
     server.mode = "hang"
+    before = len(server.seen)
     worker = harness.start("process", env=env)
     try:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and not any(s["path"].endswith("/chat/completions")
-                                                      for s in server.seen[-1:]):
+        # Wait until the worker is inside its first (hanging) request, whichever it is (the model check
+        # or the completion): on a slow machine rm could otherwise run before the worker listed its queue.
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len(server.seen) == before:
             time.sleep(0.1)
+        assert len(server.seen) > before, "the worker never called the model"
         time.sleep(0.5)
         start = time.monotonic()
         harness.run("rm", ids[1][:8], "--yes", env=env, check=True, timeout=60)
