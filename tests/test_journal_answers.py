@@ -162,3 +162,21 @@ def test_cli_ask_json_says_how_the_answer_was_made(zk, zk_home):
     code, out, err = zk("ask", "Which gym do I go to?", "--json")
     result = json.loads(out)
     assert result["mode"] == "declined" and "gym" in result["reason"] and result["cited"] == []
+
+
+def test_a_count_leaves_out_a_passage_only_its_copied_tags_name():
+    """Memory evolution by the small model once wrote "dentist" into a lunch note's tags and context
+    (tests/test_answer_view_real.py): a count counts what passages tell, in their words or keywords."""
+    from zettel_amem.answering.journal_answer import answer_journal
+
+    visits = [Note(id=f"{i}" * 32, content=text, at=at, keywords=["dentist"]) for i, (at, text) in enumerate(
+        [("2026-05-02T17:00:00", "Went to the dentist for a cleaning."),
+         ("2026-05-19T18:30:00", "Went to the dentist again for a small filling."),
+         ("2026-06-30T12:00:00", "The dentist checked the filling today. All good.")], 1)]
+    lunch = Note(id="9" * 32, content="Lunch with Mina. She is moving to Busan in April.", at="2026-02-02T12:10:00",
+                 keywords=["lunch", "Mina"], tags=["cleaning", "dentist"], context="Went to the dentist with Mina.")
+    reply = answer_journal("How many times did I go to the dentist?", [*visits, lunch], lambda _t, ns: [0.9] * len(ns))
+    assert reply.view.headline.startswith("3 times: 2026-05-02, 2026-05-19, 2026-06-30"), reply.view.headline
+    lunch.keywords.append("dentist")  # a keyword written for the note itself still counts
+    reply = answer_journal("How many times did I go to the dentist?", [*visits, lunch], lambda _t, ns: [0.9] * len(ns))
+    assert reply.view.headline.startswith("4 times"), reply.view.headline

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..core.models import Note
 from ..core.passages import entry_id_of
-from .evidence import Evidence, best_sentence
+from .evidence import Evidence, best_sentence, forms, mentions
 from .questions import Question
 from .reading import day, event_day, korean, other_language, spelled, told_day
 from .view import Pick
@@ -21,10 +21,19 @@ def answer_count(question: Question, evidence: list[Evidence]) -> Pick:
     """For "how many times", the times it happened among the passages on the subject (`occasions`), their
     number the lead. The view shows them in date order."""
     top = evidence[0].words
-    chosen = occasions(question, [e for e in evidence if top and e.words >= COUNT_SHARE * top] or evidence[:1])
+    near = [e for e in evidence if top and e.words >= COUNT_SHARE * top and tells(question, e)]
+    chosen = occasions(question, near or evidence[:1])
     total = len(chosen)
     cited = [e.note.id for e in chosen[:COUNT_SHOWN]]  # best first: the view shows those that fit, by date
     return Pick(cited, lead=f"{total}번" if korean(question) else f"{total} time{'s' if total != 1 else ''}")
+
+
+def tells(question: Question, item: Evidence) -> bool:
+    """Whether a passage names a word of the question itself, in its words or the keywords written for it: its
+    tags and context may be a neighbour's, copied there by memory evolution (the small model wrote "dentist"
+    into a lunch note's tags)."""
+    own = forms(f"{item.note.content} {' '.join(item.note.keywords)}")
+    return any(mentions(question, term, own) for term in item.found)
 
 
 def occasions(question: Question, chosen: list[Evidence]) -> list[Evidence]:
