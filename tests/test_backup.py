@@ -290,3 +290,45 @@ def test_c11_a_full_disk_keeps_the_old_backup(zk, zk_home, tmp_path):
     assert rest == ["backup.jsonl", "filler"]  # no temporary file left behind
     err = done.stderr.strip().splitlines()[-1]
     assert "no space left" in err and f"{backup} was not changed" in err, done.stderr
+
+
+def test_d13_a_backup_restored_into_another_notebook_of_the_same_home_is_copied(zk, zk_home, evolving, tmp_path):
+    """D13 (break-it-d): `zk -n other import backup.jsonl` in the home the backup came from restored nothing
+    ("11 already present": the ids are there, in notebook main). The notes come in as copies with new ids,
+    links, versions and chat sessions naming the copies, and the line says so; a second restore adds nothing;
+    the original notebook is untouched. The same through a pipe (`zk export | zk -n other import -`)."""
+    ids = add_all(evolving, RUNS[:4])  # linked and evolved notes, with versions naming each other
+    chat = tmp_path / "chat.jsonl"
+    chat.write_text('{"role": "user", "content": "무릎이 아프다"}\n{"role": "assistant", "content": "Rest it."}\n',
+                    encoding="utf-8")
+    zk("import", str(chat), "--no-llm", "-q", check=True)
+    backup = tmp_path / "main.jsonl"
+    zk("export", "-o", str(backup), check=True)
+    main_before = {n.id: n for n in Memory(zk_home).store.notes("main")}
+    assert len(main_before) == len(ids) + 2 and any(n.links for n in main_before.values())
+
+    code, out, err = zk("-n", "other", "import", str(backup))
+    assert code == 0, err
+    assert (f"restored {len(main_before)} note(s) into notebook 'other' ({len(main_before)} as new notes with new "
+            "ids: notebook 'main' of this home holds their ids), 0 already present") in " ".join(out.split())
+    store = Memory(zk_home).store
+    copies = store.notes("other")
+    assert len(copies) == len(main_before) and not {n.id for n in copies} & set(main_before)
+    by_text = {n.content: n for n in copies}
+    for original in main_before.values():
+        copy = by_text[original.content]
+        copied_ids = {n.id for n in copies}
+        assert all(i in copied_ids for i in copy.links) and len(copy.links) == len(original.links)
+        assert all(v.cause in copied_ids | {None} for v in copy.history)
+        if copy.kind == "turn":  # a chat of its own: another notebook's session is not shared
+            assert copy.session_id != original.session_id
+            assert store.notebook_of_session(copy.session_id) == "other"
+    assert {n.id: n.links for n in store.notes("main")} == {i: n.links for i, n in main_before.items()}
+    code, out, err = zk("-n", "other", "import", str(backup), "--json")
+    assert code == 0 and (out := json.loads(out))["added"] == 0 and out["skipped_duplicates"] == len(main_before)
+
+    piped = harness.shell("zk export | zk -n piped import - --json", zk_home)
+    report = json.loads(piped.stdout)
+    assert piped.returncode == 0 and report["added"] == report["copied"] == len(main_before), piped.stderr
+    assert report["copied_from"] == ["main"]
+    assert len(Memory(zk_home).store.notes("piped")) == len(main_before)

@@ -4,6 +4,7 @@ and listings that read only what they show. Speed itself is measured by `python 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from zettel_amem.runtime.worker import drain
 from zettel_amem.storage.store import FRAGMENTS_BEFORE_COMPACTION
@@ -139,3 +140,89 @@ def test_search_probes_the_partitions_an_index_was_built_with_and_a_moved_notebo
     monkeypatch.setattr(upkeep, "ROWS_PER_PARTITION", 4_000)  # the rule changes; the index built stays
     found = memory.store.nearest(memory.embedder.embed_query("note 7 about rain"), 5, "main", column="raw_vector")
     assert probed == [5] and len(found) == 5
+
+
+def _filled(memory, stamps: list[str], notebook: str = "main") -> list:
+    """Notes at these times written in this order in one commit (vectors made up: listing reads none)."""
+    rng = np.random.default_rng(len(stamps))
+    notes = []
+    for i, at in enumerate(stamps):
+        note = memory.new_note(f"note {i} of {notebook} at {at}", at)
+        note.notebook, note.seq = notebook, i  # the order of notes written in one second
+        vector = rng.normal(size=memory.store.dim)
+        note.vector = note.raw_vector = (vector / np.linalg.norm(vector)).tolist()
+        notes.append(note)
+    memory.store.add(notes)
+    return notes
+
+
+def _spaced(start: str, count: int, seconds: int) -> list[str]:
+    from datetime import datetime, timedelta
+
+    first = datetime.fromisoformat(start)
+    return [(first + timedelta(seconds=seconds * i)).isoformat() for i in range(count)]
+
+
+def _rows_read(monkeypatch) -> list[int]:
+    """The rows every LanceDB query returns from now on (a count reads none)."""
+    import lancedb.query
+
+    read: list[int] = []
+    for name in ("to_arrow", "to_list"):
+        original = getattr(lancedb.query.LanceQueryBuilder, name)
+
+        def counted(self, *args, _original=original, **kwargs):
+            result = _original(self, *args, **kwargs)
+            read.append(len(result) if isinstance(result, list) else result.num_rows)
+            return result
+
+        monkeypatch.setattr(lancedb.query.LanceQueryBuilder, name, counted)
+    return read
+
+
+def test_listing_the_newest_reads_a_bounded_number_of_rows_at_any_size(memory, monkeypatch):
+    """Issue #59: served `zk list --limit 20` grew with the store (71 -> 98 ms from 1k to 20k notes): it read
+    the time of every note. Through the `at` index it counts instead and reads a few hundred rows at most,
+    the same at 3,000 notes as at 300."""
+    from zettel_amem.storage.store_rows import CUTOFF_ROWS
+
+    views, read = Views(memory), []
+    stamps = _spaced("2024-01-01T08:00:00", 3_000, 600)
+    for written in (stamps[:300], stamps[300:]):  # 300 notes, then 3,000
+        _filled(memory, written)
+        memory.store.maintain(force=True)
+        assert "at" in memory.store.indexed_columns()
+        spied = _rows_read(monkeypatch)
+        newest = views.notes(limit=20)
+        monkeypatch.undo()
+        read.append(sum(spied))
+        everything = sorted(memory.store.notes(), key=lambda n: (n.at, n.created, n.seq), reverse=True)
+        assert [n.id for n in newest] == [n.id for n in everything[:20]]
+    assert read[0] == read[1] and read[1] <= 4 * 20 + CUTOFF_ROWS + 20, read
+
+
+@pytest.mark.parametrize("case", ["in order", "old import last", "future", "one second", "notebooks", "no index"])
+def test_the_newest_found_through_the_index_are_the_newest(memory, monkeypatch, case):
+    """Every way the cutoff is found gives what sorting every note gives: notes written in time order (the
+    last rows written are the guess), an old chat imported last (a search down from tomorrow), notes dated in
+    the future, many notes in one second, another notebook and date bounds, and a store without the index."""
+    import zettel_amem.storage.store_rows as rows
+
+    monkeypatch.setattr(rows, "CUTOFF_ROWS", 30)  # the search's paths, on a small store
+    recent = _spaced("2026-11-01T08:00:00", 400, 3_600)
+    stamps = {"in order": recent, "old import last": recent + _spaced("2019-05-01T10:00:00", 900, 60),
+              "future": recent + _spaced("2031-01-01T00:00:00", 200, 86_400),
+              "one second": recent + ["2026-11-20T12:00:00"] * 120, "notebooks": recent,
+              "no index": recent}[case]
+    _filled(memory, stamps)
+    if case == "notebooks":
+        _filled(memory, _spaced("2026-11-10T08:30:00", 500, 600), "work")
+    if case != "no index":
+        memory.store.maintain(force=True)
+    since, until = ("2026-11-05", "2026-11-15") if case == "notebooks" else (None, None)
+    everything = [n for n in memory.store.notes("main") if (since is None or n.at >= since)
+                  and (until is None or n.at < until)]
+    everything.sort(key=lambda n: (n.at, n.created, n.seq), reverse=True)
+    for limit in (1, 20, 45):
+        newest = memory.store.newest("main", limit, since=since, until=until)
+        assert [n.id for n in newest] == [n.id for n in everything[:limit]], (case, limit)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..core.errors import NotFound, ZkError
+from ..core.errors import NotFound, ZkError, why_not_erased
 from ..core.models import REVERTIBLE, Note
 from ..core.passages import attach_passages
 from .evolve import forget_changes_by, record
@@ -23,6 +23,7 @@ class Removal:
     id: str
     unlinked: list[str]
     restored: list[str]
+    not_erased: str | None = None  # why the deleted text is still in the store's files (None: erased)
 
 
 def find(parts: Parts, prefix: str) -> Note:
@@ -62,7 +63,8 @@ def revert(parts: Parts, note_id: str, to_version: int | None = None) -> Note:
 
 def remove(parts: Parts, note_id: str) -> Removal:
     """Delete a note, its links in both directions, its history and what it wrote into the notes
-    it evolved, then purge old table versions so its text does not survive on disk."""
+    it evolved (one commit), then purge old table versions so its text does not survive on disk. A purge
+    that fails leaves the note deleted and its text owed an erase: `not_erased` says why."""
     note = find(parts, note_id)
     linking = parts.store.get_many(parts.store.backlinks(note.id), with_vector=True)
     for other in linking.values():
@@ -78,8 +80,9 @@ def remove(parts: Parts, note_id: str) -> Removal:
     if restored:  # no stale vector may keep the removed words searchable
         for n, vector in zip(restored, parts.embedder.embed_passages([n.embedding_text() for n in restored])):
             n.vector = vector.tolist()
-    if linking:
-        parts.store.update(linking.values())
-    parts.store.delete([note.id])
-    parts.store.compact()
+    parts.store.delete_for_good([note.id], linking.values())  # one commit: all of it, or nothing
+    try:
+        parts.store.compact()
+    except ZkError as exc:  # deleted, but its text is still in the files (a full disk): the home owes an erase
+        return Removal(note.id, unlinked, [n.id for n in restored], not_erased=why_not_erased(exc))
     return Removal(note.id, unlinked, [n.id for n in restored])

@@ -100,7 +100,7 @@ def _work_checks(home: Path, settings: Settings, location=None) -> list[Finding]
     except ZkError as exc:
         return [Finding("notes", False, str(exc))]
     held, pid = worker_state(home)
-    found = []
+    found = _erase_check(store)
     if held:
         found.append(Finding("worker", True, f"a background worker is running (pid {pid or '?'})"))
     elif pid is not None:
@@ -123,6 +123,24 @@ def _work_checks(home: Path, settings: Settings, location=None) -> list[Finding]
     else:
         found.append(Finding("notes", True, f"{total} note(s), {len(unfinished)} pending"))
     return found
+
+
+def _erase_check(store: Store) -> list[Finding]:
+    """Deleted notes' text that a `zk rm` could not erase from the store's files (a full disk): erased now
+    when there is room (the purge `zk rm` runs), else one line saying what to do."""
+    from ..core.errors import why_not_erased
+
+    owed = store.erase_owed()
+    if not owed:
+        return []
+    since = min(owed.values())[:16]
+    try:
+        store.erase_now()
+    except ZkError as exc:
+        return [Finding("deleted text", False, f"the old text of notes deleted since {since} is still in the "
+                        f"store's files ({why_not_erased(exc)}); free some space, then run `zk doctor` again")]
+    return [Finding("deleted text", True, f"erased the old text of notes deleted since {since} (a `zk rm` could "
+                    "not erase it then)")]
 
 
 def _age_s(iso: str) -> float:

@@ -6,10 +6,10 @@ import sys
 
 import typer
 
-from ..core.errors import ZkError
+from ..core.errors import NotErased, ZkError
 from ..ingest import formats  # the import formats' names (their parsers load on use)
 from .common import JSON_OPT, State, confirm_deletion, open_memory, tiers_of
-from .notes import remove_note
+from .notes import not_erased_line, remove_note
 
 JOBS_OPT = typer.Option(None, "--jobs", "-j", min=1, help="Notes enriched at once (N requests in flight; "
                         "for an openai: server; default: [llm] jobs, else 1).")
@@ -233,8 +233,9 @@ def _prune(memory, deleted: list[dict], yes: bool) -> list[str]:
         confirm_deletion(f"delete {len(notes)} note(s) whose pages were deleted in the vault ({listed})?",
                          f"--prune would delete {len(notes)} note(s) ({listed}); add --yes to delete them "
                          "without asking")
-    for note in notes:
-        remove_note(memory, note)
+    kept = [(n, why) for n in notes if (why := remove_note(memory, n).not_erased) is not None]
+    if kept:  # deleted, but a full disk kept their old text in the files
+        raise NotErased(not_erased_line([n for n, _ in kept], kept[0][1]))
     return [n.id for n in notes]
 
 

@@ -298,16 +298,29 @@ def rm(note_id: str = id_arg(),
                          f"zk rm deletes note {note.short_id} for good; add --yes to delete it without asking")
     removal = remove_note(memory, note)
     if as_json:
-        render.print_json({"id": note.id, "deleted": True, "unlinked": removal.unlinked,
-                           "restored": removal.restored})
-    else:
+        render.print_json({"id": note.id, "deleted": True, "erased": removal.not_erased is None,
+                           "unlinked": removal.unlinked, "restored": removal.restored})
+    elif removal.not_erased is None:
         done = [f"removed links from {len(removal.unlinked)} note(s)"] if removal.unlinked else []
         done += [f"undid its changes to {len(removal.restored)} note(s)"] if removal.restored else []
         render.console.print(f"deleted {note.short_id}" + ("; " + ", ".join(done) if done else ""))
+    if removal.not_erased is not None:  # deleted, not yet erased from the files: done in part, exit 3
+        sys.stderr.write(f"zk: error: {error_line(not_erased_line([note], removal.not_erased))}\n")
+        raise typer.Exit(3)
+
+
+def not_erased_line(notes: list, why: str) -> str:
+    """The line for notes deleted whose old text a full disk kept in the store's files."""
+    which = notes[0].short_id if len(notes) == 1 else f"{len(notes)} notes"
+    its = "its" if len(notes) == 1 else "their"
+    return (f"deleted {which}, but {its} old text could not be erased yet ({why}): run `zk doctor` after "
+            "freeing space")
 
 
 def remove_note(memory, note):
-    """`zk rm` of one note (also `zk sync --prune`): the note, its links, its words in its session's summary."""
+    """`zk rm` of one note (also `zk sync --prune`): the note, its links, its words in its session's summary.
+    The removal's `not_erased` says why its text is still in the store's files (a full disk), or None."""
+    from ..core.errors import NotErased
     from ..runtime.worker import step_lock
     from ..tiers.service import Tiers
 
@@ -316,6 +329,8 @@ def remove_note(memory, note):
         removal = memory.remove(note.id)
         try:
             Tiers(memory).promotion.forget_note(note)  # its words must not live on in its session's summary
+        except NotErased as exc:  # the summary is cleared; its old text waits for an erase, as the note's may
+            removal.not_erased = removal.not_erased or str(exc)
         except ZkError as exc:
             raise ZkError(f"deleted note {note.short_id}, but its session's summary could not be updated "
                           f"({exc}); `zk doctor` checks the store") from None

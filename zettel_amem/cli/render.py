@@ -375,8 +375,12 @@ def vault_written(report: dict) -> None:
 
 def export_restored(report: dict) -> None:
     """`zk import BACKUP.jsonl`: what was restored, and every record not restored as it was."""
+    held = ("notebook " if len(report.get("copied_from") or []) == 1 else "notebooks ") + ", ".join(
+        f"'{escape(name)}'" for name in report.get("copied_from") or [])
     console.print(f"restored [green]{report['added']}[/] note(s)"
                   + (f" into notebook '{escape(report['notebook'])}'" if report["notebook"] else "")
+                  + (f" ({report['copied']} as new notes with new ids: {held} of this home "
+                     f"{'holds' if ',' not in held else 'hold'} their ids)" if report.get("copied") else "")
                   + f", {report['skipped_duplicates']} already present, "
                   f"{len(report['failed'])} not restored as they were")
     problems(report["failed"])

@@ -42,6 +42,21 @@ class StoreRefused(ZkError):
     holds something that is not a zk notebook. The message says which, and what to do (store_errors.py)."""
 
 
+class NotErased(ZkError):
+    """A delete committed, but the deleted text is still in the store's files: erasing it (rewriting the
+    files that hold it) failed, on a full disk for one. Every read already misses the deleted rows; the
+    home records the debt (`Database.owe_erase`) and `zk doctor`, the next `zk rm` or the worker's upkeep
+    erases the text."""
+
+
+def why_not_erased(exc: BaseException) -> str:
+    """Why erasing deleted text failed, in a few words (a failed write's one line, without its store)."""
+    text = str(exc)
+    if "No space left" in text or "os error 28" in text or "Disk quota" in text:
+        return "the disk is full"
+    return text.split(": ", 1)[-1] if text.startswith("cannot write to the store at ") else text
+
+
 class StoreBusy(ZkError):
     """Another zk holds the write lock longer than the wait."""
 

@@ -23,7 +23,7 @@ from ..core.errors import ZkError
 from ..core.models import CONSTRUCTED, PENDING, READY, Note, journal_period, session_id_for
 from ..core.passages import attach_passages
 from ..core.text import has_control_chars, hashtags
-from ..memory import Memory, validate_content
+from ..memory import Memory, content_hash, validate_content
 from ..storage.database import SCHEMA_VERSION
 from ..storage.store import note_to_row, row_to_note
 
@@ -204,6 +204,8 @@ def restore(memory: Memory, path: Path | BinaryIO, batch_size: int = 128,
     earlier record of the file already used is given a new id (its words are never dropped); an exact
     repeat of an earlier record is skipped. `notebook` (the user's explicit `-n`) puts the notes into
     that notebook; a backup of several notebooks is then refused, since merging them is not a restore.
+    A note whose id another notebook of this home holds (a backup of one notebook restored into another)
+    comes in as a copy with a new id (`copied`, and the notebooks holding the ids in `copied_from`).
     A backup cut short says so: its last record cut mid-line, and fewer records than its header counts.
     """
     run = _Restore(memory, batch_size, on_progress, notebook)
@@ -219,7 +221,8 @@ def restore(memory: Memory, path: Path | BinaryIO, batch_size: int = 128,
     run.flush()
     run.compare_count(listed)
     return {"format": EXPORT_TYPE, "added": run.added, "skipped_duplicates": run.skipped, "failed": run.failed,
-            "session_ids": list(run.sessions), "notebook": notebook}
+            "session_ids": list(run.sessions), "notebook": notebook, "copied": sum(run.copied.values()),
+            "copied_from": sorted(run.copied)}
 
 
 def _check_header(first_line: str, name: str, notebook: str | None) -> int | None:
@@ -257,6 +260,8 @@ class _Restore:
         self.sessions: dict[str, None] = {}  # imported chats among the restored notes: to become episodes again
         self.source_notebook: str | None = None
         self.records = 0  # the whole records read (a last line cut mid-record is not one)
+        self.copied: dict[str, int] = {}  # notebook of this home that holds the ids -> notes restored as copies
+        self.session_held: dict[tuple[str, str], bool] = {}  # (session, notebook) -> another notebook holds it
 
     def report(self, number: int | None, message: str) -> None:
         self.failed.append({"line": number, "record": None, "message": message})
@@ -325,8 +330,12 @@ class _Restore:
         batch, memory = self.batch, self.memory
         if not batch:
             return
+        copies = self._copy_what_others_hold(batch)
         existing = set(memory.store.get_many([n.id for n in batch]))
         fresh = [n for n in batch if n.id not in existing]
+        for note in fresh:
+            if note.id in copies:
+                self.copied[copies[note.id]] = self.copied.get(copies[note.id], 0) + 1
         self.skipped += len(batch) - len(fresh)
         if fresh:
             vectors = memory.embedder.embed_passages([n.embedding_text() for n in fresh])
@@ -339,6 +348,58 @@ class _Restore:
         batch.clear()
         if self.on_progress:
             self.on_progress(self.added + self.skipped, None)
+
+    def _copy_what_others_hold(self, batch: list[Note]) -> dict[str, str]:
+        """A note whose id another notebook of this home holds (a backup of notebook A restored into B with
+        `zk -n B import`) comes in as a copy with an id of its own; so does a chat turn's session. Every id
+        a note names (links, updates links, its versions' causes) that another notebook holds is named as
+        its copy. A copy's id is derived from the old id and the notebook: a second restore finds it present.
+        Returns each copy's id -> the notebook that holds the note's own id."""
+        store, copies = self.memory.store, {}
+        named = {i for n in batch for i in _NAMED_ID.findall(_named_text(n))}
+        held = {i: there.notebook for i, there in store.get_many(sorted(named | {n.id for n in batch})).items()}
+        for note in batch:
+            elsewhere = {i for i, notebook in held.items() if notebook != note.notebook}
+            if note.id in elsewhere:
+                old, note.id = note.id, copy_id(note.id, note.notebook)
+                copies[note.id] = held[old]
+                note.content_hash = content_hash(note.content, note.speaker, note.at, f"{note.notebook}\x1fcopy:{old}")
+            if elsewhere & set(_NAMED_ID.findall(_named_text(note))):
+                _rename_ids(note, {i: copy_id(i, note.notebook) for i in elsewhere})
+            if note.kind == "turn" and note.session_id and self._session_elsewhere(note):
+                note.session_id = session_id_for(note.notebook, note.session_id)
+        return copies
+
+    def _session_elsewhere(self, note: Note) -> bool:
+        """Whether another notebook of this home holds the turn's session (its episode is that notebook's)."""
+        key = (note.session_id, note.notebook)
+        if key not in self.session_held:
+            there = self.memory.store.notebook_of_session(note.session_id)
+            self.session_held[key] = there is not None and there != note.notebook
+        return self.session_held[key]
+
+
+_NAMED_ID = re.compile(r"[0-9a-f]{32}")
+
+
+def copy_id(note_id: str, notebook: str) -> str:
+    """The id of a note's copy in `notebook` (the same on every restore of the same backup)."""
+    return hashlib.sha256(f"{notebook}\x1fcopy\x1f{note_id}".encode()).hexdigest()[:32]
+
+
+def _named_text(note: Note) -> str:
+    """The note's fields that name other notes, as one text (ids are found in it by `_NAMED_ID`)."""
+    return json.dumps([note.links, note.updated_by, [v.to_dict() for v in note.history]], ensure_ascii=False)
+
+
+def _rename_ids(note: Note, renamed: dict[str, str]) -> None:
+    """Name each id in `renamed` by its new id wherever the note names it (passage ids `<id>-pN` too)."""
+    def swap(text: str) -> str:
+        return _NAMED_ID.sub(lambda m: renamed.get(m.group(0), m.group(0)), text)
+
+    note.links = [swap(i) for i in note.links]
+    note.updated_by = json.loads(swap(json.dumps(note.updated_by, ensure_ascii=False)))
+    note.history = Note.history_from_json(swap(Note.history_to_json(note.history)))
 
 
 def _move(note: Note, notebook: str, journal_session: str) -> None:

@@ -12,6 +12,7 @@ that cannot be opened.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -45,6 +46,9 @@ _DATA_FILE = re.compile(rb"(?:[01]{24}[0-9a-f]{26}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a
                         rb"\.lance")
 DATA_FILE = _DATA_FILE
 EMBEDDER_KEY = "zk.embedder"  # the table schema's record of the embedder, for when meta.json is lost
+# Tables whose files may still hold deleted rows' text (table -> since when): written before a delete commits,
+# cleared when the table's purge (`Database.upkeep(purge=True)`) has run (see `Database.owe_erase`).
+ERASE_OWED = "erase-owed.json"
 _RUST_PATH = re.compile(r",?\s*/[^\s,]*\.rs:\d+(?::\d+)?")
 
 
@@ -218,6 +222,33 @@ def tables_behind_meta(db_path: Path, meta: dict[str, Any]) -> str | None:
     return None
 
 
+def read_erase_owed(home: Path) -> dict[str, str]:
+    """The tables whose files may still hold deleted text, and since when ({} when none, or unreadable)."""
+    try:
+        owed = json.loads((home / ERASE_OWED).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {str(k): str(v) for k, v in owed.items()} if isinstance(owed, dict) else {}
+
+
+def write_erase_owed(home: Path, owed: dict[str, str]) -> None:
+    """Replace the record atomically and durably (removed when nothing is owed); raises OSError."""
+    path = home / ERASE_OWED
+    if not owed:
+        path.unlink(missing_ok=True)
+        return
+    tmp = path.with_suffix(".tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as out:
+            out.write(json.dumps(owed))
+            out.flush()
+            os.fsync(out.fileno())
+        tmp.replace(path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
 def check_meta(meta: dict[str, Any], embedder_name: str, dim: int) -> None:
     """Refuse a store written by a newer zk or with another embedder (an empty meta: a new store)."""
     if not meta:
@@ -252,7 +283,56 @@ def store_failure(exc: BaseException, where: str, location: StoreLocation) -> Zk
 # a connection makes its own (a process that runs one command).
 SHARED_SESSION = None
 
-class Database:
+
+class ErasedText:
+    """Deleted text that a purge has yet to erase from a local home's files: the record `Database` keeps (in
+    `ERASE_OWED`) between a delete's commit and its table's purge (`Database.upkeep(purge=True)`)."""
+
+    def erase_owed(self) -> dict[str, str]:
+        """Tables whose files may still hold deleted rows' text (-> since when); none on a shared store."""
+        return {} if self.remote else read_erase_owed(self.home)
+
+    def owe_erase(self, names: Iterable[str]) -> bool:
+        """Before a delete commits (under the write lock): record that `names`' files hold deleted text until
+        their purge, so a purge that fails (a full disk) leaves a debt `zk doctor`, the next `zk rm` and the
+        worker see, not text nobody knows of. Returns whether every table already owed one. Raises a
+        one-line ZkError when the record cannot be written: then nothing may be deleted. (A shared store
+        drops old versions after REMOTE_KEEP_VERSIONS anyway: nothing is recorded there.)"""
+        owed = self.erase_owed()
+        if self.remote or all(name in owed for name in names):
+            return True
+        from ..core.models import now_iso
+
+        try:
+            write_erase_owed(self.home, {**{name: now_iso() for name in names}, **owed})
+        except OSError as exc:
+            why = "no space left on the disk" if exc.errno in (errno.ENOSPC, errno.EDQUOT) else exc.strerror or exc
+            raise cannot_write(self.home, exc) or ZkError(f"cannot write to the store at {self.where}: {why}") from None
+        return False
+
+    def settle_erase(self, name: str) -> None:
+        """The table's purge ran: it owes no erase (a record that cannot be rewritten costs one purge more)."""
+        owed = self.erase_owed()
+        if name in owed:
+            owed.pop(name)
+            try:
+                write_erase_owed(self.home, owed)
+            except OSError:
+                pass
+
+    def erase_now(self) -> list[str]:
+        """Run every purge owed (`zk doctor`); returns the tables erased. Raises ZkError if one fails."""
+        done = []
+        for name in self.erase_owed():
+            if name in self.remote_call(lambda: self.db.list_tables().tables):
+                self.upkeep(name, self.db.open_table(name), purge=True)
+            else:  # a table that is gone holds nothing
+                self.settle_erase(name)
+            done.append(name)
+        return done
+
+
+class Database(ErasedText):
     """The LanceDB folder of one home and its meta file. Tables live in it (`Store` is the notes table,
     `TierStore` the upper tiers); a subclass opens its own tables."""
 
@@ -488,8 +568,10 @@ class Database:
     def upkeep(self, name: str, table, purge: bool = False) -> None:
         """The idle worker's upkeep of one table (`optimize_table`: merge the small fragments, fold the new
         rows into every index, drop old versions), under the write lock like any commit, then recorded.
-        `purge` (after a delete): also rewrite every data file that still holds a deleted row."""
+        `purge` (after a delete, or when an earlier purge of the table is owed): also rewrite every data
+        file that still holds a deleted row; once done, the debt is settled."""
         load_pylance()  # before the lock and the guard: a missing pylance is not a damaged store
+        purge = purge or name in self.erase_owed()
 
         def run() -> None:
             optimize_table(table, lambda: self.lance_dataset(table), purge, self.remote)
@@ -499,6 +581,8 @@ class Database:
             warnings.simplefilter("ignore", UserWarning)
             self.guarded_write(run)
             self.record(name, table)
+            if purge:
+                self.settle_erase(name)
 
 
 # -- a table's upkeep: Lance's compaction, index folding and version cleanup, apart from the guards above --

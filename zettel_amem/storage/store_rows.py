@@ -203,6 +203,102 @@ def _newest_at(store: NoteRows, where: str | None, limit: int) -> str | None:
     return pc.min(pc.take(stamps, pc.top_k_unstable(stamps, k=limit))).as_py()
 
 
+# -- `NoteRows.newest`'s cutoff through the `at` index: what it reads is bounded, whatever the table's size --
+CUTOFF_ROWS = 200  # the ordering columns of at most this many matching notes are read (or 2 x `limit`)
+CUTOFF_PROBES = 40  # index counts tried before the `at` column is read instead (a bisection of seconds)
+_FIRST_STEP_S = 86_400  # the search steps back from its upper bound a day first, then four times as far each time
+_NEVER, _LAST = "0001-01-01T00:00:00", "9999-12-31T23:59:59"
+
+
+def _seconds(at: str) -> int:
+    """An ISO time as whole seconds since 0001-01-01 (the order of the strings, which is what filters use)."""
+    from datetime import datetime
+
+    moment = datetime.fromisoformat(at[:19])
+    return (moment.toordinal() - 1) * 86_400 + moment.hour * 3600 + moment.minute * 60 + moment.second
+
+
+def _iso(seconds: int) -> str:
+    from datetime import datetime, timedelta
+
+    return (datetime(1, 1, 1) + timedelta(seconds=seconds)).isoformat()
+
+
+def _recent_candidate(store: NoteRows, notebook: str | None, since: str | None, until: str | None,
+                      limit: int) -> str | None:
+    """A first guess at the cutoff: the `limit`-th newest `at` among the last rows written (notes are mostly
+    written in the order they happen), read by position: 4 x `limit` rows, whatever the table's size."""
+    rows = store.guarded_read(lambda: store.table.search().select(["at", "notebook"])
+                              .offset(max(store.table.count_rows() - 4 * limit, 0)).limit(4 * limit).to_list())
+    stamps = sorted((r["at"] for r in rows if r["at"] and (notebook is None or r["notebook"] == notebook)
+                     and (since is None or r["at"] >= since) and (until is None or r["at"] < until)), reverse=True)
+    return stamps[limit - 1] if len(stamps) >= limit else None
+
+
+def _taken(store: NoteRows, chosen: list[dict[str, Any]]) -> list[Note]:
+    """The whole notes of `chosen` (rows read with their row ids), in that order: taken by row id, without a
+    lookup in the id index (which took twice as long at 100k notes); looked up by id when a commit since
+    the first read moved the rows (a compaction renumbers them)."""
+    expected = {r["_rowid"]: r["id"] for r in chosen}
+    try:
+        rows = store.guarded_read(lambda: store.table.take_row_ids(list(expected)).select(TEXT_COLUMNS)
+                                  .with_row_id().to_list()) if expected else []
+    except ZkError:
+        rows = []
+    if len(rows) == len(expected) and all(expected.get(r["_rowid"]) == r["id"] for r in rows):
+        by_id = {r["id"]: r for r in rows}
+        return [row_to_note(by_id[r["id"]]) for r in chosen]
+    found = store.get_many([r["id"] for r in chosen])
+    return [found[r["id"]] for r in chosen if r["id"] in found]
+
+
+def _index_cutoff(store: NoteRows, where: str | None, limit: int, guess: str | None,
+                  until: str | None) -> tuple[bool, str | None]:
+    """The `at` at or after which between `limit` and CUTOFF_ROWS (or 2 x `limit`) matching notes lie, found by
+    counting through the `at` index (a count reads index pages, not rows): the guess (and the second after it:
+    many notes may share the guess's), else a search down from tomorrow (or `until`), a day back, then four
+    times further each step, bisecting once it has gone past. (True, None): so few notes match that all are
+    read; (False, None): not found in CUTOFF_PROBES counts, and the caller reads the `at` column. A second
+    shared by more than that many notes is the cutoff itself (all of them are read)."""
+    from ..core.models import now_iso
+
+    most = max(CUTOFF_ROWS, 2 * limit)
+
+    def count(seconds: int | None) -> int:
+        clause = all_of(None, where, seconds is not None and f"at >= {sql_str(_iso(seconds))}")
+        return store.guarded_read(lambda: store.table.count_rows(clause) if clause else store.table.count_rows())
+
+    if count(None) <= most:
+        return True, None
+    low, high = _seconds(_NEVER), _seconds(_LAST)  # as many notes as match at or after low, none after high
+    try:
+        probes = [_seconds(guess), _seconds(guess) + 1] if guess else []
+    except ValueError:  # a time stored in another form: no guess
+        probes = []
+    probes.append(_seconds(until) if until else _seconds(now_iso()) + _FIRST_STEP_S)
+    step = _FIRST_STEP_S
+    for _ in range(CUTOFF_PROBES):
+        if high - low <= 1:
+            break
+        first = bool(probes)
+        if first:
+            probe = probes.pop(0)
+            if not low < probe < high:
+                continue
+        else:
+            probe = high - step if step and high - step > low else (low + high + 1) // 2
+        found = count(probe)
+        if limit <= found <= most:
+            return True, _iso(probe)
+        if found < limit:
+            high, step = probe, step if first else step * 4
+        else:
+            low, step = probe, step if first else 0  # the search went past: bisect from here on
+    if high - low <= 1 and count(low) >= limit:  # more than `most` notes share one second
+        return True, _iso(low)
+    return False, None
+
+
 class NoteRows(Database):
     """Reads and writes of whole notes; the private query helpers every store job shares."""
 
@@ -265,6 +361,39 @@ class NoteRows(Database):
                 self.guarded_write(lambda: self.table.delete(in_list("id", ids)))
                 self.record(NOTES, self.table)
 
+    def delete_for_good(self, ids: Iterable[str], updated: Iterable[Note] = ()) -> None:
+        """Delete notes (`zk rm`) and write `updated` (the notes that lost a link to them or the words they
+        wrote) in one commit: the store is as it was, or without them. First the home records that the
+        table's files owe an erase (`owe_erase`); `compact` then erases the deleted text and settles it."""
+        ids = list(ids)
+        rows = [note_to_row(n) for n in updated if n.id not in ids]
+        if not ids:
+            return
+        gone = in_list("id", ids)
+
+        def commit() -> None:
+            if rows:  # the rows not given and not matched by `gone` stay as they are
+                (self.table.merge_insert("id").when_matched_update_all()
+                 .when_not_matched_by_source_delete(gone).execute(rows))
+            else:
+                self.table.delete(gone)
+
+        with self.write_lock():
+            try:
+                owed_before = self.owe_erase([NOTES])
+            except ZkError as exc:
+                raise ZkError(f"{exc}; nothing was deleted") from None
+            try:
+                self.guarded_write(commit)
+            except ZkError as exc:
+                if not owed_before:  # nothing was deleted: nothing to erase
+                    self.settle_erase(NOTES)
+                if "No space left" in str(exc) or "os error 28" in str(exc):
+                    raise ZkError(f"cannot write to the store at {self.where}: no space left on the disk; "
+                                  "nothing was deleted") from None
+                raise
+            self.record(NOTES, self.table)
+
     def existing_hashes(self, hashes: list[str]) -> set[str]:
         found: set[str] = set()
         for start in range(0, len(hashes), 500):
@@ -274,10 +403,10 @@ class NoteRows(Database):
         return found
 
     # -- reads: filters are private to the store classes ----------------------------------------------
-    def _query(self, where: str | None, columns: list[str] | None = None, limit: int | None = None
-               ) -> list[dict[str, Any]]:
+    def _query(self, where: str | None, columns: list[str] | None = None, limit: int | None = None,
+               row_ids: bool = False) -> list[dict[str, Any]]:
         def run():
-            query = self.table.search()
+            query = self.table.search().with_row_id(True) if row_ids else self.table.search()
             if where:
                 query = query.where(where)
             if columns:
@@ -319,15 +448,26 @@ class NoteRows(Database):
             found = _newest_taken(self, where, limit)
             if found is not None:
                 return found
-        if limit and keep is None:  # one column of every matching row, then the ordering columns of a few
-            cutoff = _newest_at(self, where, limit)
+        if limit and keep is None:  # the cutoff by the `at` index; without one, by the `at` column of every row
+            found, cutoff = False, None
+            if not self.remote and "at" in self.indexed_columns():
+                guess = _recent_candidate(self, self._notebook_filter(notebook), since, until, limit)
+                found, cutoff = _index_cutoff(self, where, limit, guess, until)
+            cutoff = cutoff if found else _newest_at(self, where, limit)
             where = all_of(None, where, cutoff is not None and f"at >= {sql_str(cutoff)}")
         columns = ["id", "at", "created", "seq", *(["user_tags"] if keep else [])]
-        rows = [r for r in self._query(where, columns) if keep is None or keep(r["user_tags"] or [])]
+        rows = [r for r in self._query(where, columns, row_ids=True) if keep is None or keep(r["user_tags"] or [])]
         rows.sort(key=lambda r: (r["at"] or "", r["created"] or "", r["seq"] or 0), reverse=True)
-        ids = [r["id"] for r in rows[:limit] if r["id"]] if limit else [r["id"] for r in rows]
-        found = self.get_many(ids)
-        return [found[i] for i in ids if i in found]
+        return _taken(self, [r for r in (rows[:limit] if limit else rows) if r["id"]])
+
+    def indexed_columns(self) -> set[str]:
+        """The columns a scalar, full-text or vector index covers (read once per table version)."""
+        version = self.version_of(self.table)
+        known = getattr(self, "_indexed", None)
+        if known is None or known[0] != version:
+            columns = {c for index in self.guarded_read(self.table.list_indices) for c in index.columns}
+            self._indexed = known = (version, columns)
+        return known[1]
 
     def count_by(self, column: str, notebook: str | None = None) -> dict[str, int]:
         """How many notes hold each value of a plain column (`status`, `kind`): one column read."""

@@ -15,7 +15,9 @@ KEYWORD_COLUMNS = ("terms", "enrichment_terms")  # full-text (BM25) indexes over
 
 # Scalar indexes: id and hash lookups, a session's turns, backlinks (which notes list an id in `links`).
 SCALAR_INDEXES = {"id": "BTREE", "session_id": "BTREE", "content_hash": "BTREE", "links": "LABEL_LIST",
-                  "speaker": "BITMAP"}  # speaker: who a query names (search's person scope)
+                  "speaker": "BITMAP",  # speaker: who a query names (search's person scope)
+                  "at": "BTREE",  # the newest notes (`zk list`) by counts, not by reading every row's time
+                  "notebook": "BITMAP"}  # whether a store holds other notebooks, counted, not read
 
 
 VECTOR_COLUMNS = ("raw_vector", "vector")
@@ -154,9 +156,11 @@ class Upkeep(NoteRows):
             self._ensure_indexes()
             fragments = self.table.stats()["fragment_stats"]["num_fragments"]
             unindexed = any(getattr(i, "num_unindexed_rows", 0) for i in self.table.list_indices())
-        if force or unindexed or fragments >= FRAGMENTS_BEFORE_COMPACTION:
-            self.upkeep(NOTES, self.table)  # takes the write lock itself
-            done.append(f"compacted {fragments} fragment(s), indexes brought up to date")
+        owed = NOTES in self.erase_owed()  # a `zk rm` could not erase a deleted note's text (a full disk)
+        if force or unindexed or owed or fragments >= FRAGMENTS_BEFORE_COMPACTION:
+            self.upkeep(NOTES, self.table)  # takes the write lock itself; purges when an erase is owed
+            done.append(f"compacted {fragments} fragment(s), indexes brought up to date"
+                        + (", deleted text erased" if owed else ""))
         with self.write_lock():  # after compaction: a new index is built over the merged files, not remapped
             rows = self.table.count_rows()
             shapes = self.vector_index_shapes()

@@ -209,9 +209,17 @@ class TierStore:
         """Rows as a repair read them back from a damaged table, written as they were (vectors included)."""
         self._upsert(name, [_from_row(name, row) for row in rows])
 
+    def owe_erase(self) -> None:
+        """Before deletes and cleared summaries: the tier tables' files owe an erase until `compact` has run
+        (`Database.owe_erase`; a purge that fails on a full disk leaves the debt for `zk doctor`)."""
+        with self.store.write_lock():
+            self.store.owe_erase([EPISODES, ENTITIES, RELATIONS])
+
     def compact(self) -> None:
         """After deletes: no deleted summary or name survives on disk (see `Database.upkeep`)."""
         for name in (EPISODES, ENTITIES, RELATIONS):
             table = self._table(name)
             if table is not None:
                 self.store.upkeep(name, table, purge=True)
+            else:
+                self.store.settle_erase(name)  # no table, no deleted text

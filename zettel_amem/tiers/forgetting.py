@@ -7,6 +7,7 @@ these under the worker's step lock where the worker could be writing the same ro
 
 from __future__ import annotations
 
+from ..core.errors import NotErased, ZkError, why_not_erased
 from ..core.models import EPISODE_PENDING, EPISODE_PRUNED, EPISODE_READY, Note, episode_id_for, now_iso
 from ..storage.tier_store import TierStore
 from .sessions import Sessions
@@ -30,6 +31,8 @@ def prune_summaries(store: TierStore, notebook: str, cutoff: str) -> list[str]:
     each row stays as a tombstone (status pruned). Returns their ids."""
     # Only finished episodes: a pending one has not given its facts to the graph yet.
     expired = [e for e in store.episodes(notebook, status=[EPISODE_READY]) if e.end < cutoff]
+    if expired:
+        store.owe_erase()
     for episode in expired:
         episode.summary = episode.abstract = ""
         episode.vector, episode.status = None, EPISODE_PRUNED
@@ -48,6 +51,7 @@ def forget_episode_of(store: TierStore, sessions: Sessions, note: Note) -> None:
     episode = store.episode(episode_id_for(note.session_id))
     if episode is None:
         return
+    store.owe_erase()
     forget_relations_of(store, episode.id)
     # Entities only this episode named go too (re-extraction brings back what the other turns say).
     named = store.entities(episode.notebook, with_vector=True)
@@ -63,4 +67,7 @@ def forget_episode_of(store: TierStore, sessions: Sessions, note: Note) -> None:
     if episode.status != EPISODE_PRUNED:  # a pruned episode stays pruned (its summary is gone anyway)
         episode.status = EPISODE_PENDING if remaining else EPISODE_PRUNED
     store.put_episodes([episode], keep_vectors=False)
-    store.compact()
+    try:
+        store.compact()
+    except ZkError as exc:  # the summary is cleared, but its old text is still in the files: owed an erase
+        raise NotErased(why_not_erased(exc)) from None
