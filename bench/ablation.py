@@ -34,14 +34,27 @@ from bench.journal_qa import scored
 NEVER = re.compile(r"(?!)")  # a pattern that matches nothing: a cue list switched off
 
 
+@contextlib.contextmanager
+def fresh_dates():
+    """Date readings cached before a patch (or during one) are not read again: drop them on both sides."""
+    from zettel_amem.core.date_mentions import forget_cached_dates
+
+    forget_cached_dates()
+    try:
+        yield
+    finally:
+        forget_cached_dates()
+
+
 def _identity_second(_question, evidence):
     return evidence
 
 
 def families() -> dict[str, Callable[[], list]]:
     """Family name -> the patches that switch it off (a list of `mock.patch.object` context managers)."""
-    from zettel_amem.answering import answer, counting, date_guard, evidence, journal_answer, questions
+    from zettel_amem.answering import answer, counting, date_guard, evidence, journal_answer, questions, view
     from zettel_amem.core import date_mentions
+    from zettel_amem.core.words import verb_forms
 
     ja = journal_answer
 
@@ -64,7 +77,9 @@ def families() -> dict[str, Callable[[], list]]:
             lambda: [patch(counting, "occasion", lambda note, days: note.id)],
         "the story kind (what happened with X)":
             lambda: [patch(questions, "KINDS", tuple(r for r in questions.KINDS if r[0] != "story"))],
-        "dates: a weekday read by its tense (_tense)": lambda: [patch(date_mentions, "_tense", lambda text: "")],
+        "dates: a weekday read by its tense (_tense)":
+            lambda: [patch(date_mentions, "_tense", lambda text: ""),
+                     fresh_dates()],
         "dates: weekly habits are no date (_HABIT_*)":
             lambda: [patch(date_mentions, "_HABIT_EN", r"(?!)"), patch(date_mentions, "_HABIT_KO", r"(?!)")],
         "dates: 'the 22nd' / '22일에' alone (day of the month)":
@@ -75,6 +90,28 @@ def families() -> dict[str, Callable[[], list]]:
             lambda: [patch(answer.Answerer, "translate", lambda self, terms, question, notes: {})],
         "a passage in the other language lifted (CROSS_LANGUAGE_OFFSET)":
             lambda: [patch(evidence, "CROSS_LANGUAGE_OFFSET", 0.0)],
+        # round five (#59)
+        "#59 a day asked: answered from that day's entries (asked_day)":
+            lambda: [patch(questions, "asked_day", lambda text: ("", ""))],
+        "#59 a question with no subject word asks with its verb (asking_verbs)":
+            lambda: [patch(questions, "asking_verbs", lambda text: [])],
+        "#59 a Korean verb meets its other forms by its stem (_same_verb)":
+            lambda: [patch(evidence, "_same_verb", lambda stem, text_forms: False)],
+        "#59 an English verb meets its regular stem's forms (_other_forms)":
+            lambda: [patch(evidence, "_other_forms", lambda word: verb_forms(word))],
+        "#59 supporting lines only on the question (view.relevant)":
+            lambda: [patch(view, "relevant", lambda sentence, best: True)],
+        "#59 now: not someone else's sentence (someone_elses)":
+            lambda: [patch(ja, "someone_elses", lambda sentence: False)],
+        "#59 not asked in the past: the latest word first (latest_word)":
+            lambda: [patch(ja, "latest_word", _identity_second)],
+        "#59 count: only what took place (took_place)":
+            lambda: [patch(counting, "took_place", lambda question, item: True)],
+        "#59 when: a date in a negated clause retracted (retracted)":
+            lambda: [patch(ja, "retracted", lambda sentence: set())],
+        "#59 dates: a passed weekday planned or scheduled is next week's (_scheduled)":
+            lambda: [patch(date_mentions, "_scheduled", lambda sentence: False),
+                     fresh_dates()],
     }
 
 

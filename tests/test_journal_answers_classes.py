@@ -14,7 +14,7 @@ def test_a_name_no_note_gives_is_not_recorded(journal):
                       ("2026-11-24T22:00", "오사카에서 돌아왔다. 보리는 그동안 동생 집에 맡겼다."),
                       ("2026-07-25T16:00", "유기견 보호소에서 강아지를 입양했다. 이름은 보리, 두 살 진돗개 믹스.")])
     sister = ask_through(journal, "동생 이름이 뭐야?")
-    assert sister.mode == "declined" and "name" in sister.reason and sister.cited() == []
+    assert sister.mode == "declined" and "이름" in sister.reason and sister.cited() == []  # said in Korean
     dog = ask_through(journal, "강아지 이름이 뭐야?")
     assert dog.mode == "extractive" and "보리" in dog.text
 

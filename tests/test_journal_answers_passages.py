@@ -82,7 +82,7 @@ def test_a_price_is_declined_only_when_no_passage_naming_the_subject_in_its_lang
         ("a-p0", "2026-06-28T21:00",
          "가람이 결혼식 예식장 답사를 같이 갔다. 유성에 있는 곳이다.", 0.8, {"예식장", "가람이"}),
         ("b-p0", "2026-10-27T21:00", "이번 달 가계부. 카풀 기름값 10만 원, 가람이 축의금.", 0.2, {"가람이"})])
-    assert "amount" in ja.decline_reason(declined, evidence)
+    assert "금액" in ja.decline_reason(declined, evidence)  # the amount, said in the question's language
     answered = analyse("How much did I sell my bike for?")
     evidence = _evidence([
         ("a-p0", "2026-05-02T21:00", "I'll probably sell the bike once I've moved.", 1.0, {"sell", "bike"}),
@@ -115,7 +115,7 @@ def test_an_amount_counts_only_in_the_clause_naming_what_is_asked():
     asked = analyse("민지 생일 선물 얼마 줬어?")
     listed = _evidence([("a-p0", "2026-03-02T21:00", "이번 주 장보기. 우유 3천 원, 세탁소, 민지 생일 선물.", 0.9,
                          {"민지", "생일", "선물"})])
-    assert "amount" in ja.decline_reason(asked, listed)  # the 3천 원 is the milk's
+    assert "금액" in ja.decline_reason(asked, listed)  # the 3천 원 is the milk's
     wallet = analyse("How much was the wallet I looked at?")
     alone = _evidence([("a-p0", "2026-03-02T21:00", "Stood in front of a leather wallet for ten minutes. Black, "
                         "120,000 won.", 0.9, {"wallet", "look"})])
@@ -126,7 +126,7 @@ def test_a_title_is_read_where_most_of_the_question_is_named():
     question = analyse("소라가 빌려준 책 제목이 뭐였지?")
     other_title = ("a-p0", "2026-06-01T21:00", "동아리 발표 제목은 '바다 위의 정원'으로 정했다.", 0.2, {"제목"})
     book = ("b-p0", "2026-05-11T21:00", "소라가 책을 한 권 빌려줬다. 장마 때 읽으라고.", 0.8, {"소라", "책"})
-    assert "name" in ja.decline_reason(question, _evidence([other_title, book], own=[0.2, 0.8]))
+    assert "이름" in ja.decline_reason(question, _evidence([other_title, book], own=[0.2, 0.8]))
     titled = ("c-p0", "2026-05-12T21:00", "소라가 빌려준 책은 '밤의 도서관'이다.", 0.9, {"소라", "책"})
     assert ja.decline_reason(question, _evidence([titled, book], own=[0.9, 0.8])) == ""
     assert not ja._GIVES_NAME.search("엄마는 '그냥 오지 마라'고 하셨다.")  # words said, not a name
@@ -138,7 +138,7 @@ def test_a_title_given_to_another_thing_is_no_title_even_as_its_languages_best()
     question = analyse("소라가 빌려준 책 제목이 뭐였지?")
     other_title = ("a-p0", "2026-06-01T21:00", "동아리 발표 제목은 '바다 위의 정원'으로 정했다.", 0.2, {"제목"})
     book = ("b-p0", "2026-05-11T21:00", "Sora lent me a book for the rainy season.", 0.6, {"소라", "책"})
-    assert "name" in ja.decline_reason(question, _evidence([book, other_title], own=[0.6, 0.2]))
+    assert "이름" in ja.decline_reason(question, _evidence([book, other_title], own=[0.6, 0.2]))
 
 
 def test_how_much_asks_a_reading_written_after_its_word_as_well_as_a_price():

@@ -28,11 +28,11 @@ from ..core.errors import InvalidInput
 from ..core.models import Note, ServerReach, Usage
 from ..core.passages import as_notes, entry_id_of, passage_id, row_passages
 from ..core.prompts import language_of
-from ..core.text import keyword_terms, name_pattern, nfc, statements
+from ..core.text import is_blank, keyword_terms, name_pattern, nfc, statements
 from ..retrieval.retrieve import CoverageIndex, Hit, render_hit
 from .date_guard import held_to_citations
 from .evidence import best_sentence
-from .journal_answer import answer_journal
+from .journal_answer import NOTHING_ASKED, answer_journal
 from .reader import ModelReader
 from .term_bridge import bridge_terms
 from .view import View
@@ -47,6 +47,7 @@ WIDER_POOL = 4 * JOURNAL_POOL  # candidates per list of the wider look; the firs
 # ... and up to this many of the next 30 in the question's other language: search ranks notes in the
 # question's language first (a Korean question's 30 held no English note in 14 of 44 bench questions)
 JOURNAL_OTHER_LANGUAGE = 10
+DAY_WINDOW = 7  # a question about a day reads the entries this many days either side (a later one says "어제")
 ANSWER_MAX_CHARS = 160  # a short answer: a name, a place, a date, a phrase, one short sentence
 _SENTENCE = re.compile(r"[^.!?。\n]+[.!?。]?")
 # What the answer string may hold: no Chinese characters or kana for Korean/English questions (a small
@@ -222,6 +223,7 @@ class Answerer:
         self._vectors: dict[str, Any] = {}
         self._words: Any = None  # WordVectors, made on first use
         self._updaters: list[Note] = []  # what `updating_units` read for the last journal answer
+        self._day: list[Note] = []  # ... and `day_units`
 
     def ask(self, question: str, k: int | None = None, budget_tokens: int | None = None, *,
             today: str | None = None, hits: list[Hit] | None = None, memory_block: str = "",
@@ -229,8 +231,10 @@ class Answerer:
         """Retrieve (or take `hits`), then answer briefly with the ids it came from (see answer.py).
         `search_options` go to `search()`; `memory_block` is what the upper tiers add (episode hints,
         graph facts), placed before the notes."""
-        if not question.strip():
+        if is_blank(question):  # also zero-width spaces and the Hangul filler, as a note is (memory.validate_content)
             raise InvalidInput("the question is empty")
+        if not any(ch.isalnum() for ch in question):  # punctuation, emoji: nothing to search for
+            raise InvalidInput(NOTHING_ASKED)
         if hits is None:
             budget = budget_tokens or self.parts.settings.context_budget_tokens
             if self.parts.settings.answer_journal and self.parts.store.has_passages(self.parts.notebook):
@@ -258,6 +262,7 @@ class Answerer:
         below the first k), read passage by passage (a long entry's sentences are quoted, not its
         start); no model call."""
         pool = {h.note.id: h for h in hits}
+        self._updaters, self._day = [], []
         wider = self.search(question, 2 * JOURNAL_POOL, follow_links=False, session_turns=0, reuse_ranking=True,
                             pool=WIDER_POOL)
         korean = language_of(question) == "Korean"
@@ -268,19 +273,22 @@ class Answerer:
         translate = self.translate if self.parts.settings.answer_journal_translate else None
         reader = ModelReader(self.parts.llm, self.parts.prompts, self.parts.settings.answer_reader_passages,
                              mask_spec(self.model_name())) if self.parts.settings.answer_journal_reader else None
-        reply = answer_journal(question, units, self.note_cosines, translate, self.updating_units, reader)
+        reply = answer_journal(question, units, self.note_cosines, translate, self.updating_units, reader,
+                               self.day_units)
         if reply.view is not None and reply.view.line is not None:  # where search ranked the quoted entry
             ranked = list(dict.fromkeys(entry_id_of(h.note.id) for h in wider))
             entry = reply.view.line.entry_id
             reply.view.signals["search_rank"] = float(ranked.index(entry) + 1 if entry in ranked else 99)
-        units += [u for u in self._updaters if u.id not in {x.id for x in units}]
+        units += [u for u in self._updaters + self._day if u.id not in {x.id for x in units}]
         by_id = {u.id: u for u in units}
         quotes = [{"entry_id": entry_id_of(i), "passage_id": i, "at": by_id[i].at, "text": by_id[i].content}
                   for i in reply.cited if i in by_id]
         cited = list(dict.fromkeys(entry_id_of(i) for i in reply.cited))
-        updaters = {entry_id_of(u.id): u for u in self._updaters}  # a cited newer value: shown as an update hit
-        pool.update({i: Hit(self.parts.store.get(i) or updaters[i], 0.0, via="updates") for i in cited
-                     if i not in pool and i in updaters})
+        # a cited newer value (an update hit), or an entry of the day asked about that search did not rank
+        for via, read in (("updates", self._updaters), ("day", self._day)):
+            found = {entry_id_of(u.id): u for u in read}
+            pool.update({i: Hit(self.parts.store.get(i) or found[i], 0.0, via=via) for i in cited
+                         if i not in pool and i in found})
         given = hits + [pool[i] for i in cited if i not in {h.note.id for h in hits} and i in pool]
         answer = Answer(pieces=iter([reply.text]), notes=given, text=reply.text, cited_ids=cited,
                         mode=reply.mode, reason=reply.reason or (reader and reader.said) or NO_MODEL_CALLED,
@@ -307,6 +315,19 @@ class Answerer:
     def model_name(self) -> str:
         llm = self.parts.llm
         return str(getattr(llm, "name", "") or type(llm).__name__)
+
+    def day_units(self, day: str) -> list[Note]:
+        """The journal's passages written within `DAY_WINDOW` days of `day` (ISO), read from the store as `zk on`
+        reads a day: a question about a day is answered from its entries and those that date it."""
+        from datetime import date, timedelta
+
+        first = date.fromisoformat(day)
+        since = first - timedelta(days=min(DAY_WINDOW, first.toordinal() - 1))
+        until = first + timedelta(days=min(DAY_WINDOW + 1, date.max.toordinal() - first.toordinal()))
+        notes = self.parts.store.newest(self.parts.notebook, None, since=since.isoformat(),
+                                        until=until.isoformat() if until > first else None)
+        self._day = self.with_passage_vectors([n for n in notes if not n.speaker])
+        return self._day
 
     def updating_units(self, units: list[Note]) -> list[Note]:
         """The passages (or short notes) that update any of `units` (typed *updates* links, supersede.py),

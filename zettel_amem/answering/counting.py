@@ -1,14 +1,18 @@
 """Counts from a journal (#26, #36): the passages that tell the subject, each occasion once.
 
 "몇 번 갔어?" / "how many times" counts the times it happened among the passages on the subject, each day
-once: an undated passage is the day its entry's one dated passage tells.
+once: an undated passage is the day its entry's one dated passage tells. A time it happened is told: a
+passage whose clauses naming the subject all wish, plan, book or negate it ("I should go to the dentist
+soon", "no running for two weeks", "치과 예약했다") is no occasion (grammar.happened).
 """
 
 from __future__ import annotations
 
 from ..core.models import Note
 from ..core.passages import entry_id_of
+from ..core.text import sentences
 from .evidence import Evidence, best_sentence, forms, mentions
+from .grammar import clauses, happened
 from .questions import Question
 from .reading import day, event_day, korean, other_language, spelled, told_day
 from .view import Pick
@@ -22,7 +26,7 @@ def answer_count(question: Question, evidence: list[Evidence]) -> Pick:
     number the lead. The view shows them in date order."""
     top = evidence[0].words
     near = [e for e in evidence if top and e.words >= COUNT_SHARE * top and tells(question, e)]
-    chosen = occasions(question, near or evidence[:1])
+    chosen = occasions(question, [e for e in near or evidence[:1] if took_place(question, e)])
     total = len(chosen)
     cited = [e.note.id for e in chosen[:COUNT_SHOWN]]  # best first: the view shows those that fit, by date
     return Pick(cited, lead=f"{total}번" if korean(question) else f"{total} time{'s' if total != 1 else ''}")
@@ -34,6 +38,15 @@ def tells(question: Question, item: Evidence) -> bool:
     into a lunch note's tags)."""
     own = forms(f"{item.note.content} {' '.join(item.note.keywords)}")
     return any(mentions(question, term, own) for term in item.found)
+
+
+def took_place(question: Question, item: Evidence) -> bool:
+    """Whether a passage tells the subject as something that took place: a clause naming a word of the
+    question that is no wish, plan, booking or negation (`grammar.happened`); a passage whose own words name
+    none of the question (found by its keywords, or in the other language) is not judged."""
+    naming = [c for s in sentences(item.note.content) for c in clauses(s)
+              if any(mentions(question, t, forms(c)) for t in item.found)]
+    return not naming or any(happened(c) for c in naming)
 
 
 def occasions(question: Question, chosen: list[Evidence]) -> list[Evidence]:

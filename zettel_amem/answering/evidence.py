@@ -13,10 +13,11 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from ..core.models import Note
 from ..core.text import nfc, romanise, sentences
-from ..core.words import verb_forms
+from ..core.words import korean_verb_stem, regular_stem, verb_forms
 from .questions import Question
 
 COSINE_BAND = (0.75, 0.9)  # e5-small: unrelated text scores ~0.75, close paraphrases above 0.9
@@ -104,10 +105,37 @@ def _starts_word(piece: str, text_forms: str) -> bool:
 
 
 def mentions(question: Question, term: str, text_forms: str) -> bool:
-    """Whether a text's `forms` hold a term of the question, as asked or in the other language."""
+    """Whether a text's `forms` hold a term of the question, as asked or in the other language: by its
+    stem (an English verb's other forms, "running" -> run, ran; a Korean verb's stem, "달려" -> 달리기, 달렸다)."""
     return any(has_term(spelling, text_forms) or any(re.search(rf"(?<![0-9a-z]){form}(?![a-z])", text_forms)
-                                                     for form in verb_forms(spelling) if form != spelling)
+                                                     for form in _other_forms(spelling))
+               or _same_verb(verb_of(question, spelling), text_forms)
                for spelling in question.spellings(term))
+
+
+def verb_of(question: Question, spelling: str) -> str:
+    """The Korean verb stem a term is matched by: one of two syllables or more ("달리", "이사하"); a one-syllable
+    verb ("받", "가", "사") is in most entries, and names what is asked only when the question asks nothing else
+    ("뭐 샀어?", "어디 갔었지?")."""
+    stem = question.stems.get(spelling) or korean_verb_stem(spelling)
+    return stem if len(stem) >= 2 or len(question.terms) == 1 else ""
+
+
+def _other_forms(word: str) -> tuple[str, ...]:
+    """An English word's other forms: an irregular verb's ("gave" -> give, given), and its regular stem's
+    ("running" -> run, ran)."""
+    stem = regular_stem(word)
+    return tuple(f for f in dict.fromkeys((*verb_forms(word), stem, *verb_forms(stem))) if f != word and f.isalpha())
+
+
+def _same_verb(stem: str, text_forms: str) -> bool:
+    """Whether a text writes a Korean verb of this stem in any form."""
+    return bool(stem) and stem in _verb_stems(text_forms)
+
+
+@lru_cache(maxsize=8192)
+def _verb_stems(text_forms: str) -> frozenset[str]:
+    return frozenset(korean_verb_stem(w) for w in re.findall(r"[\uac00-\ud7a3]+", text_forms)) - {""}
 
 
 def rank(question: Question, notes: list[Note], cosines: Cosines) -> list[Evidence]:

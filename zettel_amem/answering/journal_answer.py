@@ -31,16 +31,19 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ..core.date_mentions import date_mentions, tense
+from ..core.errors import InvalidInput
 from ..core.models import Note
 from ..core.text import sentences
 from .counting import answer_count, own_tops
 from .date_guard import guard, note_dates
 from .evidence import Cosines, Evidence, best_sentence, forms, mentions, rank
+from .grammar import about_writer, retracted, someone_elses
 from .questions import Question, analyse
 from .reader import Reader
 from .reading import day, korean, on_subject, other_language, planned_month, rarest_term, spelled
 from .sureness import sureness
-from .view import Pick, View, answer_view, declined_view
+from .view import Pick, View, answer_view, day_view, declined_view
 
 NOW_SHARE = 0.9  # notes scoring within this share of the best are "on the subject" for now/count/list
 # ... and for "now", also every note with all the best note's subject words down to this share (the
@@ -85,7 +88,8 @@ def answer_when(question: Question, evidence: list[Evidence]) -> Pick:
     for item in candidates:
         sentence = best_sentence(item.note, spelled(question))
         days = note_dates(item.note)
-        dated = [d for written, d in days if written in sentence]
+        taken_back = retracted(sentence)  # "not on Friday, it is on Monday": Monday
+        dated = [d for written, d in days if written in sentence and not any(written in c for c in taken_back)]
         if not dated and len({d for _, d in days}) == 1:
             dated = [days[0][1]]  # a passage that dates one day dates its event (a story's time holds)
         if dated:
@@ -94,7 +98,10 @@ def answer_when(question: Question, evidence: list[Evidence]) -> Pick:
 
 
 def answer_now(question: Question, evidence: list[Evidence]) -> Pick:
-    """The newest note on the subject (an older value is history, not the answer)."""
+    """The newest note on the subject (an older value is history, not the answer); for a question about the
+    writer, the newest that is not someone else's ("she recommended a Todo app" is not what I use)."""
+    if about_writer(question.text):
+        evidence = [e for e in evidence if not someone_elses(best_sentence(e.note, spelled(question)))] or evidence
     subject = on_subject(evidence, NOW_SHARE)
     top = max(e.words for e in evidence)
     subject += [e for e in evidence if top and e.words >= top and e.score >= NOW_WIDE * evidence[0].score]
@@ -211,8 +218,26 @@ ANSWERERS: dict[str, Answerer] = {
 
 
 def answer_one(question: Question, evidence: list[Evidence]) -> Pick:
-    """One question answered from its ranked evidence by its kind's answerer (`ANSWERERS`)."""
+    """One question answered from its ranked evidence by its kind's answerer (`ANSWERERS`), the writer's
+    latest word first (`latest_word`)."""
+    if question.kind in LATEST_KINDS:
+        evidence = latest_word(question, evidence)
     return ANSWERERS.get(question.kind, answer_best)(question, evidence)
+
+
+LATEST_KINDS = {"plain", "when"}
+
+
+def latest_word(question: Question, evidence: list[Evidence]) -> list[Evidence]:
+    """For a question not asked in the past tense ("what is my blood type?", "when is the meeting?"), of the
+    passages that name what the best one names of the question and stand as near it as "now" asks
+    (`NOW_SHARE`), the newest comes first: two entries stating different values for one thing, the later is
+    the writer's latest word (a correction, a new value)."""
+    if not evidence or not evidence[0].found or tense(question.text) == "past":
+        return evidence
+    same = [e for e in on_subject(evidence, NOW_SHARE) if e.found == evidence[0].found]
+    newest = max(same, key=lambda e: e.note.at)
+    return evidence if newest is evidence[0] else [newest] + [e for e in evidence if e is not newest]
 
 
 # Kinds whose answer is one passage the model may choose ("now" stays with the rules: time order is
@@ -237,28 +262,44 @@ def read_first(question: Question, evidence: list[Evidence], read: Reader | None
 
 
 def decline_reason(question: Question, evidence: list[Evidence]) -> str:
-    """Why the notes do not answer (empty when they may): no key term in any retrieved note by words
-    and none close in meaning; a name asked of a subject whose notes give no name ("동생 이름이 뭐야?"
-    over notes about a sister's birthday); or a price or an age no note on it gives."""
+    """Why the notes do not answer (empty when they may), in the question's language: no entry of the day
+    asked; no key term (by its stem) in any retrieved note and none close in meaning; a name asked of a subject
+    whose notes give no name ("동생 이름이 뭐야?" over notes about a sister's birthday); or a price or an age no
+    note on it gives."""
     if not evidence:
-        return "no note matches the question"
+        return said(question, f"no note of {question.day}", f"{question.day}의 기록 없음") if question.day \
+            else said(question, "no note matches the question", "질문에 맞는 기록 없음")
     key = [t for t in question.terms if t not in GENERIC] or question.terms
     found = any(mentions(question, t, forms(f"{e.note.content} {e.note.enrichment_text()}"))
                 for e in evidence for t in key)
     closest = max(e.cosine for e in evidence)  # with the cross-language offset (evidence.py)
+    words = ", ".join(key)
     if not found and closest < DECLINE_COSINE:
-        return f"no note mentions {', '.join(key) or 'this'}"
+        day = f" of {question.day}" if question.day else ""
+        return said(question, f"no note{day} mentions {words or 'this'}",
+                    f"{question.day} 기록에 {words or '이 질문'}에 대한 것 없음" if question.day
+                    else f"{words or '이 질문'}에 대한 기록 없음")
     tops = own_tops(question, evidence)  # a name or an amount is written in a passage naming much of what is asked
     holders = [e for e in evidence
                if e.found & set(key) and e.words >= VALUE_SHARE * tops[other_language(question, e.note)]]
     if _NAME.search(question.text) and not any(_GIVES_NAME.search(e.note.content) for e in holders):
-        return f"no note gives the name of {', '.join(key)}"  # (a title given to another thing is no answer)
+        # (a title given to another thing is no answer)
+        return said(question, f"no note gives the name of {words}", f"{words}의 이름을 적은 기록 없음")
     value = asked_value(question)
     if value and question.kind in ("plain", "now") and holders \
             and not any(beside(value[0], question, e) or (value[1] == AMOUNT and measured(question, e))
                         for e in holders):  # asked a price, no note on it gives one
-        return f"no note gives {value[1]} of {', '.join(key)}"
+        return said(question, f"no note gives {value[1]} of {words}",
+                    f"{words}의 {VALUE_NAMES_KO[value[1]]}을(를) 적은 기록 없음")
     return ""
+
+
+VALUE_NAMES_KO = {AMOUNT: "금액", "the age": "나이"}
+
+
+def said(question: Question, english: str, korean_text: str) -> str:
+    """A reason in the question's language (a Korean question is answered in Korean, its reason too)."""
+    return korean_text if korean(question) else english
 
 
 def beside(value: re.Pattern[str], question: Question, item: Evidence) -> bool:
@@ -296,16 +337,29 @@ def declined_text(question: Question, reason: str) -> str:
     return f"Not recorded in your notes ({reason})."
 
 
+NOTHING_ASKED = "the question has no words to look for"
+
+
 def answer_journal(text: str, notes: list[Note], cosines: Cosines, translate: Translate | None = None,
-                   updating: Callable[[list[Note]], list[Note]] | None = None, read: Reader | None = None
-                   ) -> JournalReply:
+                   updating: Callable[[list[Note]], list[Note]] | None = None, read: Reader | None = None,
+                   on_day: Callable[[str], list[Note]] | None = None) -> JournalReply:
     """Answer a journal question from `notes` (the retrieved ones) — see the module docstring.
     `translate(terms, language)` gives the question's terms in the journal's other language (the
     model), so "dog" finds "강아지"; without it, words match only as written (and romanised).
     `updating(notes)`: the passages that update any of them (typed links), read for "now" questions.
     `read`: the model as reader (reader.py): which of the best passages answers, for the kinds in
-    `READ_KINDS`; which record a time it happened, for counts. The reply carries the view (view.py)."""
+    `READ_KINDS`; which record a time it happened, for counts. `on_day(day)`: the notes written near a day
+    (a week either side): a question about a day is answered from that day's entries (`of_day`), a day with
+    nothing else asked lists them (view.day_view). The reply carries the view (view.py).
+    Raises InvalidInput for a question made only of question words ("when?", "how many?")."""
     question = analyse(text)
+    if not question.terms and not question.day:
+        raise InvalidInput(NOTHING_ASKED)
+    if question.day and on_day is not None:
+        notes = of_day(on_day(question.day), question.day)
+        if not question.terms and notes:
+            shown = day_view(question, notes)
+            return JournalReply(shown.headline, [line.passage_id for line in lines_of(shown)], view=shown)
     if updating is not None and question.kind == "now":
         known = {n.id for n in notes}
         notes = notes + [n for n in updating(notes) if n.id not in known]
@@ -321,6 +375,18 @@ def answer_journal(text: str, notes: list[Note], cosines: Cosines, translate: Tr
     shown = answer_view(question, evidence, pick)
     shown.headline, _removed = guard(shown.headline, notes, text)
     shown.confidence = sureness(shown.kind, shown.signals)
-    # Cited: what the answer rests on, then every other passage the view quotes (the notes table lists them all).
-    quoted = [line.passage_id for line in ([shown.line] if shown.line else []) + shown.supporting]
-    return JournalReply(shown.headline, list(dict.fromkeys(pick.cited + quoted)), view=shown)
+    # Cited: what the answer rests on (the headline's passage; a count's occasions, a story's lines), not the
+    # supporting lines shown beside it.
+    used = [shown.line.passage_id] if shown.line else [] if pick.lead else \
+        [line.passage_id for line in shown.supporting]
+    return JournalReply(shown.headline, list(dict.fromkeys(pick.cited + used)), view=shown)
+
+
+def of_day(notes: list[Note], day: str) -> list[Note]:
+    """The passages of `notes` written on `day` or dating it as one day ("어제" in the next day's entry)."""
+    return [n for n in notes if n.at[:10] == day
+            or any(m.start == m.end == day for m in date_mentions(n.content, n.at))]
+
+
+def lines_of(view: View) -> list:
+    return ([view.line] if view.line else []) + view.supporting

@@ -4,7 +4,12 @@
   "why" (왜, 이유, why, how come), "count" (몇 번, how many times), "story" (what happened with, 어떻게 됐어: what
   became of something, told across entries) or "plain".
 - **terms**: the subject words, with question words and Korean particles/endings stripped ("데이터베이스를"
-  -> "데이터베이스", "이사했어" -> "이사"), for matching evidence by words and deciding "not recorded".
+  -> "데이터베이스", "이사했어" -> "이사"), for matching evidence by words and deciding "not recorded"; a
+  question with no subject word asks with its verb ("where did I go?", "뭐 샀어?": `words.asking_verbs`).
+  Each Korean term keeps the stem of the verb it was written as ("달려" -> 달리), so "달리기" and "달렸다" meet it.
+- **day**: the one day a question names ("yesterday", "어제", "2026-01-10", "last sunday", "1월 11일"), found as
+  passages find their dates (`date_mentions`) and read as `zk on` reads a day (`dates.day_range`); its words are
+  no subject term. A question about a day is answered from that day's entries (answer.py).
 """
 
 from __future__ import annotations
@@ -12,9 +17,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ..core import dates
+from ..core.date_mentions import date_mentions
+from ..core.errors import ZkError
 from ..core.prompts import language_of
 from ..core.text import nfc
-from ..core.words import subject_terms
+from ..core.words import asking_verbs, korean_verb_stem, subject_terms
 
 _NOW = re.compile(r"지금|요즘|현재|이제|\b(now|currently|current|these days|nowadays|at the moment)\b", re.I)
 # "when" asks only where a question starts ("When did…", "…, and when did…"): "what did she give him when
@@ -50,6 +58,10 @@ class Question:
     terms: list[str] = field(default_factory=list)
     # each term in the other language of the journal ("dog" -> ["강아지"]), when a translator gave them
     alternates: dict[str, list[str]] = field(default_factory=dict)
+    # a Korean term's verb stem, from the word the question wrote ("먹었어" -> 먹; "달려" -> 달리)
+    stems: dict[str, str] = field(default_factory=dict)
+    day: str = ""  # the ISO day the question asks about (`asked_day`), else ""
+    day_phrase: str = ""  # ... as the question wrote it
 
     def spellings(self, term: str) -> list[str]:
         return [term, *self.alternates.get(term, [])]
@@ -66,6 +78,50 @@ def kind_of(text: str) -> str:
 
 
 def analyse(text: str) -> Question:
-    """Kind, language and subject terms."""
+    """Kind, language, subject terms (the verb asked with when there is no subject word), their verb stems,
+    and the day asked about."""
     text = nfc(text).strip()
-    return Question(text, kind_of(text), language_of(text), subject_terms(text))
+    kind = kind_of(text)
+    phrase, day = asked_day(text) if kind != "when" else ("", "")  # "when" asks a day; its dates are its event's
+    rest = text.replace(phrase, " ") if phrase else text
+    terms = subject_terms(rest) or asking_verbs(rest)
+    return Question(text, kind, language_of(text), terms, stems=verb_stems(rest, terms), day=day, day_phrase=phrase)
+
+
+def verb_stems(text: str, terms: list[str]) -> dict[str, str]:
+    """Each Korean term's verb stem, read from the word of `text` it came from ("먹었어" gave the term "먹")."""
+    out: dict[str, str] = {}
+    for word in re.findall(r"[\uac00-\ud7a3]+", text):
+        stem = korean_verb_stem(word)
+        term = next((t for t in terms if t == word or (word.startswith(t) and t not in out)), "")
+        if stem and term:
+            out.setdefault(term, stem)
+    return out
+
+
+_YEAR_BEFORE = re.compile(r"(\d{4})\s*년\s*$")
+_YEAR_AFTER = re.compile(r"^,?\s*\d{4}\b")
+
+
+def asked_day(text: str) -> tuple[str, str]:
+    """(the phrase, its ISO day) of the one day `text` names, or ("", ""): a phrase passages read as one day
+    (`date_mentions`, from now), with a year written beside it, read by `zk on`'s reader (`dates.day_range`);
+    a phrase the two read as different days, or two days named, is no day asked."""
+    now = dates.now()
+    found: dict[str, str] = {}
+    for mention in date_mentions(text, now.isoformat()):
+        at = text.find(mention.phrase)
+        if mention.start != mention.end or at < 0:
+            continue
+        before, after = _YEAR_BEFORE.search(text[:at]), _YEAR_AFTER.match(text[at + len(mention.phrase):])
+        phrase = (before.group(0) if before else "") + mention.phrase + (after.group(0) if after else "")
+        try:
+            day = dates.day_range(phrase, now)[0].isoformat()
+        except ZkError:
+            continue
+        if day[5:] == mention.start[5:] and (before or after or day == mention.start):
+            found[phrase] = day
+    if len(set(found.values())) != 1:
+        return "", ""
+    phrase = max(found, key=len)
+    return phrase, found[phrase]

@@ -8,8 +8,12 @@ choice and the ranked evidence into a view a person can check at a glance:
   tells); for a count, the number and a one-line lead; for a question no entry answers, "not
   recorded", with the closest sentences shown as closest.
 - **supporting**: up to `SUPPORTING` more sentences, each whole, dated, with its entry id, other entries
-  first, ordered by what is asked: "now" newest first with older values marked, "when", counts and
-  stories in date order, the rest best first.
+  first, only sentences on what is asked (holding a word of the question, or from a passage standing `NEAR`
+  the best: a line off the subject is no support, so there may be none), ordered by what is asked: "now"
+  newest first with an older value on the same subject marked, "when", counts and stories in date order,
+  the rest best first.
+- a question about a day with nothing else asked ("what did I do yesterday?") lists that day's entries
+  (`day_view`), as `zk on` does.
 - the headline and the supporting sentences fit in `VIEW_CHARS`.
 
 Sentences are ranked by the question's words each holds, a rare word (a name) over a common one, weighted
@@ -21,6 +25,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from ..core.date_mentions import date_mentions
+from ..core.models import Note
 from ..core.passages import entry_id_of, split_sentences
 from ..core.text import clip
 from .date_guard import note_dates
@@ -40,6 +46,9 @@ SENTENCE_WEIGHT = 1.0  # a sentence's own share of the question's words, added t
 DATE_ORDER = {"when", "count", "story"}
 LEAD_KINDS = {"count", "story"}  # a lead (how many, which days), then one line per occasion
 PER_ENTRY = 2  # supporting sentences from one entry (the headline's included): other entries first
+# A supporting sentence that holds no word of the question is shown only from a passage scoring this near the
+# best (in meaning, or in the other language's words): below it, a line is whatever ranked next.
+NEAR = 0.8
 
 
 @dataclass
@@ -172,9 +181,17 @@ def best_of(question: Question, item: Evidence, weights: dict[str, float], limit
                     widened(pieces, best, limit))
 
 
+def relevant(sentence: Sentence, best: float) -> bool:
+    """Whether a sentence is on what is asked: it holds a word of the question (by its stem, or in the other
+    language), or its passage stands `NEAR` the best passage."""
+    return sentence.share > 0 or sentence.item.score >= NEAR * best
+
+
 def supporting(headline: list[Sentence], sentences: list[Sentence], budget: int) -> list[Sentence]:
     """Up to `SUPPORTING` sentences besides the headline's, best first, at most `PER_ENTRY` from one entry
-    (the headline's counts), within `budget` characters."""
+    (the headline's counts), within `budget` characters, each on what is asked (`relevant`)."""
+    best = max((s.item.score for s in headline + sentences), default=0.0)
+    sentences = [s for s in sentences if relevant(s, best)]
     per_entry: dict[str, int] = {}
     for sentence in headline:
         per_entry[entry_id_of(sentence.item.note.id)] = per_entry.get(entry_id_of(sentence.item.note.id), 0) + 1
@@ -219,12 +236,13 @@ def chosen_sentence(question: Question, item: Evidence, pick: Pick, weights: dic
     return best_of(question, item, weights, limit)
 
 
-def arrange(kind: str, head: Line | None, lines: list[Line]) -> list[Line]:
-    """The supporting lines in the order the question asks: "now" newest first, an older one than the
-    headline's marked older; dates for "when", counts and stories; else as ranked."""
+def arrange(kind: str, head: Line | None, lines: list[Line], same: set[str] | None = None) -> list[Line]:
+    """The supporting lines in the order the question asks: "now" newest first, one older than the
+    headline's and on its subject (its passage id in `same`) marked older; dates for "when", counts and
+    stories; else as ranked."""
     if kind == "now" and head is not None:
         for line in lines:
-            line.older = line.at < head.at
+            line.older = line.at < head.at and line.passage_id in (same or set())
         return sorted(lines, key=lambda line: line.at, reverse=True)
     if kind in DATE_ORDER:
         return sorted(lines, key=lambda line: (line.told(), line.at))
@@ -242,7 +260,7 @@ def answer_view(question: Question, evidence: list[Evidence], pick: Pick) -> Vie
     sentences = ranked_sentences(question, evidence)
     if question.kind == "story":  # what became of it: the best sentence on it of each entry, by date
         chosen = story(sentences)
-    if not chosen and sentences:
+    if not chosen and sentences and not pick.lead:  # a count of none lists no day (its closest line follows)
         chosen = sentences[:1]
     if leads:
         return lead_view(question, pick, chosen, sentences, evidence)
@@ -250,7 +268,9 @@ def answer_view(question: Question, evidence: list[Evidence], pick: Pick) -> Vie
     headline = (f"{pick.day} — " if pick.day and pick.day != head.day else "") + head.shown()
     budget = VIEW_CHARS - len(headline) - sum(len(s.line().shown()) + 2 for s in chosen[1:SUPPORTING + 1])
     extra = chosen[1:SUPPORTING + 1] + supporting(chosen, sentences, budget)
-    return View("quote", headline, head, arrange(question.kind, head, [s.line() for s in extra[:SUPPORTING]]),
+    subject = chosen[0].item.found  # the question's words the headline's passage holds: what it is about
+    same = {s.item.note.id for s in extra if s.item.found & subject}
+    return View("quote", headline, head, arrange(question.kind, head, [s.line() for s in extra[:SUPPORTING]], same),
                 signals=signals(chosen[0], evidence))
 
 
@@ -273,7 +293,7 @@ def lead_view(question: Question, pick: Pick, chosen: list[Sentence], sentences:
     left, the best of other entries."""
     lines = [s.line() for s in chosen]
     days = sorted(dict.fromkeys(line.told() for line in lines))
-    lead = pick.lead or (f"{len(lines)}개 기록" if question.language == "Korean" else f"{len(lines)} entries")
+    lead = pick.lead or (f"{len(lines)}개 기록" if question.language == "Korean" else entries(len(lines)))
     if question.kind in LEAD_KINDS and lines:
         lead += ": " + ", ".join(days)
     shown, budget = [], VIEW_CHARS - len(lead)
@@ -281,10 +301,41 @@ def lead_view(question: Question, pick: Pick, chosen: list[Sentence], sentences:
         if len(shown) < SUPPORTING and len(line.shown()) + 2 <= budget:
             shown.append(line)
             budget -= len(line.shown()) + 2
-    if len(shown) < SUPPORTING and question.kind not in LEAD_KINDS:
+    if len(shown) < SUPPORTING and (question.kind not in LEAD_KINDS or not chosen):
         shown += [s.line() for s in supporting(chosen, sentences, budget)][:SUPPORTING - len(shown)]
     shown.sort(key=lambda line: (line.told(), line.at))
     return View("lead", lead, None, shown, signals=signals(chosen[0], evidence) if chosen else {})
+
+
+def entries(count: int) -> str:
+    return f"{count} entr{'y' if count == 1 else 'ies'}"
+
+
+def day_view(question: Question, notes: list[Note]) -> View:
+    """The entries of the day asked (`question.day`), as `zk on` lists them, oldest first: each entry's first
+    sentence that dates that day (a later entry's "어제 …"), else its first; one entry is quoted as the
+    headline, several under a lead naming how many. "sure" when every entry of the day is shown."""
+    lines: dict[str, Line] = {}
+    for note in sorted(notes, key=lambda n: n.at):  # stable: an entry's passages stay in order
+        pieces = [p for p in split_sentences(note.content) if p.strip()] or [note.content]
+        dating = [i for i, p in enumerate(pieces) if note.at[:10] != question.day and any(
+            m.start == m.end == question.day for m in date_mentions(p, note.at))]
+        first = dating[0] if dating else 0
+        line = Sentence(Evidence(note, 0.0, 0.0), pieces[first], 0.0, 0.0, widened(pieces, first, SUPPORT_QUOTE)).line()
+        lines.setdefault(line.entry_id, line)
+    found = list(lines.values())
+    if len(found) == 1:
+        head = found[0]
+        headline = (f"{question.day} — " if head.day != question.day else "") + head.shown()
+        return View("quote", headline, head, [], confidence="sure", signals={"entries": 1.0})
+    lead = f"{question.day}: " + (f"기록 {len(found)}개" if question.language == "Korean" else entries(len(found)))
+    shown, budget = [], VIEW_CHARS - len(lead)
+    for line in found:
+        if len(shown) < SUPPORTING and len(line.shown()) + 2 <= budget:
+            shown.append(line)
+            budget -= len(line.shown()) + 2
+    return View("lead", lead, None, shown, confidence="sure" if len(shown) == len(found) else "likely",
+                signals={"entries": float(len(found)), "shown": float(len(shown))})
 
 
 def story(sentences: list[Sentence]) -> list[Sentence]:

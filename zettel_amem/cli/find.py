@@ -37,8 +37,9 @@ def ask(question: str = typer.Argument(..., help="Your question."),
     render.answer_note(answer.mode, answer.reason, answer.model, answer.server)
     cited = set(answer.cited())
     used = [h for h in answer.notes if h.note.id in cited] or answer.notes
-    if used:
-        render.hits_table(used, title="cited notes" if cited else "notes given to the model")
+    if used:  # a declined journal answer called no model: its notes are the closest found
+        render.hits_table(used, title="cited notes" if cited else "notes given to the model" if answer.model
+                          else "closest notes" if answer.mode == "declined" else "notes found")
 
 
 def search(query: str = typer.Argument(..., help="What to look for."),

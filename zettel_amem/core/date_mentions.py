@@ -100,26 +100,47 @@ _FUTURE = re.compile(r"\b(?:will|would|going to|gonna|plan(?:s|ned|ning)? to|hop
                      re.I)
 
 
+def tense(text: str) -> str:
+    """"future", "past" or "" (no cue) of a sentence or a passage (also what answers read: a clause planned
+    for later tells no time it happened)."""
+    return _tense(text)
+
+
 def _tense(text: str) -> str:
-    """"future", "past" or "" (no cue) of a sentence or a passage."""
+    """`tense`."""
     if _FUTURE.search(text):
         return "future"
     closed = [c for c in re.findall("[\uac00-\ud7a3]", text) if (ord(c) - 0xAC00) % 28 == 20 and c != "있"]
     return "past" if _PAST_EN.search(text) or closed else ""
 
 
+# A weekday stated in the present as when something is ("the meeting is on Monday", "회의는 월요일이야"): a schedule
+_SCHEDULED = re.compile(rf"\b(?:is|are|'s|'re)\s+(?:\w+\s+)?on\s+(?:{_WD_EN})\b"
+                        r"|요일(?:이야|이다|이래|이에요|입니다)", re.I)
+
+
 def _bare_weekday(day: date, weekday: int, match: re.Match[str]) -> tuple[date, date]:
     """A weekday written alone: this week's, or, when that lies ahead and its sentence (else its passage)
     tells what happened ("we finally tried the climbing wall on Saturday. I fell off twice", written on
-    a Thursday), last week's."""
+    a Thursday), last week's; when it has passed and its sentence plans it or states it in the present as a
+    schedule ("it is on Monday", written on a Tuesday), next week's."""
     this_week = _monday(day) + timedelta(days=weekday)
     text = match.string
     start = max(text.rfind(stop, 0, match.start()) for stop in ".!?\n") + 1
     ends = [i for i in (text.find(stop, match.end()) for stop in ".!?\n") if i >= 0]
+    sentence = text[start:min(ends, default=len(text))]
     # the sentence's tense, else the passage's (a diary tells a story in one tense)
-    if this_week > day and (_tense(text[start:min(ends, default=len(text))]) or _tense(text)) == "past":
+    if this_week > day and (_tense(sentence) or _tense(text)) == "past":
         return _one(this_week - timedelta(weeks=1))
+    if this_week < day and _scheduled(sentence):
+        return _one(this_week + timedelta(weeks=1))
     return _one(this_week)
+
+
+def _scheduled(sentence: str) -> bool:
+    """Whether a sentence plans what it dates ("will", "booked", "기로") or states it in the present as a
+    schedule ("the meeting is on Monday", "회의는 월요일이야")."""
+    return _tense(sentence) == "future" or bool(_SCHEDULED.search(sentence))
 
 
 def _one(day: date) -> tuple[date, date]:
@@ -215,6 +236,11 @@ def date_mentions(text: str, at: str) -> list[DateMention]:
     """Every relative date phrase of `text` (English and Korean), resolved from `at` (the entry's ISO
     time), in the order written. An unreadable `at` resolves nothing."""
     return list(_date_mentions(text, at))
+
+
+def forget_cached_dates() -> None:
+    """Drop the cached readings: what is read after a rule changed (a test, an ablation) is read again."""
+    _date_mentions.cache_clear()
 
 
 @lru_cache(maxsize=16384)  # an answer reads the same passages' dates several times (the server, every command)

@@ -106,7 +106,8 @@ def _count(word: str) -> int:
 
 def apply_rules(rules, text: str, flags: int) -> list[tuple[int, str, Any]]:
     """(offset, phrase, what the rule made of it) for each rule's matches, first rule first, never two
-    resolutions for overlapping text (also date_mentions.py's)."""
+    resolutions for overlapping text (also date_mentions.py's). A phrase that would land past the calendar
+    ("tomorrow" on 9999-12-31) resolves to nothing."""
     taken: list[tuple[int, int]] = []
     found: list[tuple[int, str, Any]] = []
     for pattern, resolve in rules:
@@ -115,7 +116,10 @@ def apply_rules(rules, text: str, flags: int) -> list[tuple[int, str, Any]]:
             if any(span[0] < end and start < span[1] for start, end in taken):
                 continue
             taken.append(span)
-            found.append((span[0], match.group(0), resolve(match)))
+            try:
+                found.append((span[0], match.group(0), resolve(match)))
+            except OverflowError:
+                continue
     return found
 
 

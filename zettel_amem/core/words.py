@@ -164,3 +164,88 @@ KIN = (("mom", "mother", "엄마", "어머니"), ("dad", "father", "아빠", "�
 def kin_group(word: str) -> tuple[str, ...]:
     """The family word's group ("mom" -> mom, mother, 엄마, 어머니), or ()."""
     return next((g for g in KIN if word.lower() in g), ())
+
+
+# -- Korean verbs: the stem a conjugated form is made of ("샀어", "샀다" -> 사; "달려", "달렸다", "달리기" -> 달리) --
+# Endings after a stem or after its past syllable ("먹었다" = 먹 + 었 + 다; "갔었지" = 갔 + 었지), longest first.
+_KO_VERB_ENDINGS = sorted({
+    "다", "는다", "어", "아", "여", "요", "어요", "아요", "지", "지요", "죠", "고", "기", "는", "니", "냐",
+    "나", "네", "자", "서", "어서", "아서", "면", "으면", "며", "으며", "는데", "던", "더라", "습니다", "었",
+    "았", "였", "었어", "았어", "었다", "았다", "었지", "았지", "었고", "았고", "었는데", "았는데", "었니",
+    "았니", "었나", "았나", "었네", "았네", "었던", "았던", "었더라", "았더라", "었어요", "았어요", "었습니다",
+    "았습니다", "었었", "았었", "었었어", "았었어", "었었다", "았었다", "었었지", "았었지", "었을", "았을",
+}, key=len, reverse=True)
+# A stem's last vowel and the 어/아 ending written as one vowel: 리+어 = 려, 보+아 = 봐, 주+어 = 줘, 하+여 = 해,
+# 되+어 = 돼, 지+어 = 져 (medial indexes of Hangul syllables)
+_CONTRACTED = {6: 20, 9: 8, 14: 13, 1: 0, 10: 11}  # ㅕ->ㅣ, ㅘ->ㅗ, ㅝ->ㅜ, ㅐ->ㅏ (하다), ㅙ->ㅚ
+_PAST_FINAL = 20  # ㅆ: the past 았/었 merged into an open stem ("샀" = 사 + 았)
+_PRESENT_FINAL = 4  # ㄴ: the present ㄴ다 merged into an open stem ("달린다" = 달리 + ㄴ다)
+
+
+def _syllable(initial: int, medial: int, final: int = 0) -> str:
+    return chr(0xAC00 + (initial * 21 + medial) * 28 + final)
+
+
+def _undo_contraction(word: str, past: bool) -> str:
+    """`word` with its last syllable's merged ending taken off: "샀" -> "사", "렸" -> "리", "려" -> "리",
+    "했" -> "하"; a syllable with no merged ending stays."""
+    code = ord(word[-1]) - 0xAC00
+    initial, medial, final = code // 588, (code % 588) // 28, code % 28
+    if past and final != _PAST_FINAL or not past and final != 0:
+        return word
+    medial = _CONTRACTED.get(medial, medial) if medial != 1 or initial == 18 else medial  # ㅐ only in 해 (하+여)
+    return word[:-1] + _syllable(initial, medial)
+
+
+def korean_verb_stem(word: str) -> str:
+    """The stem of a Korean verb form, or "" when `word` is no verb form (a noun, a noun with its particle):
+    "샀어", "샀다" -> "사"; "갔었지", "갔다" -> "가"; "달려", "달렸다", "달리기를" -> "달리"; "이사했어" -> "이사하".
+    A form is a verb's when an ending is taken off or its last syllable holds a merged ending; a noun keeps no
+    stem, so "사과를" meets no "샀다"."""
+    word = nfc(word)
+    if not word or not all("\uac00" <= ch <= "\ud7a3" for ch in word):
+        return ""
+    return _verb_stem(word, whole=True) or (_verb_stem(korean_stem(word), whole=False) if korean_stem(word) != word
+                                           else "")
+
+
+def _verb_stem(word: str, whole: bool) -> str:
+    """`korean_verb_stem` of a word; `whole`: as written (a form with a particle taken off is a noun's when
+    only a contraction would make it a verb's: "사과를")."""
+    ending = next((e for e in _KO_VERB_ENDINGS if word.endswith(e) and len(word) > len(e)), "")
+    stem = word[: len(word) - len(ending)]
+    past = _undo_contraction(stem, past=True)
+    if past != stem:
+        return past
+    if ending == "다" and (ord(stem[-1]) - 0xAC00) % 28 == _PRESENT_FINAL:  # "달린다" = 달리 + ㄴ다
+        return stem[:-1] + chr(ord(stem[-1]) - _PRESENT_FINAL)
+    if ending:
+        return stem
+    plain = _undo_contraction(stem, past=False)  # "달려": 달리 + 어 in one syllable
+    return plain if whole and plain != stem and len(stem) >= 2 else ""
+
+
+# Verbs that name what is asked when nothing else does ("where did I go?", "what did I get?"): going, getting,
+# using, making, coming. "do", "have" and "be" ask nothing of their own.
+_ASKING_VERBS_EN = frozenset({"go", "get", "got", "use", "used", "using", "make", "made", "come"})
+_LIGHT_STEMS_KO = frozenset({"하", "되", "있", "이"})  # 했어, 됐어, 있어: "do", "become", "be"
+
+
+def asking_verbs(text: str) -> list[str]:
+    """The verbs a question with no subject word asks with: "where did I go?" -> ["go"], "뭐 샀어?" -> ["샀어"],
+    "어디 다녀?" -> ["다녀"] (a Korean verb written as asked: its stem meets the notes' forms)."""
+    out: list[str] = []
+    for word in re.findall(r"[A-Za-z]+|[\uac00-\ud7a3]+", nfc(text)):
+        low = word.lower()
+        if low in _ASKING_VERBS_EN or ("\uac00" <= word[0] <= "\ud7a3" and not _KO_ASKING.fullmatch(word)
+                                       and korean_verb_stem(word) not in ("", *_LIGHT_STEMS_KO)):
+            out.append(low)
+    return list(dict.fromkeys(out))
+
+
+# Words that only ask (what, when, why, how many, now; 뭐, 언제, 왜, 몇, 지금) and the words that carry them: a
+# question made only of these has nothing to look for.
+def only_asks(text: str) -> bool:
+    """Whether every word of `text` is a question or function word (`subject_terms` finds none and it asks
+    with no verb of its own): "when?", "why?", "now?", "how many?", "언제?"."""
+    return not subject_terms(text) and not asking_verbs(text)
