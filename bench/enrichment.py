@@ -12,7 +12,7 @@ built, they write nothing into notes), then measures every entry note:
   and for an evolved note's "later" clause, the share that are words of the note that caused it;
 - **tags and keywords**: the share that are words of the note (a tag may also be a topic a word implies);
 - **closer to another entry**: notes whose context (as stored) is nearer, by the bundled embedder's cosine,
-  to another entry's text than to their own: a context about another entry;
+  to another entry (its text or one of its sentences) than to their own: a context about another entry;
 - **evolution**: how many times each note was evolved, and the notes evolved more than 3 times;
 - **the extractive bound**: the same measures for an extractive context (the note's central sentence) in
   place of every context: what a context taken from the note alone scores;
@@ -85,14 +85,29 @@ def note_rows(memory, entries: list[tuple[str, str]]) -> list[dict]:
 
 
 def closer_to_another(memory, rows: list[dict], contexts: list[str]) -> list[int]:
-    """Positions of the rows whose context is nearer (cosine) to another entry's text than to its own."""
+    """Positions of the rows whose context is nearer (cosine) to another entry than to its own: an entry's
+    nearness is the best of its whole text and each of its sentences (a page covers several subjects; a
+    context is about one of them)."""
     import numpy as np
 
-    texts = [memory.store.get(r["id"]).content for r in rows]
-    entry_vectors = np.asarray(memory.embedder.embed_passages(texts))
+    from zettel_amem.core.text import sentences
+
+    owner, texts = [], []
+    for position, row in enumerate(rows):
+        content = memory.store.get(row["id"]).content
+        for piece in [content, *sentences(content)]:
+            owner.append(position)
+            texts.append(piece)
+    units = np.asarray(memory.embedder.embed_passages(texts))
     context_vectors = np.asarray(memory.embedder.embed_passages(contexts))
-    similarity = context_vectors @ entry_vectors.T
-    return [i for i in range(len(rows)) if int(similarity[i].argmax()) != i]
+    similarity = context_vectors @ units.T
+    owner = np.asarray(owner)
+    closer = []
+    for i in range(len(rows)):
+        best = {position: float(similarity[i][owner == position].max()) for position in range(len(rows))}
+        if max(best, key=best.get) != i:
+            closer.append(i)
+    return closer
 
 
 def labelled(rows: list[dict], labels_file: Path | None, sealed: bool) -> dict | None:
@@ -107,6 +122,22 @@ def labelled(rows: list[dict], labels_file: Path | None, sealed: bool) -> dict |
     return {"half": "sealed" if sealed else "dev", "notes": len(half), "judged": len(found), **counts,
             "true_or_partly_pct": round(100 * (counts["true"] + counts["partly"]) / len(found), 1) if found else None,
             "true_pct": round(100 * counts["true"] / len(found), 1) if found else None}
+
+
+def updates_rows(memory) -> list[dict]:
+    """Every typed *updates* link (#36): the older passage, the newer passage that updates it, the words they
+    were joined on; for labelling ("does the later passage change what the earlier one says?")."""
+    from zettel_amem.amem.supersede import units
+
+    notes = {n.id: n for n in memory.store.notes(memory.notebook)}
+    texts = {pid: text for n in notes.values() for pid, text, _ in units(n)}
+    rows = []
+    for note in sorted(notes.values(), key=lambda n: n.at):
+        for link in note.updated_by:
+            rows.append({"older_at": note.at[:16], "older": texts.get(link.get("passage"), note.content),
+                         "newer_at": notes[link["by"].split("-p")[0]].at[:16] if link["by"].split("-p")[0] in notes
+                         else None, "newer": texts.get(link.get("by"), ""), "on": link.get("on", [])})
+    return rows
 
 
 def pct(part: float, whole: float) -> float | None:
@@ -146,19 +177,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--labels", type=Path, help="hand labels of contexts (JSON list of {at, context, label})")
     parser.add_argument("--sealed", action="store_true", help="score the labels' sealed half (once, at the end)")
     parser.add_argument("--rows", type=Path, help="write every note's row here (JSON), for labelling")
+    parser.add_argument("--updates", type=Path, help="write every typed updates link here (JSON), for labelling")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     _today, entries = load_diary(DIARIES[args.diary][0])
-    if not (args.store / BUILT).exists():
+    if not (args.store / "meta.json").exists():  # a store bench.diary_long built is measured as it is
         print(json.dumps(build(args.store, entries)), file=sys.stderr)
     from zettel_amem.memory import Memory
 
     memory = Memory(args.store)
     rows = note_rows(memory, entries)
-    summary = {"diary": args.diary, "built": json.loads((args.store / BUILT).read_text(encoding="utf-8")),
+    built = json.loads((args.store / BUILT).read_text(encoding="utf-8")) if (args.store / BUILT).exists() else {}
+    summary = {"diary": args.diary, "built": built,
                **summarise(memory, rows, entries, args.labels, args.sealed)}
     if args.rows:
         args.rows.write_text(json.dumps(rows, ensure_ascii=False, indent=1), encoding="utf-8")
+    if args.updates:
+        links = updates_rows(memory)
+        args.updates.write_text(json.dumps(links, ensure_ascii=False, indent=1), encoding="utf-8")
+        summary["updates_links"] = len(links)
     if args.json:
         print(json.dumps(summary, ensure_ascii=False, indent=1))
     else:

@@ -68,6 +68,9 @@ def test_tags_are_words_of_the_note_or_a_topic_one_of_its_words_implies():
     mum = NoteWords.of("엄마랑 김장을 했다.")
     assert topic_of("가족", mum) and term_holds("김장", mum) and not term_holds("여행", mum)
     assert not term_holds("about the day", knee)  # framing words alone say nothing
+    loop = NoteWords.of("오 사장님 드리고, 내 거 챙기고. 식탁 밑에서 주노가 뭔가를 와그작거리고 있다.")
+    assert not context_holds("오 사장님 드리고, 내 거, 오 사장님 드리고, 내 거, 오 사장님 드리고", loop)  # a loop
+    assert not term_holds("식탁 밑에서 뭔가를 와그작거리고 있다", loop)  # a clause is no tag
 
 
 def test_a_keyword_with_a_number_holds_its_number_and_its_unit():

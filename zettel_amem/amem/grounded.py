@@ -195,10 +195,22 @@ class NoteWords:
             return any(_korean_same(stem, other) for other in self.korean if other[:1] == stem[:1])
         return bool(_english_forms(word) & self.english)
 
+    def begins(self, word: str) -> bool:
+        """Whether `word` is the start of a word of the note (two letters at least): a word cut by a length cap."""
+        pool = self.korean if _hangul(word) else self.english
+        return len(word) >= 2 and any(other.startswith(word) for other in pool)
+
     def grounded_share(self, text: str) -> float:
-        """The share of `text`'s content words that are words of the note (1.0 when it has none)."""
+        """The share of `text`'s content words that are words of the note (1.0 when it has none). A last word
+        cut short (the model's string ran into its length cap) counts when it begins a word of the note."""
         found = content_words(text)
-        return sum(self.holds(w) for w in found) / len(found) if found else 1.0
+        if not found:
+            return 1.0
+        held = [self.holds(w) for w in found]
+        unfinished = not re.search(r"[.!?。]\W*$", text.strip())  # no sentence end: cut off by the cap
+        if not held[-1] and unfinished and self.begins(found[-1]):
+            held[-1] = True
+        return sum(held) / len(held)
 
 
 def strip_dates(context: str) -> str:
@@ -206,16 +218,26 @@ def strip_dates(context: str) -> str:
     return re.sub(r"\s*\[[^\]]*=[^\]]*\]\s*$", "", context)
 
 
+def repeats(found: list[str]) -> bool:
+    """A small model's loop ("오 사장님 드리고, 내 거, 오 사장님 드리고, …"): words the note holds, saying nothing."""
+    return len(found) >= 4 and len(set(found)) / len(found) < 0.6
+
+
 def context_holds(context: str, note: NoteWords) -> bool:
-    """A context is the note's when every content word in it is a word of the note (see the module)."""
-    return note.grounded_share(strip_dates(context)) == 1.0
+    """A context is the note's when every content word in it is a word of the note (see the module), and it
+    does not go round in a loop."""
+    text = strip_dates(context)
+    return note.grounded_share(text) == 1.0 and not repeats(content_words(text))
+
+
+MAX_TERM_WORDS = 3  # a keyword or tag is a name or a short phrase, not a sentence
 
 
 def term_holds(term: str, note: NoteWords) -> bool:
-    """A keyword or tag is the note's when each of its content words is (a term made only of framing words
-    says nothing: not kept)."""
+    """A keyword or tag is the note's when each of its content words is, and it is a short phrase (a term
+    made only of framing words says nothing; one of a clause or a loop is no term: not kept)."""
     found = content_words(term)
-    return bool(found) and all(note.holds(w) for w in found)
+    return 0 < len(found) <= MAX_TERM_WORDS and len(set(found)) == len(found) and all(note.holds(w) for w in found)
 
 
 def topic_of(tag: str, note: NoteWords) -> bool:
