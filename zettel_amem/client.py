@@ -144,10 +144,11 @@ def run_on_server(home: Path, argv: list[str]) -> int | None:
     connection = connect(home)
     if connection is None:
         return None
-    try:
-        here = os.open(".", os.O_RDONLY | os.O_DIRECTORY)  # works in a deleted folder too (getcwd does not)
+    try:  # O_PATH: a folder we may enter but not list, and a deleted one (getcwd fails there), open too
+        here = os.open(".", getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY)
     except OSError:
-        here = os.open("/", os.O_RDONLY | os.O_DIRECTORY)  # a folder we may not read: the command says so
+        connection.close()
+        return None
     with connection:
         request = {"argv": argv, "env": served_environment(os.environ, home), "umask": current_umask(),
                    "stamp": code_stamp(), "columns": terminal_columns(), "cwd_fd": True}

@@ -41,6 +41,7 @@ from ..runtime.resident import (
     SOCKET_NAME,
     STATE_NAME,
     code_stamp,
+    config_files,
     peer_credentials,
     receive_request,
     send_reply,
@@ -407,10 +408,8 @@ def exit_code(value: object) -> int:
 
 def config_fingerprint(home: Path, env: dict) -> tuple:
     """The config files a command would read (the home's, the user's) as (size, mtime) each."""
-    user = Path(env["ZK_CONFIG_DIR"]).expanduser() if env.get("ZK_CONFIG_DIR") else (
-        Path(env.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "zettel-amem")
     out = []
-    for path in (home / "config.toml", user / "config.toml"):
+    for path in config_files(home, env):
         try:
             info = path.stat()
             out.append((str(path), info.st_size, info.st_mtime_ns))

@@ -67,12 +67,17 @@ def served_environment(env, home: Path) -> dict:
             if name in ENV_NAMES or name.startswith(ENV_PREFIXES) or name in keys}
 
 
+def config_files(home: Path, env) -> tuple[Path, Path]:
+    """The config files a command reads: the home's, then the user's ($ZK_CONFIG_DIR, else the XDG one)."""
+    user = Path(env["ZK_CONFIG_DIR"]).expanduser() if env.get("ZK_CONFIG_DIR") else (
+        Path(env.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "zettel-amem")
+    return home / "config.toml", user / "config.toml"
+
+
 def api_key_env_names(env, home: Path) -> set[str]:
     """`[llm] api_key_env` of the home's and the user's config.toml (read only when one sets it)."""
     names = set()
-    user = Path(env["ZK_CONFIG_DIR"]).expanduser() if env.get("ZK_CONFIG_DIR") else (
-        Path(env.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "zettel-amem")
-    for path in (home / "config.toml", user / "config.toml"):
+    for path in config_files(home, env):
         try:
             text = path.read_text(encoding="utf-8")
         except (OSError, ValueError):
@@ -90,16 +95,23 @@ def api_key_env_names(env, home: Path) -> set[str]:
     return names
 
 
+def not_our_folder(folder: Path, info: os.stat_result) -> str | None:
+    """Why `folder` (lstat `info`) is no folder of this user's: a symlink or a file, or another uid's."""
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+        return f"{folder} is not a folder (move it away)"
+    if info.st_uid != os.getuid():
+        return f"{folder} belongs to another user (uid {info.st_uid})"
+    return None
+
+
 def untrusted_reason(home: Path) -> str | None:
     """Why the home's server folder may not be trusted with a command (None: it may): it must be a real
     folder (no symlink) of this uid that no other user may write, and the socket in it must be this uid's
     socket. Another user able to replace either could stand in for the server."""
     folder = server_dir(home)
     info = os.lstat(folder)
-    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
-        return f"{folder} is not a folder"
-    if info.st_uid != os.getuid():
-        return f"{folder} belongs to another user (uid {info.st_uid})"
+    if reason := not_our_folder(folder, info):
+        return reason
     if info.st_mode & 0o022:
         return f"{folder} may be written by other users"
     sock = os.lstat(folder / SOCKET_NAME)
@@ -274,10 +286,8 @@ def why_no_server(home: Path) -> str | None:
     except OSError as exc:
         return f"cannot look into {folder}: {exc.strerror}"
     if info is not None:
-        if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
-            return f"{folder} is not a folder (move it away)"
-        if info.st_uid != os.getuid():
-            return f"{folder} belongs to another user (uid {info.st_uid})"
+        if reason := not_our_folder(folder, info):
+            return reason
         if (folder / STATE_NAME).is_dir():
             return f"{folder / STATE_NAME} is a folder (move it away)"
     writable = folder if info is not None else home
