@@ -131,7 +131,8 @@ def test_a_served_command_gets_only_the_variables_zk_reads_and_the_clients_folde
     home = tmp_path / "home"
     (home / SERVER_DIR).mkdir(parents=True, mode=0o700)
     (home / "meta.json").write_text("{}")
-    (home / "config.toml").write_text('[llm]\napi_key_env = "MY_MODEL_KEY"\n')
+    # (the server the client starts after running the command itself idles out at once)
+    (home / "config.toml").write_text('server_idle_minutes = 0.01\n[llm]\napi_key_env = "MY_MODEL_KEY"\n')
     listener = socket.socket(socket.AF_UNIX)
     listener.bind(str(home / SERVER_DIR / SOCKET_NAME))
     listener.listen(1)
