@@ -129,7 +129,9 @@ class EvolvingFakeLLM(FakeLLM):
     def __init__(self) -> None:
         super().__init__()
         self.link = lambda user, ids: {"links": ids[:2], "updates": [
-            {"id": i, "context": f"Updated by {new_note_start(user)}.", "tags": ["evolved"]} for i in ids[:2]]}
+            {"id": i, "context": f"Updated by {new_note_start(user, 12)}.", "tags": ["evolved"]} for i in ids[:2]]}
+        # (the new note's whole first words: two notes that began alike once wrote the same context, which
+        # changed nothing and left no version, so a finished note seemed to have evolved nothing)
 
 
 def _after(user: str, marker: str) -> str:
