@@ -1,7 +1,7 @@
 """#53 item 12: how often memory evolution happens where a reader expects it, with the default settings.
 
     flock /tmp/zk-cpu.lock python -m bench.evolution [--seeds 0 1 2] [--chains knee-en job-ko] [--json]
-                                                     [--set link_min_similarity=0 evolve_on_topic=false]
+                                                     [--set link_min_similarity=0 evolve_max_times=9]
 
 `bench/data/evolution-chains.json` holds short note chains in Korean and English. In a *change* chain a later
 note changes what an earlier one means (a knee injury puts a race in doubt, a job offer ends a job, a visit is
@@ -63,6 +63,7 @@ def seeded_ids(seed: int):
 
 def rewrite_row(note, position: int, settings) -> dict:
     """One applied evolution of a chain note, with the checks a reader would make."""
+    from zettel_amem.amem.grounded import own_description
     from zettel_amem.amem.supersede import names_a_thing
     from zettel_amem.core.prompts import language_of
     from zettel_amem.core.words import subject_terms
@@ -74,6 +75,8 @@ def rewrite_row(note, position: int, settings) -> dict:
     return {"note": position, "old": old, "new": new, "tags": note.tags,
             "same_language": language_of(new) == language_of(note.content),
             "shares_word": bool(things & set(subject_terms(f"{note.content} {old}"))),
+            # the note's own description is still there, whole (#60): evolution adds, never replaces
+            "keeps_own": bool(old) and own_description(new) == own_description(old),
             "within_caps": len(note.context) <= settings.max_context_chars and len(note.tags) <= settings.max_tags}
 
 
@@ -130,6 +133,7 @@ def summary(rows: list[dict], chains: list[dict]) -> dict:
         "no_change_chains_evolved": f"{sum(bool(r['evolved']) for r in quiet_rows)}/{len(quiet_rows)}",
         "rewrites": len(rewrites),
         "rewrites_sensible": sum(w["same_language"] and w["shares_word"] and w["within_caps"] for w in rewrites),
+        "rewrites_keeping_their_own_description": sum(w.get("keeps_own", False) for w in rewrites),
         "proposed": sum(r["proposed"] for r in rows), "refused": sum(r["refused"] for r in rows),
         "link_calls": sum(r["link_calls"] for r in rows), "skipped": sum(r["skipped"] for r in rows),
         "same_decisions_on_every_seed": sorted(c for c, d in decisions.items() if len(d) == 1),
@@ -144,7 +148,7 @@ def main() -> None:
     parser.add_argument("--model", default="qwen2.5-0.5b")
     parser.add_argument("--json", action="store_true", help="every row as JSON, then the summary")
     parser.add_argument("--set", nargs="*", default=[], metavar="NAME=VALUE",
-                        help="settings off their defaults (a diagnosis, e.g. link_min_similarity=0 evolve_on_topic=0)")
+                        help="settings off their defaults (a diagnosis, e.g. link_min_similarity=0 evolve_max_times=9)")
     args = parser.parse_args()
     overrides = {name: json.loads(value) for name, value in (pair.split("=", 1) for pair in args.set)}
     os.environ["ZK_CONFIG_DIR"] = tempfile.mkdtemp()  # the defaults: no config file of the user's is read

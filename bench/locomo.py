@@ -47,13 +47,12 @@ from bench.scoring import CATEGORY_NAMES, abstains, bleu1, evidence_ids, evidenc
 
 DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "locomo-dev.json"
 RETRIEVAL_VARIANTS = ["raw-vector", "bm25", "hybrid", "hybrid-window", "default"]
-LLM_VARIANTS = ["+construction", "+links", "+evolution", "+evolution-unguarded"]
+LLM_VARIANTS = ["+construction", "+links", "+evolution"]
 TIER_VARIANTS = ["+episodes", "+graph", "+graph-static"]
 ALL_VARIANTS = [*RETRIEVAL_VARIANTS, *LLM_VARIANTS, "full-context", *TIER_VARIANTS]
 INGEST_OF = {"raw-vector": "raw", "bm25": "raw", "hybrid": "raw", "hybrid-window": "raw", "default": "raw",
              "full-context": "raw",
              "+construction": "links", "+links": "links", "+evolution": "full",
-             "+evolution-unguarded": "full-unguarded",
              "+episodes": "episodes", "+graph": "episodes", "+graph-static": "episodes"}
 KS = (5, 10, 25)
 
@@ -88,8 +87,6 @@ def configure(memory, ingest: str) -> None:
         s.construct, s.link = False, False
     elif ingest == "links":
         s.evolve_max_neighbours = 0
-    elif ingest == "full-unguarded":  # what the topic guard on evolution does to recall
-        s.evolve_on_topic = False
 
 
 def ingest_conversation(sample: dict, ingest: str, model: str | None, cache: Path, embedder,

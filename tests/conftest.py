@@ -17,13 +17,9 @@ from zettel_amem.memory import Memory
 def _no_user_config(tmp_path_factory, monkeypatch):
     """Tests never read the developer's own config dir (config.toml, prompt overrides)."""
     config = tmp_path_factory.mktemp("zk-config")
-    # The scripted models' rewrites ("Updated by Knee hurts after.") are about nothing, so the evolution topic
-    # guard would refuse them all; tests of the pipeline's mechanics run without it (in-process and in
-    # subprocesses alike). The guard has its own test, which switches it on (test_pipeline.py).
     # The model path of `zk ask` is what most tests exercise; the journal path (#26, on by default) has its
     # own tests, which switch it on (test_journal_answers.py).
-    (config / "config.toml").write_text("[memory]\nevolve_on_topic = false\nanswer_journal = false\n",
-                                        encoding="utf-8")
+    (config / "config.toml").write_text("[memory]\nanswer_journal = false\n", encoding="utf-8")
     monkeypatch.setenv("ZK_CONFIG_DIR", str(config))
     # No resident server (cli/server.py) outlives a test: tests/test_server.py turns it on where it tests it.
     monkeypatch.setenv("ZK_NO_SERVER", "1")

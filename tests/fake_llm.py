@@ -41,8 +41,11 @@ class FakeLLM:
         self.fail = False
         self._queued: dict[str, deque] = defaultdict(deque)
         self._lock = threading.Lock()  # `zk process --jobs N` calls from several threads
+        # a context of the note's first words, whole (a word cut in two is no word of the note: the grounded
+        # contract, amem/grounded.py, would put the note's own sentence in its place)
         self.annotate = lambda user: {"keywords": re.findall(r"\w+", _after(user, "Note:"))[:3],
-                                      "tags": ["journal"], "context": "About: " + _after(user, "Note:").strip()[:40]}
+                                      "tags": ["journal"],
+                                      "context": "About: " + " ".join(_after(user, "Note:").split()[:8])}
         self.link = lambda user, ids: {"links": ids[:1], "updates": []}
         self.answer = "The knee notes say so."
         self.read = lambda user, count: {"passage": 0}  # which passage answers (reader.py): none
@@ -126,7 +129,9 @@ class EvolvingFakeLLM(FakeLLM):
     def __init__(self) -> None:
         super().__init__()
         self.link = lambda user, ids: {"links": ids[:2], "updates": [
-            {"id": i, "context": f"Updated by {new_note_start(user)}.", "tags": ["evolved"]} for i in ids[:2]]}
+            {"id": i, "context": f"Updated by {new_note_start(user, 12)}.", "tags": ["evolved"]} for i in ids[:2]]}
+        # (the new note's whole first words: two notes that began alike once wrote the same context, which
+        # changed nothing and left no version, so a finished note seemed to have evolved nothing)
 
 
 def _after(user: str, marker: str) -> str:

@@ -57,7 +57,7 @@ def test_cli_ask_json(zk, monkeypatch):
 
 def test_cli_ask_on_empty_notebook_says_so(zk, zk_home, monkeypatch):
     monkeypatch.setenv("ZK_LLM_MODEL", FAKE_MODEL)
-    zk_home.mkdir(parents=True, exist_ok=True)  # a notebook with no notes (no folder at all: "no notebook at")
+    (zk_home / "lancedb").mkdir(parents=True)  # a notebook with no notes (a folder without one: "no notebook at")
     code, out, err = zk("ask", "anything?", "--json")
     assert code == 0, err
     assert json.loads(out)["answer"].startswith("No information available") and json.loads(out)["notes"] == []

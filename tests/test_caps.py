@@ -35,7 +35,8 @@ def note(i: str, content: str = "Knee felt better after the 10k run today") -> N
 def test_construction_caps_keywords_tags_and_context():
     settings = Settings(max_keywords=2, max_tags=2, max_context_chars=30)
     fake = FakeLLM().enqueue("annotate", {"keywords": MANY, "tags": MANY, "context": LONG})
-    annotation, _ = annotate(fake, Prompts(), note("a"), settings)
+    # every word the model wrote is the note's (the grounded contract keeps them): only the caps cut
+    annotation, _ = annotate(fake, Prompts(), note("a", " ".join(MANY) + ". " + LONG), settings)
     assert (len(annotation.keywords), len(annotation.tags)) == (2, 2)
     assert 0 < len(annotation.context) <= 30
 

@@ -68,7 +68,8 @@ def test_human_output_renders(zk):
     (["nosuchcommand"], None, "No such command"),
 ])
 def test_bad_input_gets_one_clear_line(zk, zk_home, args, stdin, message):
-    zk_home.mkdir(parents=True, exist_ok=True)  # a notebook (a home that does not exist is refused first)
+    (zk_home / "lancedb").mkdir(parents=True, exist_ok=True)  # a notebook: reading commands refuse a folder
+    # that holds none (a home that does not exist, an empty or unrelated one) before anything else
     code, out, err = zk(*args, stdin=stdin)
     assert code != 0
     assert message in err

@@ -37,9 +37,10 @@ def zk_env(home: Path, worker: bool = False) -> dict[str, str]:
 def prepare_home(home: Path) -> None:
     home.mkdir(parents=True, exist_ok=True)
     # Two neighbours per evolution, so "all of one evolution or none" is about several notes; imported
-    # turns enriched too, so imports race the workers' links and evolutions.
+    # turns enriched too, so imports race the workers' links and evolutions. No cap on how often a note is
+    # evolved: then every finished note evolved exactly its first two links, which the invariants count.
     (home / "config.toml").write_text("[memory]\nlink_min_similarity = 0.0\nevolve_max_neighbours = 2\n"
-                                      "enrich_turns = true\n", encoding="utf-8")
+                                      "evolve_max_times = 100\nenrich_turns = true\n", encoding="utf-8")
 
 
 def check_invariants(home: Path, must_have: list[str]) -> list:

@@ -86,7 +86,7 @@ def test_reworded_templates_still_get_the_fake_models_replies(zk_home, embedder)
         (folder / f"{name}.txt").write_text(text, encoding="utf-8")
     fake = FakeLLM()
     fake.enqueue("annotate", {"keywords": ["river"], "tags": ["running"], "context": "A run by the river."})
-    fake.enqueue("annotate", {"keywords": ["shoes"], "tags": ["gear"], "context": "New running shoes."})
+    fake.enqueue("annotate", {"keywords": ["shoes"], "tags": ["running"], "context": "New running shoes."})
     fake.enqueue("summarise", {"facts": ["Ran by the Hangang river and bought new shoes."]})
     fake.enqueue("extract", {"entities": [{"name": "Hangang", "type": "place"}], "relations": []})
     memory = Memory(zk_home, llm=fake, embedder=embedder)
@@ -106,7 +106,7 @@ def test_reworded_templates_still_get_the_fake_models_replies(zk_home, embedder)
     assert fake.tasks() == ["annotate", "annotate", "link", "summarise", "extract"]
     notes = {n.id: n for n in memory.store.notes()}
     assert (notes[first.id].keywords, notes[first.id].context) == (["river"], "A run by the river.")
-    assert (notes[second.id].keywords, notes[second.id].tags) == (["shoes"], ["gear"])
+    assert (notes[second.id].keywords, notes[second.id].tags) == (["shoes"], ["running"])
     assert notes[second.id].links == [first.id]  # the link rule: the first candidate
     assert episode.status == "ready" and not episode.error
     assert "Ran by the Hangang river and bought new shoes." in tiers.store.episode(episode.id).summary

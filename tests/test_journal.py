@@ -448,13 +448,14 @@ def test_user_tags_list_search_and_counts(zk, zk_home):
 
 def test_evolution_never_rewrites_user_tags(zettel_evolving):
     memory = zettel_evolving
-    memory.settings.evolve_on_topic = False  # the scripted contexts are about nothing: no topic guard here
     first = memory.add("Ran 10 km along the Han river #달리기 #training", "2026-03-01")
     memory.process(first.id)
+    memory.llm.link = lambda user, ids: {"links": ids[:1], "updates": [
+        {"id": ids[0], "later": "knee fine", "tags": ["river"]}]}
     second = memory.add("Ran 12 km along the Han river, knee fine", "2026-03-02")
     result = memory.process(second.id)
     evolved = memory.store.get(first.id)
-    assert first.id in result.evolved and "evolved" in evolved.tags  # the model's tags did change
+    assert first.id in result.evolved and "river" in evolved.tags  # the model's tags did change
     assert evolved.user_tags == ["달리기", "training"]
     assert all("user_tags" not in v.changes for v in evolved.history)
 

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from zettel_amem.amem.construct import MAX_TAG_CHARS
-from zettel_amem.amem.link import UPDATE_CONTEXT_CHARS, link_max_tokens
+from zettel_amem.amem.link import LATER_CHARS, link_max_tokens
 from zettel_amem.core.config import Settings
 
 pytestmark = pytest.mark.embedder  # loads a model file (its vocabulary), like the embedder tests
@@ -19,9 +19,9 @@ pytestmark = pytest.mark.embedder  # loads a model file (its vocabulary), like t
 def longest_reply(settings: Settings, text: str) -> str:
     """The longest object link_schema allows: every list full, every string at its cap, in `text`'s script."""
     ids = [f"{i:08x}" for i in range(min(settings.max_new_links, settings.max_links))]
-    context = (text * 100)[:min(UPDATE_CONTEXT_CHARS, settings.max_context_chars)]
+    context = (text * 100)[:min(LATER_CHARS, settings.max_context_chars)]
     tag = (text * 10)[:MAX_TAG_CHARS]
-    updates = [{"id": "0000000a", "context": context, "tags": [tag, tag]}
+    updates = [{"id": "0000000a", "later": context, "tags": [tag, tag]}
                for _ in range(settings.evolve_max_neighbours)]
     return json.dumps({"links": ids, "replaces": ["0000000b"], "updates": updates}, ensure_ascii=False)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from zettel_amem.amem.grounded import NoteWords, content_words, later_of, own_description, strip_dates
 from zettel_amem.core.models import READY
 from zettel_amem.memory import Memory
 
@@ -90,6 +91,11 @@ def test_running_knee_dialogue_links_evolves_and_answers(zk, zk_home, backend, e
     assert {n.id for n in notes.values() if n.updated_by} == {i for a in added for i in a["updates"]}
     for note in evolved:
         assert all(v.cause in ids and ids.index(v.cause) > ids.index(note.id) for v in note.history)
+        # #60: its own description stays, and what changed is added, dated by the note that caused it
+        first = next(v for v in note.history if v.reason == "evolution").changes["context"]["old"]
+        cause = notes[note.history[-1].cause]
+        assert own_description(note.context) == own_description(first), (first, note.context)
+        assert f"later ({cause.at[5:10]}): " in note.context, note.context
         fresh = embedder.embed_passages([note.embedding_text()])[0]
         assert np.allclose(note.vector, fresh, atol=1e-5)
         shown = zk("show", note.id[:8], "--json", check=True).json()
@@ -132,6 +138,47 @@ def test_the_knee_dialogue_evolves_an_earlier_note_whatever_ids_the_notes_draw(z
         decisions.append(sorted(evolved))
     assert sum(bool(d) for d in decisions) / len(decisions) >= 0.8, decisions
     assert all(d == decisions[0] for d in decisions), decisions
+
+
+# A small diary whose later entries name earlier ones: the shapes in which a 0.5B model wrote a later entry's
+# story into an earlier entry's context (#60).
+CALLBACK_DIARY = [
+    ("2026-01-03T21:00", "Moved into the flat in Mangwon today. The landlord, Mr. Seo, lives downstairs."),
+    ("2026-01-10T20:00", "First pottery class at the studio near Hapjeong station. My bowl came out lopsided."),
+    ("2026-01-24T22:00", "Mr. Seo fixed the boiler this morning. Pottery class again: the second bowl is better."),
+    ("2026-02-07T19:00", "엄마가 망원동 집에 처음 오셨다. 도자기 그릇을 선물로 드렸다."),
+    ("2026-02-21T23:00", "The pottery teacher says my bowls are ready for the kiln. The flat is cold again."),
+]
+
+
+def test_no_earlier_entrys_context_ends_up_about_a_later_entry(zk_home, backend, embedder):
+    """#60: on a diary whose later entries mention earlier ones, every note's own description holds only its
+    own words and is nearer its own entry than any other; a "later" clause holds only the words of the note
+    that caused it and of its own; no note is evolved more than `evolve_max_times`. (One backend: the contract
+    is one code path, whatever the model; test_running_knee_dialogue runs both.)"""
+    qwen, spec = backend
+    if spec:
+        pytest.skip("the in-process model is enough: the contract runs after any backend")
+    memory = Memory(zk_home, llm=qwen, embedder=embedder)
+    for at, text in CALLBACK_DIARY:
+        memory.process(memory.add(text, at).id)
+    notes = sorted(memory.store.notes(), key=lambda n: n.at)
+    assert all(n.status == READY and 0 < len(n.context) <= memory.settings.max_context_chars for n in notes)
+    own = [strip_dates(own_description(n.context)) for n in notes]
+    entries = embedder.embed_passages([n.content for n in notes])
+    for index, note in enumerate(notes):
+        words = NoteWords.of(note.content, note.at)
+        assert all(words.holds(w) for w in content_words(own[index])), (note.content, note.context)
+        similarity = embedder.embed_passages([own[index]])[0] @ entries.T
+        assert int(np.argmax(similarity)) == index, (note.content, note.context)
+        evolutions = [v for v in note.history if v.reason == "evolution"]
+        assert len(evolutions) <= memory.settings.evolve_max_times
+        if evolutions:
+            cause = memory.store.get(evolutions[-1].cause)
+            later = later_of(note.context)
+            both = NoteWords.of(f"{cause.content} {note.content}", cause.at)
+            assert all(both.holds(w) for w in content_words(later)), (note.context, cause.content)
+    print([(n.at[:10], n.context) for n in notes])
 
 
 def test_fresh_install_example_answers_the_place_and_cites_the_note(zk, qwen, monkeypatch):

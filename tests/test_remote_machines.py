@@ -60,8 +60,7 @@ def _chat(path: Path, label: str, turns: int) -> Path:
 def _machine_env(server: LoopbackS3, uri: str, local: Path, log: Path) -> dict[str, str]:
     config = local.parent / f"{local.name}-config"
     config.mkdir(parents=True, exist_ok=True)
-    (config / "config.toml").write_text("link_min_similarity = 0.0\n[memory]\nevolve_on_topic = false\n",
-                                        encoding="utf-8")
+    (config / "config.toml").write_text("link_min_similarity = 0.0\n", encoding="utf-8")
     return zk_env(None, **server.env(), ZK_HOME=uri, ZK_LOCAL_DIR=str(local), ZK_CONFIG_DIR=str(config),
                   ZK_LLM_MODEL=COUNTING_MODEL, ZK_FAKE_LOG=str(log))
 

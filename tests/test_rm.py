@@ -42,7 +42,8 @@ def test_rm_removes_the_words_it_wrote_into_evolved_neighbours(zk, zk_home, embe
     memory.settings.evolve_max_neighbours = 1
     [base] = add_all(memory, ["Knee hurts after the Saturday run."])
     before = memory.store.get(base)
-    secret = memory.add("ZEBRAQX42 is my new door code", "2026-03-20T08:00")
+    # it names the knee, so evolution (which adds only a note that shares a word) writes its words there
+    secret = memory.add("ZEBRAQX42 is my new door code, knee or no knee", "2026-03-20T08:00")
     memory.process(secret.id)
     later = memory.add("Physio said rest the knee", "2026-03-21T08:00")
     memory.process(later.id)  # rewrites the same field again, starting from the secret's text
@@ -66,7 +67,7 @@ def test_rm_removes_the_words_it_wrote_into_evolved_neighbours(zk, zk_home, embe
 
 def test_rm_removes_links_both_ways_and_the_text_from_disk(evolving, zk_home):
     ids = add_all(evolving, RUNS)
-    secret = evolving.add("SECRET-7f3a-DELETE-ME my bank PIN is hidden here", "2026-03-20T08:00")
+    secret = evolving.add("SECRET-7f3a-DELETE-ME my bank PIN is hidden here, after the run", "2026-03-20T08:00")
     evolving.process(secret.id)
     linked_to_it = evolving.backlinks(secret.id)
     assert evolving.store.get(secret.id).links  # it links to others too

@@ -56,7 +56,7 @@ def test_config_and_environment_set_it_and_the_environment_wins(zk_home, monkeyp
 @pytest.mark.parametrize("value", ["0", "-1", "1KiB", "128MiB", "fast"])
 def test_a_bad_value_is_one_line_and_a_failing_exit(zk, zk_home, monkeypatch, value):
     monkeypatch.setenv("ZK_STORE_BLOCK_SIZE", value)
-    zk_home.mkdir(parents=True, exist_ok=True)
+    (zk_home / "lancedb").mkdir(parents=True, exist_ok=True)  # a notebook (a folder without one is refused first)
     code, out, err = zk("list")
     assert code != 0 and out == ""
     assert len(err.strip().splitlines()) == 1 and "ZK_STORE_BLOCK_SIZE" in err and "Traceback" not in err

@@ -242,3 +242,14 @@ def test_a_page_updates_a_passage_of_a_page_that_is_not_among_its_nearest_pages(
     assert [e["on"] for e in lamp.updated_by] == [["스탠드"]] and result.updates == [lamp.id]
     ((candidate, _),) = memory.pipeline.link_candidates(memory.store.get(new.id, with_vector=True))
     assert candidate.id != lamp.id  # it came through the changing passage's own neighbours
+
+
+def test_now_alone_says_no_value_changed_but_from_now_on_does():
+    """#60: a bare "이제" is "now" ("단풍이 이제 막 들기 시작했다", "이제 다 안다"), as English "now" is no cue;
+    "이제는" and "이제부터" set a new state against the old one."""
+    from zettel_amem.amem.supersede import says_change
+
+    assert not says_change("황톳길 단풍이 이제 막 들기 시작했다.")
+    assert not says_change("버스에 타는 사람들 얼굴을 이제 다 안다.")
+    assert says_change("이제는 버스로 출근한다.") and says_change("이제부터 적금은 25만 원이다.")
+    assert says_change("적금 자동이체를 40만 원에서 25만 원으로 줄였다.")

@@ -151,7 +151,7 @@ def test_a_vault_edit_is_re_annotated_by_the_real_model(tmp_path):
 
     env = zk_env(tmp_path / "home")
     (tmp_path / "home").mkdir()
-    (tmp_path / "home" / "config.toml").write_text("[memory]\nevolve_on_topic = false\n", encoding="utf-8")
+    (tmp_path / "home" / "config.toml").write_text("", encoding="utf-8")
     note_id = json.loads(run("add", "I run 10 km at Yeouido Hangang Park every weekend.", "--wait", "--json",
                              env=env, timeout=900, check=True).stdout)["id"]
     vault = tmp_path / "vault"

@@ -4,8 +4,9 @@ Almost all of a command's 1.5-2 s is Python importing pyarrow, LanceDB, numpy an
 itself takes milliseconds. So a resident process (cli/server.py, one per home) keeps them imported and
 `zk` is a thin client: it connects to the server's Unix socket in the home, passes its own stdin, stdout
 and stderr (the server writes to the user's terminal or pipe directly, so progress bars, colours, prompts
-and streaming behave as in-process), its argv, environment and working directory, and exits with the
-command's code.
+and streaming behave as in-process), a descriptor of its working directory (a deleted one too), its argv
+and the environment variables zk reads, and exits with the command's code. It hands these only to a server
+of its own uid (runtime/resident.connect); Ctrl-Z suspends the served command with the client.
 
 With no server (or `ZK_NO_SERVER=1`, an object-store home, a busy or outdated server) the command runs in
 this process as before; afterwards a server is started in the background, the way the worker is.
@@ -18,21 +19,35 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-from .runtime.resident import code_stamp, connect, send_request, start_server
+from .runtime.resident import (
+    GLOBAL_WITH_VALUE,
+    code_stamp,
+    connect,
+    send_request,
+    served_environment,
+    server_disabled,
+    start_server,
+)
 
 # Commands that always run in the client's process: `edit` opens $EDITOR on the client's terminal, `mcp` is
 # a long-lived stdio server of its own, `server` manages the server itself, `completion` prints a script.
+# (`add` too when it opens the editor: opens_editor.)
 IN_PROCESS = frozenset({"edit", "mcp", "server", "completion"})
-# zk's global options (cli/common.py) that take a value: the command's name comes after them.
-GLOBAL_WITH_VALUE = frozenset({"--home", "--notebook", "-n", "--model", "-m"})
+# `zk add`'s options: those that open the editor, and those that take a value.
+ADD_EDITOR = frozenset({"--edit", "-e", "--template", "-t"})
+ADD_WITH_VALUE = frozenset({"--at", "--template", "-t"})
 
 
 def main() -> None:
     """The `zk` command."""
+    fill_closed_standard_fds()
     argv = sys.argv[1:]
     home = served_home(argv, os.environ)
     if home is not None:
@@ -50,7 +65,7 @@ def main() -> None:
 
 def served_home(argv: list[str], env) -> Path | None:
     """The home whose server may run this command, or None when it must run in this process."""
-    if env.get("ZK_NO_SERVER") or any(name.startswith("_") and name.endswith("_COMPLETE") for name in env):
+    if server_disabled(env) or any(name.startswith("_") and name.endswith("_COMPLETE") for name in env):
         return None  # opted out, or the shell asking for completions (Typer's own protocol)
     home = env.get("ZK_HOME")
     index = 0
@@ -69,11 +84,48 @@ def served_home(argv: list[str], env) -> Path | None:
             index += 1
         else:
             return None  # completion options and anything unexpected: Typer's in-process handling
-    if index < len(argv) and argv[index] in IN_PROCESS:
+    if index < len(argv) and (argv[index] in IN_PROCESS or (argv[index] == "add" and opens_editor(argv[index + 1:]))):
         return None
     if home and "://" in home:
         return None  # a shared object-store notebook: its lease and outbox stay in-process
     return Path(home).expanduser() if home else default_home(env)
+
+
+def opens_editor(arguments: list[str]) -> bool:
+    """Whether `zk add ARGUMENTS` opens $EDITOR: --edit/--template, or no text while stdin is a terminal.
+    The editor needs the client's terminal (its controlling tty, job control, resizing): it runs here."""
+    given = False
+    index = 0
+    while index < len(arguments):
+        word = arguments[index]
+        if word == "--":
+            given = given or index + 1 < len(arguments)
+            break
+        if word in ADD_EDITOR or word.startswith(("--template=", "-t")) and word != "-":
+            return True
+        if word in ADD_WITH_VALUE:
+            index += 1
+        elif word == "-" or not word.startswith("-"):
+            given = True
+        index += 1
+    return not given and os.isatty(0)
+
+
+def fill_closed_standard_fds() -> None:
+    """A closed stdin, stdout or stderr (`zk add - <&-`) becomes /dev/null, as for a daemon: otherwise the
+    next file or socket opened takes its number and a command reads or writes that instead."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            opened = os.open(os.devnull, os.O_RDWR)  # the lowest free number: this one
+            if opened != fd:
+                os.dup2(opened, fd)
+                os.close(opened)
+            if fd == 0:
+                sys.stdin = open(0, encoding="utf-8", closefd=False)
+            else:
+                setattr(sys, ("stdout", "stderr")[fd - 1], open(fd, "w", encoding="utf-8", closefd=False))
 
 
 def default_home(env) -> Path:
@@ -92,14 +144,22 @@ def run_on_server(home: Path, argv: list[str]) -> int | None:
     connection = connect(home)
     if connection is None:
         return None
+    try:  # O_PATH: a folder we may enter but not list, and a deleted one (getcwd fails there), open too
+        here = os.open(".", getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY)
+    except OSError:
+        connection.close()
+        return None
     with connection:
-        request = {"argv": argv, "env": dict(os.environ), "cwd": os.getcwd(), "umask": current_umask(),
-                   "stamp": code_stamp(), "columns": terminal_columns()}
+        request = {"argv": argv, "env": served_environment(os.environ, home), "umask": current_umask(),
+                   "stamp": code_stamp(), "columns": terminal_columns(), "cwd_fd": True}
         try:
-            send_request(connection, request, standard_fds())
+            send_request(connection, request, [0, 1, 2, here])
         except OSError:
             return None
-        return wait_for_exit(connection)
+        finally:
+            os.close(here)
+        with suspending_with(connection):
+            return wait_for_exit(connection)
 
 
 def current_umask() -> int:
@@ -118,16 +178,32 @@ def terminal_columns() -> int | None:
     return None
 
 
-def standard_fds() -> list[int]:
-    """The client's stdin, stdout and stderr; a closed one is passed as /dev/null."""
-    fds = []
-    for fd in (0, 1, 2):
+@contextmanager
+def suspending_with(connection: socket.socket) -> Iterator[None]:
+    """Ctrl-Z suspends the served command too: the client tells the server (b"S"), stops itself as the shell
+    expects, and on `fg`/`bg` tells it to go on (b"C")."""
+    if not hasattr(signal, "SIGTSTP") or signal.getsignal(signal.SIGTSTP) != signal.SIG_DFL:
+        yield  # the shell ignores job control here (no terminal), or someone else handles it
+        return
+
+    def on_stop(*_) -> None:
         try:
-            os.fstat(fd)
-            fds.append(fd)
+            connection.sendall(b"S")
         except OSError:
-            fds.append(os.open(os.devnull, os.O_RDWR))
-    return fds
+            pass
+        signal.signal(signal.SIGTSTP, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTSTP)  # stopped here until SIGCONT
+        signal.signal(signal.SIGTSTP, on_stop)
+        try:
+            connection.sendall(b"C")
+        except OSError:
+            pass
+
+    signal.signal(signal.SIGTSTP, on_stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTSTP, signal.SIG_DFL)
 
 
 def wait_for_exit(connection: socket.socket) -> int | None:

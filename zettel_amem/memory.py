@@ -23,6 +23,7 @@ from pathlib import Path
 from .amem import changes
 from .amem.changes import Removal
 from .amem.evolve import record
+from .amem.grounded import NOTE_CHECKS
 from .amem.pipeline import Pipeline
 from .answering.answer import Answer, Answerer
 from .backends.llm import LLM, mask_spec
@@ -93,7 +94,8 @@ class Memory:
         self._store: Store | None = None
         # What the services use, loaded on first use (a service never holds the whole Memory).
         self.parts = Parts(notebook, self.settings, self.prompts, store=lambda: self.store,
-                           embedder=lambda: self.embedder, llm=lambda: self.llm, start_embedding=self.start_embedding)
+                           embedder=lambda: self.embedder, llm=lambda: self.llm, start_embedding=self.start_embedding,
+                           checks_file=self.home / NOTE_CHECKS)
         self.pipeline = Pipeline(self.parts)
         self.searcher = Searcher(self.parts)
         self.answerer = Answerer(self.parts, self.search)

@@ -12,6 +12,8 @@ from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from .backends.llm import LLM
     from .core.config import Settings
     from .core.prompts import Prompts
@@ -20,8 +22,10 @@ if TYPE_CHECKING:
 
 class Parts:
     def __init__(self, notebook: str, settings: Settings, prompts: Prompts, *, store: Callable[[], Store],
-                 embedder: Callable[[], Any], llm: Callable[[], LLM], start_embedding: Callable[[str], Future]):
+                 embedder: Callable[[], Any], llm: Callable[[], LLM], start_embedding: Callable[[str], Future],
+                 checks_file: Path | None = None):
         self.notebook, self.settings, self.prompts = notebook, settings, prompts
+        self.checks_file = checks_file  # where the grounded contract counts what it refused (amem/grounded.py)
         self._store, self._embedder, self._llm, self._start_embedding = store, embedder, llm, start_embedding
 
     @property

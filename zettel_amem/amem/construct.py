@@ -1,12 +1,13 @@
 """Note construction (A-MEM §3.1): the LLM adds keywords, tags and a one-sentence context.
 
 One call per note, output constrained by a JSON schema, every cap enforced again in code because
-a grammar bounds length but not sense (duplicates, blanks, a context that is cut mid-word).
+a grammar bounds length but not sense (duplicates, blanks, a context that is cut mid-word), and every field
+checked against the note's own words (grounded.py): what does not hold is not stored.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..backends.llm import LLM
@@ -15,6 +16,7 @@ from ..core.models import Note, Usage
 from ..core.prompts import Prompts, language_of
 from ..core.relative_dates import dated_phrases
 from ..core.text import clip, one_line
+from .grounded import check_construction
 
 # Model-facing limits: tighter than the stored caps, to keep completion tokens (the dear ones) low.
 MAX_KEYWORD_CHARS = 24
@@ -32,6 +34,7 @@ class Annotation:
     keywords: list[str]
     tags: list[str]
     context: str
+    refused: dict[str, int] = field(default_factory=dict)  # what the grounded contract did not keep, by field
 
 
 # Characters a JSON string may hold, minus scripts the note is not written in: a small Qwen drifts into
@@ -102,7 +105,15 @@ def annotate(llm: LLM, prompts: Prompts, note: Note, settings: Settings) -> tupl
                           content=clip(note.content, PROMPT_CONTENT_CHARS))
     data, usage = llm.complete_json(prompts.raw("notes_system").strip(), user,
                                     annotate_schema(settings, language), max_tokens=ANNOTATE_MAX_TOKENS)
-    return with_dates(clean_annotation(data, settings), note, settings), usage
+    return with_dates(grounded(clean_annotation(data, settings), note, settings), note, settings), usage
+
+
+def grounded(annotation: Annotation, note: Note, settings: Settings) -> Annotation:
+    """The annotation's fields that are true of the note (grounded.py); an extractive context in place of a
+    model's context that is not."""
+    checked = check_construction(note.content, note.at, annotation.context, annotation.keywords,
+                                 annotation.tags, min(MODEL_CONTEXT_CHARS, settings.max_context_chars))
+    return Annotation(checked.keywords, checked.tags, checked.context, checked.counts())
 
 
 def with_dates(annotation: Annotation, note: Note, settings: Settings) -> Annotation:

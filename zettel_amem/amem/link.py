@@ -2,11 +2,14 @@
 
 Fixes over the reference code:
 - candidates are found with the new note's *full* embedding (content + keywords + tags + context);
-- the model sees each candidate under a local label (1, 2, 3: the candidates oldest first), never its
+- the model sees each candidate under a local label (1, 2, 3: the candidates nearest first), never its
   random id: a 0.5B model's choices shifted with the ids' hex digits, so whether a note evolved depended
   on which ids its notes drew (#53). The schema admits only those labels (an enum) and the answer is mapped
-  back label -> note through the dict the prompt was rendered from: never through a search rank;
-- links, rewritten contexts and tags are capped in code whatever the model returns.
+  back label -> note through the dict the prompt was rendered from: never through a search rank. (Labelled
+  oldest first, the small model's taste for label 1 made a diary's first entries collect the rewrites, #60.)
+- evolution is a choice of candidate plus a few words of what changed ("later"): the neighbour's own
+  description stays, the words are checked against the notes (grounded.py, in the pipeline);
+- links, "later" clauses and tags are capped in code whatever the model returns.
 """
 
 from __future__ import annotations
@@ -21,14 +24,14 @@ from ..core.prompts import Prompts, language_of
 from ..core.text import clip, one_line
 from .construct import MAX_TAG_CHARS, clean_context, clean_terms, text_schema
 
-UPDATE_CONTEXT_CHARS = 90  # an evolved context: one short sentence (completion tokens are the dear ones)
+LATER_CHARS = 70  # what evolution adds to a neighbour: a few words (completion tokens are the dear ones)
 CANDIDATE_CHARS = 100  # each candidate is shown compactly: start of content | context
 
 
 @dataclass
 class Update:
     note_id: str
-    context: str | None = None
+    context: str | None = None  # the model's "later" clause in a decision; the whole new context once applied
     tags: list[str] = field(default_factory=list)
     keywords: list[str] = field(default_factory=list)
 
@@ -43,10 +46,9 @@ class LinkDecision:
 
 
 def candidate_labels(candidates: list[Note]) -> dict[str, Note]:
-    """Label ("1", "2", ...) -> candidate, oldest first (ties by text): what the model reads depends on the
-    notes alone, never on their ids or on how near the search ranked them."""
-    ordered = sorted(candidates, key=lambda n: (n.at, n.content))
-    return {str(number): note for number, note in enumerate(ordered, 1)}
+    """Label ("1", "2", ...) -> candidate, in the order given (the pipeline gives them nearest first): what the
+    model reads depends on the notes and their vectors alone, never on their ids."""
+    return {str(number): note for number, note in enumerate(candidates, 1)}
 
 
 def link_schema(candidate_ids: list[str], settings: Settings, language: str = "English") -> dict[str, Any]:
@@ -65,11 +67,10 @@ def link_schema(candidate_ids: list[str], settings: Settings, language: str = "E
                     "type": "object",
                     "properties": {
                         "id": id_enum,
-                        "context": text_schema(min(UPDATE_CONTEXT_CHARS, settings.max_context_chars), language,
-                                               sentence=True),
+                        "later": text_schema(min(LATER_CHARS, settings.max_context_chars), language),
                         "tags": {"type": "array", "items": text_schema(MAX_TAG_CHARS, language), "maxItems": 2},
                     },
-                    "required": ["id", "context", "tags"],
+                    "required": ["id", "later", "tags"],
                 },
             },
         },
@@ -83,7 +84,7 @@ def link_max_tokens(settings: Settings) -> int:
     Korean entries' replies inside their update ("model output was not complete JSON"), and since the call
     is deterministic the note stayed pending on every retry. Only tokens generated are paid for."""
     ids = min(settings.max_new_links, settings.max_links) + 1
-    update = 8 + min(UPDATE_CONTEXT_CHARS, settings.max_context_chars) + 2 * MAX_TAG_CHARS + 20
+    update = 8 + min(LATER_CHARS, settings.max_context_chars) + 2 * MAX_TAG_CHARS + 20
     return 60 + 6 * ids + settings.evolve_max_neighbours * update
 
 
@@ -119,7 +120,8 @@ def parse_decision(data: dict[str, Any], labels: dict[str, str], settings: Setti
         seen.add(full)
         decision.updates.append(Update(
             note_id=full,
-            context=clean_context(item.get("context"), settings.max_context_chars) or None,
+            context=clean_context(item.get("later", item.get("context")), min(LATER_CHARS, settings.max_context_chars))
+            or None,
             tags=clean_terms(item.get("tags"), settings.max_tags, MAX_TAG_CHARS),
             keywords=clean_terms(item.get("keywords"), settings.max_keywords, 30),
         ))

@@ -16,13 +16,15 @@ from ..backends.llm import LLMError
 from ..core.errors import NotFound
 from ..core.models import CONSTRUCTED, EVOLVABLE, PENDING, READY, Note, ProcessResult, Usage
 from ..core.passages import attach_passages
+from ..core.prompts import language_of
 from ..core.text import is_trivial, keyword_terms
 from ..core.words import regular_stem
 from ..retrieval.passage_rank import mostly_korean
 from ..retrieval.retrieve import CoverageIndex
 from .construct import annotate
 from .evolve import apply_update, record
-from .link import decide_links
+from .grounded import NoteWords, evolution_tags, later_clause, later_context, own_description, record_checks
+from .link import LATER_CHARS, Update, decide_links
 from .supersede import MAX_RARE_CHECKS, RARE_IN, cosine, says_change, subject_words, supersede, units
 
 if TYPE_CHECKING:
@@ -109,6 +111,7 @@ class Pipeline:
         with guard():
             if (note := self._fresh(note, PENDING)) is None:
                 return self.parts.store.get(result.id, with_vector=True)
+            record_checks(self.parts.checks_file, note.id, construction=annotation.refused)
             before = {name: getattr(note, name) for name in EVOLVABLE}
             note.keywords, note.tags, note.context = annotation.keywords, annotation.tags, annotation.context
             if edited(note):  # re-annotation after `zk edit` is a version too, so a revert restores it whole
@@ -181,8 +184,9 @@ class Pipeline:
             note.links = note.links[: self.parts.settings.max_links]
             if edited(note) and note.links != old_links:
                 record(note, {"links": {"old": old_links, "new": list(note.links)}}, None, "linked again after edit")
-            updates, result.refused = self._on_topic([u for u in decision.updates if u.note_id in present],
-                                                     present, note)
+            updates, result.refused = self.grounded_updates([u for u in decision.updates if u.note_id in present],
+                                                            present, note)
+            record_checks(self.parts.checks_file, note.id, evolution=len(result.refused))
             evolved = [n for u in updates if (n := present[u.note_id]) and apply_update(n, u, note.id, parts.settings)]
             if evolved:  # re-embed at once: an evolved note must never be searched by its old vector
                 vectors = self.parts.embedder.embed_passages([n.embedding_text() for n in evolved])
@@ -252,30 +256,25 @@ class Pipeline:
 
         return rare
 
-    def _on_topic(self, updates: list, neighbours: dict[str, Note], cause: Note) -> tuple[list, list[str]]:
-        """Updates whose new context stays about its own note, and the ids of those refused.
-
-        A small model sometimes writes the *new* note's story into a neighbour's context (a knee note
-        rewritten into a meeting). The guard refuses a proposed context that shares no word with the
-        neighbour's own text *and* is closer (cosine, raw embeddings) to the words of the note that caused
-        the rewrite. A real evolution ("race plan uncertain because of a knee injury" for "signed up for
-        the race") keeps a word of its note. Tags-only updates pass."""
-        with_context = [u for u in updates if u.context]
-        if not with_context or not self.parts.settings.evolve_on_topic:
-            return updates, []
-        import numpy as np
-
-        proposed = self.parts.embedder.embed_passages([u.context for u in with_context])
-        cause_vector = np.asarray(cause.raw_vector or cause.vector, dtype=np.float32)
-        refused = []
-        for update, vector in zip(with_context, proposed):
-            own = np.asarray(neighbours[update.note_id].raw_vector or neighbours[update.note_id].vector,
-                             dtype=np.float32)
+    def grounded_updates(self, updates: list[Update], neighbours: dict[str, Note], cause: Note
+                         ) -> tuple[list[Update], list[str]]:
+        """Each update as what evolution may write (grounded.py): the neighbour's own description and a dated
+        "later" clause in the causing note's words, tags of the neighbour's; and the ids refused: a
+        neighbour the causing note shares no content word with, or one evolved `evolve_max_times` already."""
+        settings = self.parts.settings
+        kept, refused = [], []
+        for update in updates:
             neighbour = neighbours[update.note_id]
-            shares_words = stems(update.context) & stems(neighbour.content)
-            if float(vector @ own) < float(vector @ cause_vector) and not shares_words:  # unit vectors: dot = cos
+            own = NoteWords.of(neighbour.content, neighbour.at)
+            clause = later_clause(update.context, cause.content, cause.at, own, LATER_CHARS)
+            times = sum(1 for v in neighbour.history if v.reason == "evolution")
+            if clause is None or times >= settings.evolve_max_times:
                 refused.append(update.note_id)
-        return [u for u in updates if u.note_id not in refused], refused
+                continue
+            context = later_context(own_description(neighbour.context), clause, cause.at,
+                                    language_of(neighbour.content), settings.max_context_chars)
+            kept.append(Update(neighbour.id, context, evolution_tags(update.tags, own), update.keywords))
+        return kept, refused
 
     def fill_passages(self, batch: int = 500) -> int:
         """Cut the entries of a store from before passages (passages.py), then the entries an older zk cut

@@ -46,7 +46,7 @@ KO_CLAUSE = 4  # content words of a Korean clause before its change verb
 # particle "에서"), or a comma. "-고" is left out: it also joins what one clause does to one thing ("전세를 빼고
 # 월세로 옮겼다") and ends nouns ("냉장고").
 _CLAUSE_END = re.compile(r"[,;]$|[가-힣]((?<!에)서|는데|지만|면서|니까)[,.]?$")
-KO_CHANGE_ADVERBS = ("이제", "대신", "부터")  # change words that come before what they are about
+KO_CHANGE_ADVERBS = ("이제는", "이제부터", "대신", "부터")  # change words that come before what they are about
 MAX_RARE_CHECKS = 3  # shared words looked up in the notebook's keyword index per pair (each one query)
 RARE_IN = 4  # a subject word in at most this many notes (the two compared included) can be what changed
 

@@ -213,11 +213,17 @@ def mcp(http: int | None = typer.Option(None, "--http", min=1, max=65535, metava
 
 def server(action: str = typer.Argument("status", metavar="[ACTION]",
                                          help="status (the default), start (and wait until it serves) or stop."),
+           force: bool = typer.Option(False, "--force", help="stop: end a command it is running (it is "
+                                      "killed; what it had committed is kept)."),
            as_json: bool = JSON_OPT) -> None:
     """The resident process that keeps this home warm so commands answer at once: is it running, start, stop."""
     if action not in ("status", "start", "stop"):
         raise ZkError(f"unknown action '{action}' (use status, start or stop)")
-    state = {"status": server_state, "start": _start_server, "stop": _stop_server}[action](home_path())
+    if force and action != "stop":
+        raise ZkError("--force goes with stop")
+    home = home_path()
+    state = _stop_server(home, force) if action == "stop" else \
+        {"status": server_state, "start": _start_server}[action](home)
     from . import render
 
     if as_json:
@@ -228,18 +234,21 @@ def server(action: str = typer.Argument("status", metavar="[ACTION]",
 
 def _start_server(home) -> dict:
     """Start the server now and wait until it serves (any command starts it by itself too)."""
-    import os
     import time
 
-    from ..runtime.resident import connect, start_server
+    from ..runtime.resident import connect, is_notebook, lock_is_held, server_disabled, start_server, why_no_server
 
-    if os.environ.get("ZK_NO_SERVER"):
+    if server_disabled():
         raise ZkError("ZK_NO_SERVER is set: unset it to use a resident server")
-    if not home.is_dir():
+    if not home.is_dir() or not is_notebook(home):
         raise no_notebook(home)
-    start_server(home)
+    if reason := why_no_server(home):
+        raise ZkError(f"cannot start a server: {reason}")
+    process = start_server(home)
     deadline = time.monotonic() + 60
     while (connection := connect(home)) is None:
+        if process is not None and process.poll() is not None and not lock_is_held(home):
+            raise ZkError(f"the server could not start: {_last_log_line(home)}")
         if time.monotonic() > deadline:
             raise ZkError(f"the server did not start within a minute; see {home / 'server.log'}")
         time.sleep(0.1)
@@ -247,22 +256,44 @@ def _start_server(home) -> dict:
     return server_state(home)
 
 
-def _stop_server(home) -> dict:
-    """Stop the server (a command it is running finishes first)."""
+def _last_log_line(home) -> str:
+    """The server's last words (its log says why it did not start, in one line)."""
+    from ..runtime.resident import LOG_NAME
+
+    try:
+        lines = (home / LOG_NAME).read_text(encoding="utf-8", errors="replace").strip().splitlines()
+    except OSError:
+        lines = []
+    last = lines[-1].split(": ", 1)[-1] if lines else "it ended at once"
+    return f"{last} (see {home / LOG_NAME})"
+
+
+def _stop_server(home, force: bool = False) -> dict:
+    """Stop the server (a command it is running finishes first; with `force` it is killed after 5 s)."""
     import os
     import signal
     import time
 
+    from ..runtime.resident import lock_is_held
+
+    def signal_and_wait(pid: int, sig: int, seconds: float) -> None:
+        try:
+            os.kill(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            return
+        deadline = time.monotonic() + seconds
+        while lock_is_held(home) and time.monotonic() < deadline:
+            time.sleep(0.05)
+
     state = server_state(home)
     if state["running"] and state.get("pid"):
-        try:
-            os.kill(int(state["pid"]), signal.SIGTERM)
-        except (ProcessLookupError, PermissionError):
-            pass
-        deadline = time.monotonic() + 30
-        while server_state(home)["running"] and time.monotonic() < deadline:
-            time.sleep(0.05)
+        signal_and_wait(int(state["pid"]), signal.SIGTERM, 5 if force else 30)
+        if force and lock_is_held(home):
+            signal_and_wait(int(state["pid"]), signal.SIGKILL, 5)
     after = server_state(home)
     if after["running"]:
-        raise ZkError(f"the server (pid {after.get('pid', '?')}) is still running a command; it stops after it")
+        busy = after.get("busy") or {}
+        raise ZkError(f"the server (pid {after.get('pid') or '?'}) is still running a command"
+                      f"{' (' + busy['command'] + ')' if busy.get('command') else ''}; it stops after it, or "
+                      "`zk server stop --force` ends it now")
     return {**after, "stopped": bool(state["running"])}

@@ -41,8 +41,9 @@ def _global(home: str | None = typer.Option(None, "--home", help="Data directory
                                              "config.toml, then the bundled Qwen).")) -> None:
     State.home = home
     if notebook is not None and (not notebook.strip() or len(notebook) > MAX_NOTEBOOK_CHARS
-                                 or any(ord(ch) < 32 for ch in notebook)):
-        raise ZkError(f"a notebook name is 1 to {MAX_NOTEBOOK_CHARS} characters, not blank, on one line")
+                                 or any(ord(ch) < 32 or 0xDC80 <= ord(ch) <= 0xDCFF for ch in notebook)):
+        raise ZkError(f"a notebook name is 1 to {MAX_NOTEBOOK_CHARS} characters of UTF-8 text, not blank, on one "
+                      "line")
     State.notebook = notebook if notebook is not None else "main"
     State.notebook_given = notebook is not None
     if model:  # through the environment, so the background worker this command starts uses it too
@@ -69,8 +70,9 @@ def id_arg(help: str = "Note id or unique prefix."):
     return typer.Argument(..., metavar="ID", autocompletion=_complete_id, help=help)
 
 
-# Commands that only read: on a home that does not exist they say so and create nothing (a mistyped
-# `--home` must not leave an empty store behind that a later `zk add` fills by mistake).
+# Commands that only read: on a home that does not exist, or a folder that holds no notebook (`--home .`),
+# they say so and create nothing (a mistyped `--home` must not leave an empty store behind that a later
+# `zk add` fills by mistake).
 READS_ONLY = frozenset({"ask", "search", "list", "on", "tags", "show", "links", "sessions", "history", "export",
                         "status", "context", "expand", "graph", "stats"})
 
@@ -105,8 +107,10 @@ def _refuse_missing_home() -> None:
     given = State.home or os.environ.get("ZK_HOME")
     if context is None or context.info_name not in READS_ONLY or (given and is_store_uri(given)):
         return
+    from ..runtime.resident import is_notebook
+
     home = home_dir(State.home)
-    if not home.exists():
+    if not home.exists() or not (is_notebook(home) or (home / "config.toml").exists()):
         raise no_notebook(home)
 
 

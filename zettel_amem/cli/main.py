@@ -95,6 +95,14 @@ def advice_for(exc: Exception) -> str:
     return ""
 
 
+def _folder_deleted() -> bool:
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        return True
+    return False
+
+
 _built: list = []
 
 
@@ -141,6 +149,20 @@ def main() -> None:
             # a read-only mount under a write no command foresaw: the user can act on it, so the one line
             folder = os.path.dirname(os.fsdecode(exc.filename))
             sys.stderr.write(f"zk: error: {error_line(f'cannot write to {folder}: {exc.strerror}')}\n")
+            sys.exit(1)
+        if isinstance(exc, UnicodeEncodeError) and "surrogates" in str(exc):
+            # bytes that are not UTF-8 in an argument (`zk search $'\xff'`): Python keeps them as surrogates
+            sys.stderr.write("zk: error: the text given is not valid UTF-8\n")
+            sys.exit(1)
+        if isinstance(exc, OSError) and exc.errno == errno.EBADF:
+            # `zk add - 0>>file`, `zk list 1<file`: a standard stream opened the wrong way round
+            sys.stderr.write("zk: error: cannot use standard input or output: Bad file descriptor (check the "
+                             "redirections)\n")
+            sys.exit(1)
+        if isinstance(exc, FileNotFoundError) and not exc.filename and _folder_deleted():
+            # os.getcwd() under a relative path (export -o rel.jsonl) in a folder removed meanwhile
+            sys.stderr.write("zk: error: the current folder was deleted; cd to another folder or give an "
+                             "absolute path\n")
             sys.exit(1)
         if os.environ.get("ZK_DEBUG"):
             raise

@@ -185,7 +185,7 @@ def process_summary(results: list[ProcessResult]) -> None:
     calls = sum(r.llm_calls for r in results)
     refused = sum(len(r.refused) for r in results)
     console.print(f"processed {len(results)} note(s): {done} ready, {links} link(s), {evolved} neighbour(s) "
-                  f"evolved ({refused} off-topic rewrite(s) refused), {calls} LLM call(s), "
+                  f"evolved ({refused} rewrite(s) refused: not grounded, or evolved enough), {calls} LLM call(s), "
                   f"{sum(r.seconds for r in results):.1f}s")
     for r in failed:
         err_console.print(f"[red]{r.id[:8]} still pending:[/] {escape(r.error)}")
@@ -209,7 +209,8 @@ def add_result(note: Note, result: ProcessResult | None, linked: list[Note], evo
         if other.id in result.updates:
             console.print(f"  [magenta]updates[/] {note_line(other, 60)} [dim](its value is now history)[/]")
     if result.refused:
-        console.print(f"  [dim]{len(result.refused)} rewrite(s) refused: off the neighbour's own topic[/]")
+        console.print(f"  [dim]{len(result.refused)} rewrite(s) refused: sharing no word with the neighbour, or "
+                      "the neighbour evolved enough[/]")
 
 
 def stream_markdown(pieces: Iterator[str]) -> str:
@@ -313,6 +314,11 @@ def stats_view(stats: dict) -> None:
     if ctx["top_score"]["p50"] is not None:
         q = ctx["top_score"]
         console.print(f"           top score p10 {q['p10']:.3f} · p50 {q['p50']:.3f} · p90 {q['p90']:.3f}")
+    checks = stats.get("note_checks") or {}
+    if any(checks.values()):  # what the model wrote that was not true of its note, and was not kept
+        console.print(f"[bold]{'not kept':>10}[/] {checks['context']} context(s) (the note's own sentence instead), "
+                      f"{checks['keywords']} keyword(s), {checks['tags']} tag(s), {checks['evolution']} rewrite(s) "
+                      "of other notes")
 
 
 def findings(items) -> None:

@@ -119,7 +119,7 @@ class Settings:
     # skipped. None = the embedder's calibrated default (embed.LINK_THRESHOLDS): similarity scales differ.
     link_min_similarity: float | None = ranged(None, -1, 1)
     evolve_max_neighbours: int = ranged(1, 0, 50)  # neighbours one new note may rewrite (0 = no evolution)
-    evolve_on_topic: bool = True  # refuse a rewritten context closer to the new note than to its own words
+    evolve_max_times: int = ranged(3, 0, 100)  # times one note may be evolved: more is a defect, not evolution
     construct: bool = True  # False: no LLM annotation (notes keep their raw content embedding)
     link: bool = True  # False: no link generation (and so no evolution)
     # Imported chat turns get the LLM steps too (construction, links, evolution). Off by default: with the

@@ -104,16 +104,52 @@ def _count(word: str) -> int:
     return int(word) if word.isdigit() else _NUMBERS[word]
 
 
+_QUOTES = {'"': '"', "“": "”", "‘": "’", "'": "'", "「": "」", "『": "』", "《": "》", "〈": "〉", "«": "»"}
+_CALENDAR = {m.lower() for m in _MONTHS} | set(_WEEKDAYS_EN)
+
+
+def _quoted(text: str, start: int) -> bool:
+    """Whether `start` falls inside a quotation on its line ("the book 'Yesterday Once More'")."""
+    line_start = text.rfind("\n", 0, start) + 1
+    before = text[line_start:start]
+    for opening, closing in _QUOTES.items():
+        if opening == closing:
+            if opening == "'":  # an apostrophe ("Saturday's") is no quotation mark: count only word-edge ones
+                marks = len(re.findall(r"(?:^|(?<=\s))'|'(?=\s|$|[.,;:!?])", before))
+            else:
+                marks = before.count(opening)
+            if marks % 2:
+                return True
+        elif before.rfind(opening) > before.rfind(closing):
+            return True
+    return False
+
+
+def _titled(text: str, span: tuple[int, int]) -> bool:
+    """Whether the phrase is written as a title: every word that is not a month or weekday capitalised, and
+    not because a sentence starts there ("I watched Last Week Tonight", "a song called Yesterday")."""
+    words = re.findall(r"[A-Za-z]+", text[span[0]:span[1]])
+    plain = [w for w in words if w.lower() not in _CALENDAR]
+    if not plain or not all(w[0].isupper() for w in plain):
+        return False
+    before = text[:span[0]].rstrip(" \t\"“‘'(")
+    return bool(before) and before[-1] not in ".!?\n:;"
+
+
 def apply_rules(rules, text: str, flags: int) -> list[tuple[int, str, Any]]:
     """(offset, phrase, what the rule made of it) for each rule's matches, first rule first, never two
-    resolutions for overlapping text (also date_mentions.py's). A phrase that would land past the calendar
-    ("tomorrow" on 9999-12-31) resolves to nothing."""
+    resolutions for overlapping text (also date_mentions.py's). A phrase inside quotation marks or written as
+    a title is no date: a book called "Yesterday", the show Last Week Tonight. A phrase that would land past
+    the calendar ("tomorrow" on 9999-12-31) resolves to nothing."""
     taken: list[tuple[int, int]] = []
     found: list[tuple[int, str, Any]] = []
     for pattern, resolve in rules:
         for match in re.finditer(pattern, text, flags):
             span = match.span()
             if any(span[0] < end and start < span[1] for start, end in taken):
+                continue
+            if _quoted(text, span[0]) or _titled(text, span):
+                taken.append(span)
                 continue
             taken.append(span)
             try:

@@ -33,7 +33,9 @@ CHANGE_CUE = re.compile(r"바뀌|바꿨|옮겼|옮기|이사|대신|그만|끊|�
 # "다시" / "again" (those mostly repeat what stays the same: "went to the gym again"), and more or less of
 # something ("늘렸다", "up from"), a time that starts a new state ("10월부터", "from next term"; an hour
 # with 부터 is a range: "9시부터").
-VALUE_CHANGE_CUE = re.compile(r"바뀌|바꿨|옮겼|옮기|이사|대신|그만|끊|이제|늘렸|줄였|올렸|내렸|"
+# "이제" alone is "now" ("이제 막", "이제 다 안다"), as English "now" is no cue; "이제는", "이제부터" set a new state
+# against the old one (#60: on the long diary three of eight typed links stood on a bare "이제").
+VALUE_CHANGE_CUE = re.compile(r"바뀌|바꿨|옮겼|옮기|이사|대신|그만|끊|이제는|이제부터|늘렸|줄였|올렸|내렸|"
                               r"(이번|다음|지난|올해|내년|\d+\s?월)\s?(주|달|학기|해)?부터|"
                               r"\b(moved|migrated|replaced|switched|instead|stopped|quit|no longer|from \S+ to|"
                               r"(from|starting) (next|this) \w+|down from|up from)\b", re.I)

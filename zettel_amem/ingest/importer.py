@@ -44,6 +44,7 @@ the hashes inside its write lock (`Store.add(skip_existing=True)`).
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -76,12 +77,34 @@ class ImportReport:
         return asdict(self)
 
 
+class EndsOnce(io.RawIOBase):
+    """A stream whose first end is its last. A terminal gives an end of input for each Ctrl-D and then goes
+    on reading; format detection reads to one end and the import to another, so without this the first
+    Ctrl-D at a terminal would not end `zk import -`."""
+
+    def __init__(self, stream: BinaryIO):
+        self.stream, self.ended = stream, False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        if self.ended:
+            return 0
+        data = getattr(self.stream, "read1", self.stream.read)(len(buffer))
+        if not data:
+            self.ended = True
+            return 0
+        buffer[: len(data)] = data
+        return len(data)
+
+
 def open_source(source: str, stdin: BinaryIO) -> Path | BinaryIO:
     """What `zk import SOURCE` reads: "-" is standard input; a FIFO, `<(...)` or `/dev/stdin` on a pipe
     is opened once and read as a stream (opening it again would lose what format detection read);
     a regular file or a folder stays a path."""
     if source == "-":
-        return stdin
+        return io.BufferedReader(EndsOnce(stdin))
     path = Path(source).expanduser()
     if path.exists() and not path.is_file() and not path.is_dir():
         try:

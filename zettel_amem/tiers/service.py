@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..amem.grounded import NOTE_CHECKS
+from ..amem.grounded import load_check_counts as load_note_checks
 from ..core.models import EpisodeResult
 from ..memory import Memory
 from ..storage.tier_store import TierStore
@@ -85,4 +87,6 @@ class Tiers:
             "relations": {"total": len(relations), "current": sum(1 for r in relations if r.invalid_from is None)},
             "context": self.context.stats(),
             "graph_checks": load_check_counts(self.memory.home),  # what grounding dropped, by reason
+            # what the notes' grounded contract (amem/grounded.py) did not keep of the model's fields
+            "note_checks": load_note_checks(self.memory.home / NOTE_CHECKS),
         }
