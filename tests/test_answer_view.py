@@ -244,6 +244,23 @@ def test_d8_a_decline_is_never_sure_while_an_entry_shares_the_questions_stem(fre
     assert nothing.mode == "declined" and nothing.view.confidence == "sure"
 
 
+def test_a_headline_that_holds_the_question_only_in_translation_is_never_sure(fresh):
+    """Round five's verification: in a two-note English journal "달려?" met "on the way home" through the
+    term bridge's guess and was "[sure]". A word met only in translation is a guess."""
+    add_dated(fresh, [("2026-03-29T18:00", "The bike got a flat tyre on the way home."),
+                        ("2026-03-30T12:00", "Lunch at the office.")])
+    answer = ask_through(fresh, "달려?")
+    assert answer.view.confidence != "sure", answer.view.text()
+    own = ask_through(fresh, "where did the bike get a flat tyre?")  # asked in the note's own words
+    assert "flat tyre" in own.view.headline and own.view.signals["asked_share"] == own.view.signals["sentence_share"]
+
+
+def test_a_korean_decline_names_the_words_as_the_question_wrote_them(fresh):
+    add_dated(fresh, [("2026-03-30T12:00", "Lunch at the office.")])
+    answer = ask_through(fresh, "영화 봤어?")
+    assert answer.mode == "declined" and "'봤어'" in answer.view.headline, answer.view.headline  # not "봤에"
+
+
 def test_d9_supporting_lines_are_on_the_question_and_only_the_answer_is_cited(fresh, monkeypatch):
     monkeypatch.setenv("ZK_TODAY", "2026-03-20")
     add_dated(fresh, [("2026-01-03T08:00", "Ran 5 km along the river before work. Legs felt heavy."),

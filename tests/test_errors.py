@@ -47,3 +47,13 @@ def test_library_messages_carry_no_cli_advice(memory):
     assert refused.value.refused_write and "zk " not in str(refused.value)
     assert advice_for(refused.value) == "; run `zk doctor`, then `zk repair`"
     assert advice_for(ZkError("plain")) == ""
+
+
+def test_an_ambiguous_prefix_names_the_ids_long_enough_to_tell_apart():
+    """Round five D19: two ids sharing their first 16 characters were listed as the same 12."""
+    from zettel_amem.storage.store_rows import _unique_id
+
+    ids = ["0" * 31 + "1", "0" * 31 + "2"]
+    with pytest.raises(AmbiguousId) as raised:
+        _unique_id("00000000", ids)
+    assert f"{ids[0]}, {ids[1]}" in str(raised.value)

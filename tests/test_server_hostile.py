@@ -489,3 +489,26 @@ def test_ctrl_z_suspends_the_served_command_too(env):  # noqa: F811
     out, err = waiting.communicate(timeout=60)
     assert waiting.returncode == 0 and "saved" in out, err
     assert "typed while suspended" in client(["list"], off, check=True).stdout
+
+
+def test_a_terminal_that_hangs_up_mid_command_does_not_end_the_server(env, tmp_path):  # noqa: F811
+    """Round five's verification: an ssh session dropped during a served `zk import` (its terminal gone:
+    every write EIO) made the server exit without a word; the command fails, the server goes on."""
+    start(env)
+    home = Path(env["ZK_HOME"])
+    pid = server_state(home)["pid"]
+    log = tmp_path / "chat.txt"
+    log.write_text("".join(f"Ana: line {i} of a long chat\n" for i in range(1000)), encoding="utf-8")
+    master, slave = pty.openpty()
+    importing = subprocess.Popen([sys.executable, "-m", "zettel_amem.client", "import", str(log), "--no-llm"],
+                                 env=env, stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
+    os.close(slave)
+    wait_for(lambda: (server_state(home).get("busy") or {}).get("command") == "import", 60)
+    os.close(master)  # the terminal hangs up: the client gets SIGHUP, the server's copies of it EIO
+    importing.wait(60)
+    wait_for(lambda: not server_state(home).get("busy"), 90)
+    state = server_state(home)
+    assert state["running"] and state["pid"] == pid, state
+    assert client(["list", "--limit", "1"], env, check=True).stdout  # and it serves the next command
+    logged = (home / "server.log").read_text()
+    assert "import: exit 1" in logged or "import: exit 130" in logged, logged  # the command's end is logged

@@ -228,6 +228,11 @@ def answer_one(question: Question, evidence: list[Evidence]) -> Pick:
 LATEST_KINDS = {"plain", "when"}
 
 
+def as_written(text: str, term: str) -> str:
+    """The question's word a term was read from ("봤어?" gave the stem "봤"), as written, else the term."""
+    return next((w for w in re.findall(r"[\w-]+", text) if w.startswith(term)), term)
+
+
 def latest_word(question: Question, evidence: list[Evidence]) -> list[Evidence]:
     """For a question not asked in the past tense ("what is my blood type?", "when is the meeting?"), of the
     passages that name what the best one names of the question and stand as near it as "now" asks
@@ -276,9 +281,9 @@ def decline_reason(question: Question, evidence: list[Evidence]) -> str:
     words = ", ".join(key)
     if not found and closest < DECLINE_COSINE:
         day = f" of {question.day}" if question.day else ""
+        quoted = ", ".join(f"'{as_written(question.text, t)}'" for t in key) or "이 질문"  # "봤어", not its stem "봤"
         return said(question, f"no note{day} mentions {words or 'this'}",
-                    f"{question.day} 기록에 {words or '이 질문'}에 대한 것 없음" if question.day
-                    else f"{words or '이 질문'}에 대한 기록 없음")
+                    f"{question.day} 기록에 {quoted}에 대한 것 없음" if question.day else f"{quoted}에 대한 기록 없음")
     tops = own_tops(question, evidence)  # a name or an amount is written in a passage naming much of what is asked
     holders = [e for e in evidence
                if e.found & set(key) and e.words >= VALUE_SHARE * tops[other_language(question, e.note)]]

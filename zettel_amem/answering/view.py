@@ -23,7 +23,7 @@ as `evidence.rank` weighs passages, plus the standing of their passage (its word
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..core.date_mentions import date_mentions
 from ..core.models import Note
@@ -152,6 +152,12 @@ def held_share(question: Question, text: str, weights: dict[str, float]) -> floa
     return sum(w for t, w in weights.items() if mentions(question, t, shape)) / total
 
 
+def asked_share(question: Question, text: str, weights: dict[str, float]) -> float:
+    """`held_share` with the question's words as asked (and their stems), not their translations: a word
+    met only through the term bridge's guess ("달려" -> an English note's "way") is not a sure match."""
+    return held_share(replace(question, alternates={}), text, weights)
+
+
 def ranked_sentences(question: Question, evidence: list[Evidence]) -> list[Sentence]:
     """The sentences of the best `POOL` passages, best first, each once (a passage read with its neighbour
     shares sentences with the next one)."""
@@ -271,16 +277,18 @@ def answer_view(question: Question, evidence: list[Evidence], pick: Pick) -> Vie
     subject = chosen[0].item.found  # the question's words the headline's passage holds: what it is about
     same = {s.item.note.id for s in extra if s.item.found & subject}
     return View("quote", headline, head, arrange(question.kind, head, [s.line() for s in extra[:SUPPORTING]], same),
-                signals=signals(chosen[0], evidence))
+                signals=signals(chosen[0], evidence, asked_share(question, chosen[0].text, weights)))
 
 
-def signals(head: Sentence, evidence: list[Evidence]) -> dict[str, float]:
-    """What sureness is read from: the quoted sentence's weighted share of the question's words, its
-    passage's, the passage's lead over the best passage of another entry, its cosine, and whether it is
-    the ranking's first."""
+def signals(head: Sentence, evidence: list[Evidence], asked: float | None = None) -> dict[str, float]:
+    """What sureness is read from: the quoted sentence's weighted share of the question's words (and of them
+    as asked, untranslated: `asked_share`), its passage's, the passage's lead over the best passage of another
+    entry, its cosine, and whether it is the ranking's first."""
     entry = entry_id_of(head.item.note.id)
     others = [e.score for e in evidence if entry_id_of(e.note.id) != entry]
-    return {"sentence_share": round(head.share, 3), "passage_share": round(head.item.words, 3),
+    return {"sentence_share": round(head.share, 3),
+            "asked_share": round(head.share if asked is None else asked, 3),
+            "passage_share": round(head.item.words, 3),
             "best_share": round(max((e.words for e in evidence), default=0.0), 3),
             "lead": round(head.item.score - max(others, default=0.0), 3), "cosine": round(head.item.cosine, 3),
             "first": float(bool(evidence) and head.item is evidence[0])}

@@ -225,12 +225,15 @@ class Server:
         with job.state_lock:
             job.running = True
         watcher.start()
+        command = command_name(job.request.get("argv", []))
         try:
             code = run_command(job.request, job.fds, job.going)
+        except OSError as exc:  # its terminal hung up (a dropped ssh session: every write EIO) or pipe closed
+            code = 1
+            log(f"{command}: its terminal or output went away ({exc.strerror or type(exc).__name__})")
         finally:
             with job.state_lock:
                 job.running = False
-        command = command_name(job.request.get("argv", []))
         log(f"{command}: exit {code} in {time.monotonic() - started:.3f} s")  # never the arguments: note text
         try:
             send_reply(job.connection, {"exit": code})

@@ -135,7 +135,10 @@ def _unique_id(cleaned: str, found: list[str]) -> str:
     if len(ids) > 1 and cleaned in ids:
         return cleaned  # a whole id is never ambiguous, even when it is a prefix of another
     if len(ids) > 1:
-        shown = ", ".join(i[:SHORT_ID + 4] for i in ids[:5])
+        from os.path import commonprefix
+
+        width = max(SHORT_ID + 4, len(commonprefix(ids)) + 1)  # long enough to tell the ids apart
+        shown = ", ".join(i[:width] for i in ids[:5]) + (", ..." if len(ids) > 5 else "")
         raise AmbiguousId(f"id prefix '{cleaned}' is ambiguous: {shown}")
     return ids[0]
 
