@@ -50,7 +50,7 @@ def build(store: Path, entries: list[tuple[str, str]]) -> dict:
     results = memory.process_pending(on_progress=lambda r, i, n: print(f"processed {i}/{n}", file=sys.stderr))
     info = {"entries": len(entries), "add_seconds": round(added, 1),
             "process_seconds": round(time.perf_counter() - start, 1),
-            "llm_calls": sum(r.usage.llm_calls for r in results if r.usage),
+            "llm_calls": sum(r.llm_calls for r in results),
             "unfinished": sum(1 for r in results if r.status != "ready")}
     (store / BUILT).write_text(json.dumps(info), encoding="utf-8")
     return info

@@ -97,6 +97,10 @@ def test_evolution_adds_a_dated_clause_in_the_causing_notes_words_and_keeps_the_
         "The doctor says no running for 2 weeks because of my knee."
     # a clause about the causing note's other subject, not the neighbour's: the same
     assert later_clause("Dinner with Jun", cause, "2026-04-01", neighbour, 70).startswith("The doctor says")
+    # the neighbour's own words given as "later" (the 0.5B did, on 5 of 11 clauses a blind labeller read): not
+    # what the causing note says, so its own sentence instead
+    assert later_clause("I run 10 km at Yeouido every weekend", cause, "2026-04-01", neighbour, 70) == \
+        "The doctor says no running for 2 weeks because of my knee."
     # a causing note that shares no word with the neighbour changes nothing about it
     assert later_clause("knee pain", "Dinner with Jun at the ramen place.", "2026-04-01", neighbour, 70) is None
     context = later_context("Runs 10 km every weekend", "no running for 2 weeks", "2026-03-30T10:00", "English", 200)

@@ -478,7 +478,7 @@ def test_ctrl_z_suspends_the_served_command_too(env):  # noqa: F811
     home = Path(env["ZK_HOME"])
     wait_for(lambda: (server_state(home).get("busy") or {}).get("command") == "add", 30)
     waiting.send_signal(signal.SIGTSTP)
-    wait_for(lambda: (server_state(home).get("busy") or {}).get("suspended"), 10)
+    wait_for(lambda: (server_state(home).get("busy") or {}).get("suspended"), 30)
     os.write(writer, b"typed while suspended")
     os.close(writer)
     time.sleep(2)

@@ -152,13 +152,15 @@ def run_on_server(home: Path, argv: list[str]) -> int | None:
     with connection:
         request = {"argv": argv, "env": served_environment(os.environ, home), "umask": current_umask(),
                    "stamp": code_stamp(), "columns": terminal_columns(), "cwd_fd": True}
-        try:
-            send_request(connection, request, [0, 1, 2, here])
-        except OSError:
-            return None
-        finally:
-            os.close(here)
-        with suspending_with(connection):
+        sent: list[bool] = []  # Ctrl-Z from the moment the server may be running it (before: nothing to tell)
+        with suspending_with(connection, sent):
+            try:
+                send_request(connection, request, [0, 1, 2, here])
+                sent.append(True)
+            except OSError:
+                return None
+            finally:
+                os.close(here)
             return wait_for_exit(connection)
 
 
@@ -179,25 +181,27 @@ def terminal_columns() -> int | None:
 
 
 @contextmanager
-def suspending_with(connection: socket.socket) -> Iterator[None]:
+def suspending_with(connection: socket.socket, sent: list[bool]) -> Iterator[None]:
     """Ctrl-Z suspends the served command too: the client tells the server (b"S"), stops itself as the shell
-    expects, and on `fg`/`bg` tells it to go on (b"C")."""
+    expects, and on `fg`/`bg` tells it to go on (b"C"). Set up before the request goes out (a Ctrl-Z right
+    after it would stop the client alone); `sent` says when there is a command to tell of."""
     if not hasattr(signal, "SIGTSTP") or signal.getsignal(signal.SIGTSTP) != signal.SIG_DFL:
         yield  # the shell ignores job control here (no terminal), or someone else handles it
         return
 
+    def tell(what: bytes) -> None:
+        if sent:
+            try:
+                connection.sendall(what)
+            except OSError:
+                pass
+
     def on_stop(*_) -> None:
-        try:
-            connection.sendall(b"S")
-        except OSError:
-            pass
+        tell(b"S")
         signal.signal(signal.SIGTSTP, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGTSTP)  # stopped here until SIGCONT
         signal.signal(signal.SIGTSTP, on_stop)
-        try:
-            connection.sendall(b"C")
-        except OSError:
-            pass
+        tell(b"C")
 
     signal.signal(signal.SIGTSTP, on_stop)
     try:

@@ -329,17 +329,16 @@ def best_sentence(cause: str, neighbour: NoteWords) -> tuple[str, int]:
 def later_clause(proposed: str | None, cause_content: str, cause_at: str, neighbour: NoteWords, max_chars: int
                  ) -> str | None:
     """What evolution may add to a neighbour: the model's clause when each of its content words is the causing
-    note's or the neighbour's and it names the neighbour's, else the causing note's sentence that shares most
-    with the neighbour; None when the causing note shares no content word with the neighbour (then it does
-    not change what the neighbour means)."""
+    note's (the 0.5B often wrote the neighbour's own sentence as "later") and one names the neighbour's, else
+    the causing note's sentence that shares most with the neighbour; None when the causing note shares no
+    content word with the neighbour (then it does not change what the neighbour means)."""
     sentence, shared = best_sentence(cause_content, neighbour)
     if not shared:
         return None
     cause = NoteWords.of(cause_content, cause_at)
     said = content_words(proposed or "")
-    if said and all(cause.holds(w) or neighbour.holds(w) for w in said) and any(cause.holds(w) for w in said) \
-            and any(neighbour.holds(w) for w in said):  # in the notes' words, and about the neighbour
-        return clip(one_line(proposed), max_chars)
+    if said and all(cause.holds(w) for w in said) and any(neighbour.holds(w) for w in said):
+        return clip(one_line(proposed), max_chars)  # what the causing note says, about the neighbour
     return clip(sentence, max_chars)
 
 
