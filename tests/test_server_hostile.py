@@ -472,8 +472,10 @@ def test_ctrl_z_suspends_the_served_command_too(env):  # noqa: F811
     """D18: a served command stops with its client (SIGTSTP) and goes on with it (SIGCONT)."""
     start(env)
     reader, writer = os.pipe()
+    # its own process group, whose parent (pytest) is in another group of the same session: a group that is
+    # not orphaned, so the kernel stops it on SIGTSTP even where pytest's own group is orphaned (a CI job)
     waiting = subprocess.Popen([sys.executable, "-m", "zettel_amem.client", "add", "-"], env=env, stdin=reader,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, process_group=0)
     os.close(reader)
     home = Path(env["ZK_HOME"])
     wait_for(lambda: (server_state(home).get("busy") or {}).get("command") == "add", 30)
