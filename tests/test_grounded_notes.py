@@ -17,14 +17,17 @@ from zettel_amem.amem.grounded import (
     later_context,
     later_of,
     load_check_counts,
+    naming_phrase,
     own_description,
     term_holds,
     topic_of,
 )
+from zettel_amem.amem.supersede import cosine
 from zettel_amem.core.config import Settings
 from zettel_amem.core.models import Note
 from zettel_amem.core.prompts import Prompts
 from zettel_amem.core.relative_dates import resolve_relative_dates
+from zettel_amem.core.text import clip_phrase
 
 WEBSITE = ("Spent the evening fixing the CSS of Mina's bakery website. The menu page finally renders on phones. "
            "She wants online orders next.")
@@ -147,3 +150,64 @@ def test_zk_stats_shows_the_counts(zk, fake_model):
         {"context": 0, "keywords": 1, "tags": 1, "evolution": 0}
     assert "not kept" in zk("stats", check=True).stdout and "1 tag(s)" in " ".join(zk("stats").stdout.split())
 
+
+
+def test_a_models_context_cut_by_its_length_cap_ends_at_a_sentence_or_phrase(memory, fake_llm):
+    text = ("Dohee started on Monday. She is quiet but brilliant at sugar work. On her first break she made a "
+            "rose in five minutes and left it on the boss's desk. She lives in Songgang like me.")
+    cut = text[:100]  # the grammar's cap: the 0.5B copies the note and runs into it mid-word ("…left it on th")
+    assert not cut.endswith(".")
+    fake_llm.enqueue("annotate", {"keywords": ["sugar work"], "tags": [], "context": cut})
+    note = memory.add(text, "2026-08-05T22:00")
+    memory.process(note.id)
+    assert memory.store.get(note.id).context == "Dohee started on Monday. She is quiet but brilliant at sugar work."
+
+
+def test_a_later_clause_must_share_a_word_that_few_notes_share(memory, fake_llm):
+    """"home" is in every entry of this notebook: it ties any two of them, so it is no reason to rewrite one."""
+    for day, text in enumerate(["Cleaned the whole home today.", "Worked from home, tired.", "Quiet evening at home.",
+                                "Home early, cooked rice.", "Painted the balcony door at home."], 1):
+        fake_llm.enqueue("annotate", {"keywords": [], "tags": [], "context": ""})
+        memory.add(text, f"2026-03-0{day}T20:00")
+        memory.process_pending()
+    door = next(n for n in memory.store.notes() if "balcony" in n.content)
+    memory.settings.evolve_max_neighbours = 5  # the model may rewrite all five
+    fake_llm.link = lambda user, ids: {"links": ids[:5], "updates": [{"id": i, "later": "home"} for i in ids[:5]]}
+    cause = memory.add("Stayed home all Sunday; the balcony door paint is dry, green as planned.", "2026-03-10T20:00")
+    result = memory.process(cause.id)
+    assert result.evolved == [door.id]  # the one that shares "balcony", a word two notes name
+    assert "balcony door paint" in memory.store.get(door.id).context
+    others = [n for n in memory.store.notes() if n.id not in (door.id, cause.id)]
+    assert len(result.refused) >= 1 and not any(v.reason == "evolution" for n in others for v in n.history)
+
+
+def test_a_pages_context_that_would_read_as_the_causing_note_is_cut_to_its_phrase_or_refused(memory, fake_llm):
+    page = ("Market day. I bought apples and pears at the Mangwon market, the usual stall by the gate. "
+            "The cat slept all afternoon on the sofa, and I read two chapters of my novel by the window.")
+    fake_llm.enqueue("annotate", {"keywords": [], "tags": [], "context": "Market day."})
+    neighbour = memory.add(page, "2026-04-04T20:00")
+    memory.process_pending()
+    cause_text = ("Mangwon market closes for good next month: the whole street becomes apartments, and the apple "
+                  "stall owners are moving to Busan to open a bakery with their daughter.")
+    fake_llm.link = lambda user, ids: {"links": ids[:1], "updates": [{"id": ids[0], "later": cause_text}]}
+    cause = memory.add(cause_text, "2026-05-01T20:00")
+    memory.process(cause.id)
+    stored, cause = memory.store.get(neighbour.id, with_vector=True), memory.store.get(cause.id, with_vector=True)
+    pipeline, embed = memory.pipeline, memory.embedder.embed_passages
+
+    def nearer_own(context: str) -> bool:
+        vector = embed([context])[0].tolist()
+        own = max(cosine(vector, p.vector) for p in stored.passages if p.vector)
+        return own > cosine(vector, cause.raw_vector or cause.vector)
+
+    whole = pipeline.with_later(stored, clip_phrase(cause_text, 70), cause)
+    assert not nearer_own(whole)  # the whole clause would make the page's context read as the later note
+    assert stored.context == "Market day." or (later_of(stored.context) and nearer_own(stored.context))
+
+
+def test_a_clauses_naming_phrase_is_its_part_that_names_the_neighbour():
+    neighbour = NoteWords.of("Market day at the Mangwon market, apples and pears.")
+    clause = "Sad news today, Mangwon market closes for good next month"
+    assert naming_phrase(clause, neighbour) == "Mangwon market closes for good next month"
+    assert naming_phrase("Mangwon market closes", neighbour) is None  # one phrase: nothing shorter to keep
+    assert naming_phrase("Rain all day, cold tea", neighbour) is None  # no phrase names the neighbour

@@ -84,8 +84,10 @@ def test_drain_with_four_jobs_overlaps_calls_and_finishes_every_note_once(zk_hom
     memory.settings.link_min_similarity = 0.0
     memory.settings.evolve_max_neighbours = 2
     memory.settings.episodes = False
-    ids = [memory.add(f"Run {i}: {5 + i} km along the river, knee fine.", f"2026-03-{i + 1:02d}").id
-           for i in range(12)]
+    # each friend runs twice: a word few notes share, which an evolution's clause must name
+    friends = ["Mina", "Jisoo", "Tomas", "Aiko", "Ravi", "Lena"]
+    ids = [memory.add(f"Run {i}: {5 + i} km along the river with {friends[i // 2]}, knee fine.",
+                      f"2026-03-{i + 1:02d}").id for i in range(12)]
     results = drain(memory, wait=True, jobs=4)
     assert sorted(r.id for r in results) == sorted(ids) and not any(r.error for r in results)
     assert peak[0] == 4  # four notes' model calls in flight at once

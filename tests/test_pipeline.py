@@ -129,14 +129,16 @@ def test_caps_hold_when_the_model_returns_too_much(memory, fake_llm):
     s = memory.settings
     fake_llm.annotate = lambda user: {"keywords": [f"kw{i}" for i in range(20)] + ["kw1", "KW1", "  "],
                                       "tags": [f"tag{i}" for i in range(20)], "context": "가" * 1000}
-    notes = [add_ready(memory, f"Run number {i} along the river.", f"2026-03-0{i + 1}T08:00") for i in range(6)]
+    # two of the runs pass the lighthouse: a word few notes share, which an evolution's clause must name
+    notes = [add_ready(memory, f"Run number {i} along the river{' past the lighthouse' * (i < 2)}.",
+                       f"2026-03-0{i + 1}T08:00") for i in range(6)]
     for note in notes:
         assert len(note.keywords) <= s.max_keywords and len(set(k.lower() for k in note.keywords)) == len(note.keywords)
         assert len(note.tags) <= s.max_tags
         assert len(note.context) <= s.max_context_chars
     fake_llm.link = lambda user, ids: {"links": ids * 5, "updates": [
         {"id": i, "context": "새 맥락 " * 300, "tags": [f"new{j}" for j in range(30)]} for i in ids]}
-    new = add_ready(memory, "Another run along the river.", "2026-03-20T08:00")
+    new = add_ready(memory, "Another run along the river past the lighthouse.", "2026-03-20T08:00")
     assert len(new.links) <= s.max_links and len(set(new.links)) == len(new.links)
     evolved = [n for n in memory.store.notes() if n.version > 1]
     assert 0 < len(evolved) <= s.evolve_max_neighbours

@@ -81,3 +81,22 @@ def test_windows_line_ends_become_lf_and_are_never_shown_as_escapes():
     """Issue #53 C2: CRLF (and CR CR LF) in typed text is LF; a lone CR is kept. Shown, any CR is a line break."""
     assert unix_line_ends("첫 줄\r\nsecond\r\r\nold mac\rline\n") == "첫 줄\nsecond\nold mac\rline\n"
     assert visible("첫 줄\r\nsecond\rthird\x1b[2J") == "첫 줄\nsecond\nthird\\x1b[2J"
+
+
+def test_clip_phrase_ends_at_a_sentence_then_a_phrase_then_a_word_never_mid_word():
+    from zettel_amem.core.text import clip_phrase, phrases
+
+    text = "도하 씨가 월요일부터 출근했다. 말이 없는 편인데 설탕 공예는 정말 잘한다. 집이 송강동이라 같은 버스를 탄다."
+    assert clip_phrase(text, 50) == "도하 씨가 월요일부터 출근했다. 말이 없는 편인데 설탕 공예는 정말 잘한다."
+    assert clip_phrase(text, 200) == text  # it fits: unchanged
+    long = "The doctor says no running for 2 weeks because of my knee, so the race in May is off for me"
+    assert clip_phrase(long, 70) == "The doctor says no running for 2 weeks because of my knee…"  # at the comma
+    assert clip_phrase("I went to the market and bought apples and pears and then went home", 40) == \
+        "I went to the market and bought apples…"  # at a whole word
+    assert clip_phrase("x" * 50, 20) == clip("x" * 50, 20)  # one word: cut as clip does
+    # a string that ran into a cap (a grammar's) is cut back even though it fits
+    ran_into_cap = "Runs 10 km every weekend at Yeouido with the club. Training for the autumn race i"
+    assert clip_phrase(ran_into_cap, len(ran_into_cap), cut_short=True) == \
+        "Runs 10 km every weekend at Yeouido with the club."
+    assert phrases("40분 넘게 누워 있었는데, 옆 침대의 가람이는 헌혈로 60회를 채웠다.") == \
+        ["40분 넘게 누워 있었는데,", " 옆 침대의 가람이는 헌혈로 60회를 채웠다."]

@@ -253,3 +253,28 @@ def test_now_alone_says_no_value_changed_but_from_now_on_does():
     assert not says_change("버스에 타는 사람들 얼굴을 이제 다 안다.")
     assert says_change("이제는 버스로 출근한다.") and says_change("이제부터 적금은 25만 원이다.")
     assert says_change("적금 자동이체를 40만 원에서 25만 원으로 줄였다.")
+
+
+def test_an_event_stays_true_and_is_never_updated_but_a_value_or_a_state_is():
+    from zettel_amem.amem.supersede import states_a_value
+
+    for event in ("Garam and Soyeon went to look at wedding halls in Yuseong this week.",
+                  "어제 퇴근길에 자전거 뒷바퀴가 펑크 났다.", "오늘 주노랑 계족산 황톳길을 처음 걸었다."):
+        assert not states_a_value(event), event
+    for state in ("Weighed myself this morning: 82 kg.", "I live in a studio on Maple Street.",
+                  "적금은 한 달에 30만 원씩 넣고 있다.", "요즘 점심은 구내식당에서 먹었다.",
+                  "The transfer went out as planned, and I'm keeping it that way.", "나는 늘 버스를 탔다."):
+        assert states_a_value(state), state
+
+
+def test_a_change_word_does_not_update_an_older_note_that_told_an_event(memory, fake_llm):
+    event = ("2026-02-03T21:00", "어제 퇴근길에 자전거 뒷바퀴가 펑크 났다.")
+    newer = ("2026-04-12T21:00", "자전거 앞뒤 타이어를 펑크 방지 타이어로 바꿨다.")
+    old, new, result = add_both(memory, first=event, second=newer)
+    assert result.updates == [] and old.updated_by == []
+
+
+def test_a_change_word_updates_an_older_note_that_told_a_state(memory, fake_llm):
+    old, new, result = add_both(memory, first=("2026-02-04T21:00", "자전거 타이어는 요즘 일반 타이어다."),
+                                second=("2026-04-13T21:00", "자전거 타이어를 펑크 방지 타이어로 바꿨다."))
+    assert result.updates == [old.id]  # the same change word, the same words, but a state: updated

@@ -15,7 +15,7 @@ from ..core.config import Settings
 from ..core.models import Note, Usage
 from ..core.prompts import Prompts, language_of
 from ..core.relative_dates import dated_phrases
-from ..core.text import clip, one_line
+from ..core.text import clip, clip_phrase, one_line
 from .grounded import check_construction
 
 # Model-facing limits: tighter than the stored caps, to keep completion tokens (the dear ones) low.
@@ -88,7 +88,7 @@ def clean_terms(values: Any, max_items: int, max_chars: int) -> list[str]:
 
 
 def clean_context(value: Any, max_chars: int) -> str:
-    return clip(one_line(value), max_chars) if isinstance(value, str) else ""
+    return clip_phrase(one_line(value), max_chars) if isinstance(value, str) else ""
 
 
 def clean_annotation(data: dict[str, Any], settings: Settings) -> Annotation:
@@ -111,8 +111,10 @@ def annotate(llm: LLM, prompts: Prompts, note: Note, settings: Settings) -> tupl
 def grounded(annotation: Annotation, note: Note, settings: Settings) -> Annotation:
     """The annotation's fields that are true of the note (grounded.py); an extractive context in place of a
     model's context that is not."""
-    checked = check_construction(note.content, note.at, annotation.context, annotation.keywords,
-                                 annotation.tags, min(MODEL_CONTEXT_CHARS, settings.max_context_chars))
+    cap = min(MODEL_CONTEXT_CHARS, settings.max_context_chars)
+    # A context that ran into the grammar's cap ends mid-phrase ("집이 송강동이라 나랑 같"): cut back to a phrase.
+    context = clip_phrase(annotation.context, cap, cut_short=len(annotation.context) >= cap - 1)
+    checked = check_construction(note.content, note.at, context, annotation.keywords, annotation.tags, cap)
     return Annotation(checked.keywords, checked.tags, checked.context, checked.counts())
 
 
@@ -122,6 +124,6 @@ def with_dates(annotation: Annotation, note: Note, settings: Settings) -> Annota
     dated = dated_phrases(note.content, note.at)
     if dated:
         room = settings.max_context_chars - len(dated) - 3
-        context = clip(annotation.context, room) if room > 20 else ""
+        context = clip_phrase(annotation.context, room) if room > 20 else ""
         annotation.context = clip(f"{context} [{dated}]".strip(), settings.max_context_chars)
     return annotation

@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..core.text import clip, nfc, one_line, sentences
+from ..core.text import clip, clip_phrase, nfc, one_line, phrases, sentences
 from ..core.words import STOP_WORDS, korean_stem, regular_stem, verb_forms
 
 _WORD = re.compile(r"[0-9A-Za-z][0-9A-Za-z'’-]*[0-9A-Za-z]|[0-9A-Za-z]|[\uac00-\ud7a3]+")
@@ -44,6 +45,9 @@ _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "augu
            "november", "december")
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _KO_WEEKDAYS = ("월요일", "화요일", "수요일", "목요일", "금요일", "토요일", "일요일")
+# Words that name a time, not a thing: two entries both written on a Sunday, or both saying "Sunday", are not
+# about one thing (a later clause must share a word that names one).
+DATE_WORDS = frozenset({*_MONTHS, *(m[:3] for m in _MONTHS), *_WEEKDAYS, *_KO_WEEKDAYS, "주말", "weekend"})
 
 # Topic tags a word of the note implies (a closed list, both languages): a tag that is not a word of the note
 # must be one of these, with one of its cue words (by stem) in the note.
@@ -266,8 +270,8 @@ def central_sentence(text: str) -> str:
 
 
 def extractive_context(text: str, max_chars: int) -> str:
-    """The context a note keeps when the model's does not hold: its central sentence, clipped."""
-    return clip(central_sentence(text), max_chars)
+    """The context a note keeps when the model's does not hold: its central sentence, clipped at a phrase."""
+    return clip_phrase(central_sentence(text), max_chars)
 
 
 @dataclass
@@ -316,30 +320,48 @@ def later_of(context: str) -> str:
     return context[match.end():] if match else ""
 
 
-def best_sentence(cause: str, neighbour: NoteWords) -> tuple[str, int]:
-    """The causing note's sentence that shares the most content words with the neighbour, and how many."""
+def best_sentence(cause: str, neighbour: NoteWords, names_it: Callable[[str], bool] = lambda _: True
+                  ) -> tuple[str, int]:
+    """The causing note's sentence that shares the most content words with the neighbour (only words
+    `names_it` accepts), and how many."""
     scored = []
     for index, piece in enumerate(one_line(s) for s in sentences(cause) or [cause]):
-        shared = len({w for w in content_words(piece) if neighbour.holds(w)})
+        shared = len({w for w in content_words(piece) if neighbour.holds(w) and names_it(w)})
         scored.append((shared, -index, piece))
     shared, _, piece = max(scored) if scored else (0, 0, "")
     return piece, shared
 
 
-def later_clause(proposed: str | None, cause_content: str, cause_at: str, neighbour: NoteWords, max_chars: int
-                 ) -> str | None:
+def later_clause(proposed: str | None, cause_content: str, cause_at: str, neighbour: NoteWords, max_chars: int,
+                 names_it: Callable[[str], bool] = lambda _: True) -> str | None:
     """What evolution may add to a neighbour: the model's clause when each of its content words is the causing
-    note's (the 0.5B often wrote the neighbour's own sentence as "later") and one names the neighbour's, else
-    the causing note's sentence that shares most with the neighbour; None when the causing note shares no
-    content word with the neighbour (then it does not change what the neighbour means)."""
-    sentence, shared = best_sentence(cause_content, neighbour)
+    note's (the 0.5B often wrote the neighbour's own sentence as "later") and one is a word of the neighbour
+    that names one thing of it, else the causing note's sentence that shares most such words with the
+    neighbour; None when the causing note shares none (then it does not change what the neighbour means).
+    `names_it`: whether a shared word names one thing (the pipeline: no number, in few notes of the notebook;
+    "오늘", "40만 원", "집" or "afternoon" in a diary of pages tie any two entries)."""
+    sentence, shared = best_sentence(cause_content, neighbour, names_it)
     if not shared:
         return None
     cause = NoteWords.of(cause_content, cause_at)
     said = content_words(proposed or "")
-    if said and all(cause.holds(w) for w in said) and any(neighbour.holds(w) for w in said):
-        return clip(one_line(proposed), max_chars)  # what the causing note says, about the neighbour
-    return clip(sentence, max_chars)
+    if said and all(cause.holds(w) for w in said) and any(neighbour.holds(w) and names_it(w) for w in said):
+        return clip_phrase(one_line(proposed), max_chars)  # what the causing note says, about the neighbour
+    return clip_phrase(sentence, max_chars)
+
+
+def naming_phrase(clause: str, neighbour: NoteWords, names_it: Callable[[str], bool] = lambda _: True
+                  ) -> str | None:
+    """The phrase of a "later" clause (cut at commas and Korean clause endings) that shares the most words
+    naming the neighbour, when it is shorter than the clause: what to keep of a clause that outweighs its
+    neighbour's own description. None when the clause is one phrase or no phrase names the neighbour."""
+    pieces = [p.strip(" ,;:…") for p in phrases(clause.rstrip("…"))]
+    scored = [(len({w for w in content_words(p) if neighbour.holds(w) and names_it(w)}), -i, p)
+              for i, p in enumerate(pieces) if p]
+    if len(scored) < 2:
+        return None
+    shared, _, piece = max(scored)
+    return piece if shared else None
 
 
 def later_context(own: str, clause: str, at: str, language: str, max_chars: int) -> str:
@@ -347,7 +369,7 @@ def later_context(own: str, clause: str, at: str, language: str, max_chars: int)
     (the own description is cut first only when it alone would leave the clause no room)."""
     mark = f"; {LATER.get(language, 'later')} ({at[5:10]}): "
     room = max_chars - len(mark) - len(clause)
-    own = clip(own, room) if room >= 20 else clip(own, max(20, max_chars // 2))
+    own = clip_phrase(own, room) if room >= 20 else clip_phrase(own, max(20, max_chars // 2))
     return clip(f"{own}{mark}{clause}", max_chars)
 
 
@@ -367,6 +389,16 @@ def record_checks(path: Path | None, note_id: str, construction: dict[str, int] 
     dropped keywords and tags, and the rewrites of its neighbours refused when it was linked."""
     if path is None:
         return
+    from filelock import FileLock, Timeout
+
+    try:  # processes (`zk add`'s worker, an import's) count into one file: one at a time, or counts are lost
+        with FileLock(str(path.with_suffix(".lock")), timeout=10):
+            _record(path, note_id, construction, evolution)
+    except (OSError, Timeout):
+        pass  # a count is not worth failing a note's processing (a read-only or full home says so elsewhere)
+
+
+def _record(path: Path, note_id: str, construction: dict[str, int] | None, evolution: int | None) -> None:
     try:
         data = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
     except (OSError, ValueError):
@@ -379,12 +411,9 @@ def record_checks(path: Path | None, note_id: str, construction: dict[str, int] 
         entry["evolution"] = evolution
     if not any(entry.values()):
         data.pop(note_id, None)
-    try:
-        temporary = path.with_suffix(".tmp")
-        temporary.write_text(json.dumps(data), encoding="utf-8")
-        temporary.replace(path)
-    except OSError:
-        pass  # a count is not worth failing a note's processing (a read-only or full home says so elsewhere)
+    temporary = path.with_suffix(".tmp")
+    temporary.write_text(json.dumps(data), encoding="utf-8")
+    temporary.replace(path)
 
 
 def load_check_counts(path: Path) -> dict[str, int]:

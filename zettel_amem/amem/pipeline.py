@@ -18,12 +18,21 @@ from ..core.models import CONSTRUCTED, EVOLVABLE, PENDING, READY, Note, ProcessR
 from ..core.passages import attach_passages
 from ..core.prompts import language_of
 from ..core.text import is_trivial, keyword_terms
-from ..core.words import regular_stem
+from ..core.words import korean_stem, regular_stem
 from ..retrieval.passage_rank import mostly_korean
 from ..retrieval.retrieve import CoverageIndex
 from .construct import annotate
 from .evolve import apply_update, record
-from .grounded import NoteWords, evolution_tags, later_clause, later_context, own_description, record_checks
+from .grounded import (
+    DATE_WORDS,
+    NoteWords,
+    evolution_tags,
+    later_clause,
+    later_context,
+    naming_phrase,
+    own_description,
+    record_checks,
+)
 from .link import LATER_CHARS, Update, decide_links
 from .supersede import MAX_RARE_CHECKS, RARE_IN, cosine, says_change, subject_words, supersede, units
 
@@ -260,21 +269,69 @@ class Pipeline:
                          ) -> tuple[list[Update], list[str]]:
         """Each update as what evolution may write (grounded.py): the neighbour's own description and a dated
         "later" clause in the causing note's words, tags of the neighbour's; and the ids refused: a
-        neighbour the causing note shares no content word with, or one evolved `evolve_max_times` already."""
+        neighbour the causing note shares no word with that names one thing (no number, in at most RARE_IN
+        notes of the notebook), one evolved `evolve_max_times` already, or one whose context would read as
+        the causing note (`stays_its_own`)."""
         settings = self.parts.settings
+        rare = self.rare_in_notebook(cause.notebook)
+
+        def names_it(word: str) -> bool:  # a shared word that names one thing: no number or date, in few notes
+            return not word[0].isdigit() and word not in DATE_WORDS and korean_stem(word) not in DATE_WORDS \
+                and rare(word)
+
         kept, refused = [], []
         for update in updates:
             neighbour = neighbours[update.note_id]
             own = NoteWords.of(neighbour.content, neighbour.at)
-            clause = later_clause(update.context, cause.content, cause.at, own, LATER_CHARS)
+            clause = later_clause(update.context, cause.content, cause.at, own, LATER_CHARS, names_it)
             times = sum(1 for v in neighbour.history if v.reason == "evolution")
             if clause is None or times >= settings.evolve_max_times:
                 refused.append(update.note_id)
                 continue
-            context = later_context(own_description(neighbour.context), clause, cause.at,
-                                    language_of(neighbour.content), settings.max_context_chars)
-            kept.append(Update(neighbour.id, context, evolution_tags(update.tags, own), update.keywords))
-        return kept, refused
+            shorter = naming_phrase(clause, own, names_it)
+            kept.append((Update(neighbour.id, self.with_later(neighbour, clause, cause),
+                                evolution_tags(update.tags, own), update.keywords),
+                         shorter and self.with_later(neighbour, shorter, cause)))
+        first = self.stays_its_own([u for u, _ in kept], neighbours, cause)
+        retry = [(u, shorter) for (u, shorter), holds in zip(kept, first) if not holds and shorter]
+        second = self.stays_its_own([Update(u.note_id, shorter, u.tags, u.keywords) for u, shorter in retry],
+                                    neighbours, cause)
+        shortened = {u.note_id: shorter for (u, shorter), holds in zip(retry, second) if holds}
+        out = []
+        for (update, _), holds in zip(kept, first):
+            if holds or update.note_id in shortened:
+                out.append(Update(update.note_id, update.context if holds else shortened[update.note_id],
+                                  update.tags, update.keywords))
+            else:
+                refused.append(update.note_id)
+        return out, refused
+
+    def with_later(self, neighbour: Note, clause: str, cause: Note) -> str:
+        return later_context(own_description(neighbour.context), clause, cause.at, language_of(neighbour.content),
+                             self.parts.settings.max_context_chars)
+
+    def stays_its_own(self, updates: list[Update], neighbours: dict[str, Note], cause: Note) -> list[bool]:
+        """Whether each evolved context of a page-long entry is still nearer (passage embeddings, cosine) a
+        passage of its own than every passage of the note that caused it: a page's one-line description with a
+        long clause reads as the later entry, and search and answers take it for that entry (#60: 2 of 48 on
+        the long diary). A short note is one subject, the one its clause changes ("Runs 10 km every weekend;
+        later: two weeks without running"): not judged. One embedding call for all; no vectors, no judgement."""
+        judged = [u for u in updates if neighbours[u.note_id].passages]
+        cause_vectors = [v for _, _, v in units(cause) if v]
+        if not judged or not cause_vectors:
+            return [True] * len(updates)
+        vectors = dict(zip((u.note_id for u in judged),
+                           self.parts.embedder.embed_passages([u.context or "" for u in judged])))
+        out = []
+        for update in updates:
+            own = [v for _, _, v in units(neighbours[update.note_id]) if v]
+            vector = vectors.get(update.note_id)
+            if vector is None or not own:
+                out.append(True)
+                continue
+            context = vector.tolist()
+            out.append(max(cosine(context, v) for v in own) > max(cosine(context, v) for v in cause_vectors))
+        return out
 
     def fill_passages(self, batch: int = 500) -> int:
         """Cut the entries of a store from before passages (passages.py), then the entries an older zk cut

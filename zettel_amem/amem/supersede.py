@@ -21,6 +21,7 @@ import itertools
 import re
 from collections.abc import Callable
 
+from ..core.date_mentions import tense
 from ..core.models import Note, Version
 from ..core.passages import entry_id_of, passage_id
 from ..core.text import VALUE_CHANGE_CUE, sentences
@@ -154,6 +155,28 @@ def best_pair(new: Note, old: Note, cue: bool = False, rare: Callable[[str], boo
     return new_id, old_id, shared
 
 
+# What marks a sentence as stating how things are, even beside a past verb: a present or habitual verb ("is",
+# "I'm keeping"), a habit or a time that lasts ("every", "요즘", "매달").
+_STATE_EN = re.compile(r"\b(?:is|am|are|have|has|own|owns|live|lives|keep|keeps|usually|always|every|each|now|"
+                       r"still|currently|these days|at the moment)\b|'(?:m|re)\b", re.I)
+_STATE_KO = re.compile(r"요즘|매일|매주|매달|매월|매년|항상|(?<![가-힣])늘(?![가-힣])|보통|자주|계속|마다")
+
+
+def states_a_value(sentence: str) -> bool:
+    """Whether a sentence states something that a later one can change: a value (a number: "82 kg", "5시
+    10분"), a state or a habit; not a one-off past event ("went to look at wedding halls", "어제 뒷바퀴가
+    펑크 났다"), which stays true whatever happens later (#60: on the long diary, 2 of 5 typed links updated
+    such an event on a shared word)."""
+    return bool(re.search(r"\d", sentence) or tense(sentence) != "past" or _STATE_EN.search(sentence)
+                or _STATE_KO.search(sentence))
+
+
+def states_about(text: str, subject: list[str]) -> bool:
+    """Whether a sentence of an older passage that names one of `subject` states a value of it."""
+    named = [s for s in sentences(text) if subject_words(s) & set(subject)] or [text]
+    return any(states_a_value(s) for s in named)
+
+
 def supersede(new: Note, old: Note, cue: bool = False, rare: Callable[[str], bool] | None = None,
               closest: dict[str, dict[bool, float]] | None = None) -> Version | None:
     """Record on `old` that a passage of `new` updates one of its passages, when the checks hold;
@@ -167,6 +190,9 @@ def supersede(new: Note, old: Note, cue: bool = False, rare: Callable[[str], boo
     by, passage, subject = pair
     if any(e["passage"] == passage and e["by"] == by for e in old.updated_by):
         return None
+    old_text = next((text for pid, text, _ in units(old) if pid == passage), old.content)
+    if not states_about(old_text, subject):
+        return None  # an event stays true: a later passage cannot update it
     entry = {"passage": passage, "by": by, "on": subject}  # `on`: the words both name (what changed)
     before = [dict(e) for e in old.updated_by]
     old.updated_by = [*before, entry]
