@@ -22,6 +22,7 @@ from zettel_amem.amem.grounded import (
     term_holds,
     topic_of,
 )
+from zettel_amem.amem.refine import with_later
 from zettel_amem.amem.supersede import cosine
 from zettel_amem.core.config import Settings
 from zettel_amem.core.models import Note
@@ -193,14 +194,14 @@ def test_a_pages_context_that_would_read_as_the_causing_note_is_cut_to_its_phras
     cause = memory.add(cause_text, "2026-05-01T20:00")
     memory.process(cause.id)
     stored, cause = memory.store.get(neighbour.id, with_vector=True), memory.store.get(cause.id, with_vector=True)
-    pipeline, embed = memory.pipeline, memory.embedder.embed_passages
+    embed = memory.embedder.embed_passages
 
     def nearer_own(context: str) -> bool:
         vector = embed([context])[0].tolist()
         own = max(cosine(vector, p.vector) for p in stored.passages if p.vector)
         return own > cosine(vector, cause.raw_vector or cause.vector)
 
-    whole = pipeline.with_later(stored, clip_phrase(cause_text, 70), cause)
+    whole = with_later(stored, clip_phrase(cause_text, 70), cause, memory.settings.max_context_chars)
     assert not nearer_own(whole)  # the whole clause would make the page's context read as the later note
     assert stored.context == "Market day." or (later_of(stored.context) and nearer_own(stored.context))
 

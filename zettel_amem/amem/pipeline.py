@@ -15,9 +15,8 @@ from typing import TYPE_CHECKING
 from ..backends.llm import LLMError
 from ..core.errors import NotFound
 from ..core.models import CONSTRUCTED, EVOLVABLE, PENDING, READY, Note, ProcessResult, Usage
-from ..core.passages import EMBEDDED_CHARS, attach_passages
-from ..core.prompts import language_of
-from ..core.text import is_trivial, keyword_terms, sentences
+from ..core.passages import attach_passages
+from ..core.text import is_trivial, keyword_terms
 from ..core.words import korean_stem, regular_stem
 from ..retrieval.passage_rank import mostly_korean
 from ..retrieval.retrieve import CoverageIndex
@@ -25,15 +24,10 @@ from .construct import annotate
 from .evolve import apply_update, record
 from .grounded import (
     DATE_WORDS,
-    NoteWords,
-    evolution_tags,
-    later_clause,
-    later_context,
-    naming_phrase,
-    own_description,
     record_checks,
 )
-from .link import LATER_CHARS, Update, decide_links
+from .link import Update, decide_links
+from .refine import grounded_updates
 from .supersede import MAX_RARE_CHECKS, RARE_IN, cosine, says_change, subject_words, supersede, units
 
 if TYPE_CHECKING:
@@ -267,78 +261,15 @@ class Pipeline:
 
     def grounded_updates(self, updates: list[Update], neighbours: dict[str, Note], cause: Note
                          ) -> tuple[list[Update], list[str]]:
-        """Each update as what evolution may write (grounded.py): the neighbour's own description and a dated
-        "later" clause in the causing note's words, tags of the neighbour's; and the ids refused: a
-        neighbour the causing note shares no word with that names one thing (no number, in at most RARE_IN
-        notes of the notebook), one evolved `evolve_max_times` already, or one whose context would read as
-        the causing note (`stays_its_own`)."""
-        settings = self.parts.settings
+        """What evolution may write into each neighbour, and the ids refused (refine.py)."""
         rare = self.rare_in_notebook(cause.notebook)
 
         def names_it(word: str) -> bool:  # a shared word that names one thing: no number or date, in few notes
             return not word[0].isdigit() and word not in DATE_WORDS and korean_stem(word) not in DATE_WORDS \
                 and rare(word)
 
-        kept, refused = [], []
-        for update in updates:
-            neighbour = neighbours[update.note_id]
-            own = NoteWords.of(neighbour.content, neighbour.at)
-            clause = later_clause(update.context, cause.content, cause.at, own, LATER_CHARS, names_it)
-            times = sum(1 for v in neighbour.history if v.reason == "evolution")
-            if clause is None or times >= settings.evolve_max_times:
-                refused.append(update.note_id)
-                continue
-            shorter = naming_phrase(clause, own, names_it)
-            kept.append((Update(neighbour.id, self.with_later(neighbour, clause, cause),
-                                evolution_tags(update.tags, own), update.keywords), clause, shorter))
-        first = self.stays_its_own([(u.note_id, u.context or "", clause) for u, clause, _ in kept], neighbours, cause)
-        retry = [(u, self.with_later(neighbours[u.note_id], shorter, cause), shorter)
-                 for (u, _, shorter), holds in zip(kept, first) if not holds and shorter]
-        second = self.stays_its_own([(u.note_id, context, shorter) for u, context, shorter in retry], neighbours,
-                                    cause)
-        shortened = {u.note_id: context for (u, context, _), holds in zip(retry, second) if holds}
-        out = []
-        for (update, _, _), holds in zip(kept, first):
-            if holds or update.note_id in shortened:
-                out.append(Update(update.note_id, update.context if holds else shortened[update.note_id],
-                                  update.tags, update.keywords))
-            else:
-                refused.append(update.note_id)
-        return out, refused
-
-    def with_later(self, neighbour: Note, clause: str, cause: Note) -> str:
-        return later_context(own_description(neighbour.context), clause, cause.at, language_of(neighbour.content),
-                             self.parts.settings.max_context_chars)
-
-    def stays_its_own(self, evolved: list[tuple[str, str, str]], neighbours: dict[str, Note], cause: Note
-                      ) -> list[bool]:
-        """For each (neighbour id, evolved context, its clause): whether a page-long neighbour's context is still
-        nearer (cosine) its own entry, the whole or one of its sentences, than the causing entry, the whole, one
-        of its sentences or the clause: a page's one-line description with a clause copied from another entry
-        reads as that entry, and search and answers take it for that entry (#60: 4 of 48 on the long diary,
-        measured so by bench/enrichment.py). A short note is one subject, the one its clause changes ("Runs
-        10 km every weekend; later: two weeks without running"): not judged. One embedding call for all."""
-        judged = [item for item in evolved if neighbours[item[0]].passages]
-        if not judged:
-            return [True] * len(evolved)
-        own_sentences = {i: sentences(neighbours[i].content[:EMBEDDED_CHARS]) for i in {i for i, _, _ in judged}}
-        cause_sentences = sentences(cause.content[:EMBEDDED_CHARS])
-        texts = [t for _, context, clause in judged for t in (context, clause)]
-        texts += [t for pieces in own_sentences.values() for t in pieces] + cause_sentences
-        vectors = iter(v.tolist() for v in self.parts.embedder.embed_passages(texts))
-        pairs = {(i, context): (next(vectors), next(vectors)) for i, context, _ in judged}
-        own_vectors = {i: [next(vectors) for _ in pieces] for i, pieces in own_sentences.items()}
-        cause_vectors = [v for v in [cause.raw_vector, *vectors] if v]
-        out = []
-        for note_id, context, _ in evolved:
-            if (note_id, context) not in pairs:
-                out.append(True)
-                continue
-            context_vector, clause_vector = pairs[(note_id, context)]
-            own = [v for v in [neighbours[note_id].raw_vector, *own_vectors[note_id]] if v]
-            other = [*cause_vectors, clause_vector]
-            out.append(max(cosine(context_vector, v) for v in own) > max(cosine(context_vector, v) for v in other))
-        return out
+        return grounded_updates(updates, neighbours, cause, self.parts.settings, names_it,
+                                self.parts.embedder.embed_passages)
 
     def fill_passages(self, batch: int = 500) -> int:
         """Cut the entries of a store from before passages (passages.py), then the entries an older zk cut
