@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-RUNS = ["I run 10 km at Yeouido every weekend.", "Entered the autumn 10 km race.",
-        "My knee hurts after Saturday's run.", "Doctor: no running for two weeks.", "Ran 3 km slowly today."]
+# Each note shares a word that names one thing with another ("Yeouido", "loop", "knee": in at most 4 notes),
+# which an evolution's clause must name (the grounded contract, amem/refine.py)
+RUNS = ["I run 10 km on the Yeouido loop every weekend.", "Entered the autumn 10 km race on the Yeouido loop.",
+        "My knee hurts after Saturday's run on the Yeouido loop.", "Doctor: no running for two weeks, rest the knee.",
+        "Ran 3 km slowly today; the knee held up."]
 
 
 def add_all(memory, texts):

@@ -17,7 +17,7 @@ from ..core.errors import NotFound
 from ..core.models import CONSTRUCTED, EVOLVABLE, PENDING, READY, Note, ProcessResult, Usage
 from ..core.passages import attach_passages
 from ..core.text import is_trivial, keyword_terms
-from ..core.words import korean_stem, regular_stem
+from ..core.words import regular_stem
 from ..retrieval.passage_rank import mostly_korean
 from ..retrieval.retrieve import CoverageIndex
 from .construct import annotate
@@ -264,9 +264,11 @@ class Pipeline:
         """What evolution may write into each neighbour, and the ids refused (refine.py)."""
         rare = self.rare_in_notebook(cause.notebook)
 
-        def names_it(word: str) -> bool:  # a shared word that names one thing: no number or date, in few notes
-            return not word[0].isdigit() and word not in DATE_WORDS and korean_stem(word) not in DATE_WORDS \
-                and rare(word)
+        def names_it(word: str) -> bool:
+            """A shared word that names one thing, as typed updates read one (supersede.subject_words: no
+            particle, predicate, verb form, number or one-syllable Korean word: "문을", "석", "sat" tie any
+            two pages), no date, and in few notes."""
+            return any(thing not in DATE_WORDS and rare(thing) for thing in subject_words(word))
 
         return grounded_updates(updates, neighbours, cause, self.parts.settings, names_it,
                                 self.parts.embedder.embed_passages)
