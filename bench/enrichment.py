@@ -110,12 +110,12 @@ def closer_to_another(memory, rows: list[dict], contexts: list[str]) -> list[int
     return closer
 
 
-def labelled(rows: list[dict], labels_file: Path | None, sealed: bool) -> dict | None:
+def labelled(rows: list[dict], labels_files: list[Path] | None, sealed: bool) -> dict | None:
     """The hand labels of the contexts this store holds, on the dev half (even positions) or the sealed one."""
-    if labels_file is None or not labels_file.exists():
+    if not labels_files:
         return None
     judged = {(item["at"][:16], item["context"]): item["label"]
-              for item in json.loads(labels_file.read_text(encoding="utf-8"))}
+              for path in labels_files for item in json.loads(path.read_text(encoding="utf-8"))}
     half = [r for r in rows if r["index"] % 2 == int(sealed)]
     found = [judged[(r["at"], r["context"])] for r in half if (r["at"], r["context"]) in judged]
     counts = {label: found.count(label) for label in LABELS}
@@ -144,7 +144,7 @@ def pct(part: float, whole: float) -> float | None:
     return round(100 * part / whole, 1) if whole else None
 
 
-def summarise(memory, rows: list[dict], entries: list[tuple[str, str]], labels_file, sealed: bool) -> dict:
+def summarise(memory, rows: list[dict], entries: list[tuple[str, str]], labels_files, sealed: bool) -> dict:
     from zettel_amem.amem.grounded import extractive_context
 
     extractive = [extractive_context(text, 100) for _at, text in (entries[r["index"]] for r in rows)]
@@ -166,7 +166,7 @@ def summarise(memory, rows: list[dict], entries: list[tuple[str, str]], labels_f
         "notes_evolved_over_3": sum(e > 3 for e in evolved),
         "bound_extractive": {"contexts_fully_grounded_pct": 100.0,
                              "closer_to_another_entry": [rows[i]["at"] for i in closer_bound]},
-        "labels": labelled(rows, labels_file, sealed),
+        "labels": labelled(rows, labels_files, sealed),
     }
 
 
@@ -174,7 +174,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--diary", choices=sorted(DIARIES), default="long")
     parser.add_argument("--store", type=Path, required=True, help="where the built store is kept (built when missing)")
-    parser.add_argument("--labels", type=Path, help="hand labels of contexts (JSON list of {at, context, label})")
+    parser.add_argument("--labels", type=Path, nargs="+",
+                        help="hand labels of contexts (JSON lists of {at, context, label}), read together")
     parser.add_argument("--sealed", action="store_true", help="score the labels' sealed half (once, at the end)")
     parser.add_argument("--rows", type=Path, help="write every note's row here (JSON), for labelling")
     parser.add_argument("--updates", type=Path, help="write every typed updates link here (JSON), for labelling")
