@@ -15,6 +15,7 @@ server: one contract, one code path):
 Evolution refines and never replaces (`later_context`): the neighbour keeps its own description and gains one
 dated "later" clause, in the causing note's words (the model's, when they hold, else the causing note's
 sentence that shares most with the neighbour); a tag it adds is a word of the neighbour's, or of both notes.
+refine.py decides where a clause may go (a shared word that names one thing; a page that still reads as itself).
 This is the same idea as the entity graph's tiers/grounding.py, for notes.
 """
 

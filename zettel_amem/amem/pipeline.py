@@ -22,10 +22,7 @@ from ..retrieval.passage_rank import mostly_korean
 from ..retrieval.retrieve import CoverageIndex
 from .construct import annotate
 from .evolve import apply_update, record
-from .grounded import (
-    DATE_WORDS,
-    record_checks,
-)
+from .grounded import DATE_WORDS, record_checks
 from .link import Update, decide_links
 from .refine import grounded_updates
 from .supersede import MAX_RARE_CHECKS, RARE_IN, cosine, says_change, subject_words, supersede, units
