@@ -112,7 +112,7 @@ def grounded(annotation: Annotation, note: Note, settings: Settings) -> Annotati
     """The annotation's fields that are true of the note (grounded.py); an extractive context in place of a
     model's context that is not."""
     cap = min(MODEL_CONTEXT_CHARS, settings.max_context_chars)
-    # A context that ran into the grammar's cap ends mid-phrase ("집이 송강동이라 나랑 같"): cut back to a phrase.
+    # A context that ran into the grammar's cap ends mid-phrase ("…우리 동네에 같"): cut back to a phrase.
     context = clip_phrase(annotation.context, cap, cut_short=len(annotation.context) >= cap - 1)
     checked = check_construction(note.content, note.at, context, annotation.keywords, annotation.tags, cap)
     return Annotation(checked.keywords, checked.tags, checked.context, checked.counts())

@@ -156,9 +156,9 @@ def best_pair(new: Note, old: Note, cue: bool = False, rare: Callable[[str], boo
 
 
 # What marks a sentence as stating how things are, even beside a past verb: a present or habitual verb ("is",
-# "I'm keeping"), a habit or a time that lasts ("every", "요즘", "매달").
+# "I'm paying"), a habit or a time that lasts ("every", "요즘", "매달").
 _STATE_EN = re.compile(r"\b(?:is|am|are|have|has|own|owns|live|lives|keep|keeps|usually|always|every|each|now|"
-                       r"still|currently|these days|at the moment)\b|'(?:m|re)\b", re.I)
+                       r"still|currently)\b|'(?:m|re)\b", re.I)
 _STATE_KO = re.compile(r"요즘|매일|매주|매달|매월|매년|항상|(?<![가-힣])늘(?![가-힣])|보통|자주|계속|마다")
 
 
