@@ -339,8 +339,8 @@ def later_clause(proposed: str | None, cause_content: str, cause_at: str, neighb
     note's (the 0.5B often wrote the neighbour's own sentence as "later") and one is a word of the neighbour
     that names one thing of it, else the causing note's sentence that shares most such words with the
     neighbour; None when the causing note shares none (then it does not change what the neighbour means).
-    `names_it`: whether a shared word names one thing (the pipeline: no number, in few notes of the notebook;
-    "오늘", "40만 원", "집" or "afternoon" in a diary of pages tie any two entries)."""
+    `names_it`: whether a shared word names one thing (refine.py's caller: a subject word, no date, in few notes
+    of the notebook; "오늘", "40만 원", "집" or "afternoon" in a diary of pages tie any two entries)."""
     sentence, shared = best_sentence(cause_content, neighbour, names_it)
     if not shared:
         return None
