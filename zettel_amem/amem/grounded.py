@@ -393,7 +393,7 @@ def record_checks(path: Path | None, note_id: str, construction: dict[str, int] 
     from filelock import FileLock, Timeout
 
     try:  # processes (`zk add`'s worker, an import's) count into one file: one at a time, or counts are lost
-        with FileLock(str(path.with_suffix(".lock")), timeout=10):
+        with FileLock(str(path.parent / ".note-checks.lock"), timeout=10):  # named as the home's other locks
             _record(path, note_id, construction, evolution)
     except (OSError, Timeout):
         pass  # a count is not worth failing a note's processing (a read-only or full home says so elsewhere)
