@@ -114,8 +114,9 @@ def labelled(rows: list[dict], labels_files: list[Path] | None, sealed: bool) ->
     """The hand labels of the contexts this store holds, on the dev half (even positions) or the sealed one."""
     if not labels_files:
         return None
-    judged = {(item["at"][:16], item["context"]): item["label"]
-              for path in labels_files for item in json.loads(path.read_text(encoding="utf-8"))}
+    files = [json.loads(path.read_text(encoding="utf-8")) for path in labels_files]
+    judged = {(item["at"][:16], item["context"]): item["label"]  # a list, or {"about": …, "labels": [...]}
+              for data in files for item in (data["labels"] if isinstance(data, dict) else data)}
     half = [r for r in rows if r["index"] % 2 == int(sealed)]
     found = [judged[(r["at"], r["context"])] for r in half if (r["at"], r["context"]) in judged]
     counts = {label: found.count(label) for label in LABELS}

@@ -212,3 +212,82 @@ def test_a_clauses_naming_phrase_is_its_part_that_names_the_neighbour():
     assert naming_phrase(clause, neighbour) == "Mangwon market closes for good next month"
     assert naming_phrase("Mangwon market closes", neighbour) is None  # one phrase: nothing shorter to keep
     assert naming_phrase("Rain all day, cold tea", neighbour) is None  # no phrase names the neighbour
+
+
+def test_a_later_clause_stands_alone_pointing_at_nothing_outside_it():
+    """Read in another note, "she" or "compared it" points at that note's own people and things (#60: 3 of the
+    7 "partly" later clauses on the long diary's read half)."""
+    from zettel_amem.amem.grounded import stands_alone
+
+    assert not stands_alone("On Monday she waited by the library door with her umbrella.")
+    assert not stands_alone("The plumber thinks I tightened it too hard under the sink.")
+    assert not stands_alone("그거 때문에 베란다 창문을 닫았다.")
+    assert not stands_alone("Arun's paper stars hung on nine of them.")  # of what? of the other note's lamps
+    assert stands_alone("Arun is calm and quick; he had the shelves up by noon.")  # named before "he"
+    assert stands_alone("The doctor said it's tendinitis, so no running for two weeks.")  # "it" as a subject
+    neighbour = NoteWords.of("Priya came by the library with her laptop and a cold.", "2026-05-20")
+    cause = "Priya sat in the corner of the library all Monday. She says the laptop is for her thesis."
+    # the model's clause leans on "she": the causing note's sentence that names Priya instead
+    assert later_clause("She says the laptop is for her thesis.", cause, "2026-05-24", neighbour, 90) == \
+        "Priya sat in the corner of the library all Monday."
+    # no sentence of the causing note stands alone: nothing is added
+    assert later_clause(None, "She sat in the corner of the library.", "2026-05-24", neighbour, 90) is None
+
+
+def test_a_models_clause_cut_off_inside_a_number_gives_way_to_the_causing_notes_sentence():
+    neighbour = NoteWords.of("Car costs tonight. Insurance first, then the repair bill.", "2026-01-27")
+    cause = "Garage called. With insurance the repair bill comes to about 2.5 million won in total."
+    # the model's copy ran into its length cap at "2." of "2.5 million": it would say "comes to 2."
+    assert later_clause("With insurance the repair bill comes to 2.", cause, "2026-02-26", neighbour, 120) == \
+        "With insurance the repair bill comes to about 2.5 million won in total."
+    assert later_clause("With insurance the repair bill comes to about 2.5 million won", cause, "2026-02-26",
+                        neighbour, 120) == "With insurance the repair bill comes to about 2.5 million won"
+
+
+def test_a_pages_evolved_context_nearer_another_linked_neighbour_than_its_own_entry_is_refused():
+    """The context must read as its page, not only as against the causing note: a third note the cause linked
+    (shown to the model beside the page) can be what the evolved context reads as (#60: 1 of 48 on the long
+    diary). Vectors here are word counts, so "nearer" is plain to see."""
+    import numpy as np
+
+    from zettel_amem.amem.refine import stays_its_own
+    from zettel_amem.core.models import Passage
+
+    vocabulary = ["market", "apples", "cat", "kiln", "glaze", "cup", "dinner"]
+
+    def embed(texts: list[str]):
+        rows = []
+        for text in texts:
+            row = np.array([text.lower().count(w) for w in vocabulary], dtype=float) + 0.01
+            rows.append(row / np.linalg.norm(row))
+        return np.array(rows)
+
+    def note(note_id: str, text: str, page: bool) -> Note:
+        made = Note(id=note_id, content=text, at="2026-04-04T20:00", raw_vector=embed([text])[0].tolist())
+        made.passages = [Passage(index=0, text=text, start=0)] if page else None
+        return made
+
+    page = note("page", "Market day: apples at the market. The cat slept.", True)
+    third = note("third", "Kiln day: the glaze on the cup cracked, the kiln was too hot.", False)
+    cause = note("cause", "Dinner out.", False)
+    neighbours = {"page": page, "third": third}
+    evolved = [("page", "Market day; later: the kiln cracked the glaze cup, kiln glaze again", "dinner")]
+    assert stays_its_own(evolved, neighbours, cause, embed) == [False]  # reads as the kiln note
+    assert stays_its_own(evolved, {"page": page}, cause, embed) == [True]  # without it, the page was nearest
+    fine = [("page", "Market day, apples; later: the cat at the market", "dinner")]
+    assert stays_its_own(fine, neighbours, cause, embed) == [True]
+
+
+def test_a_span_of_time_shared_by_two_entries_names_no_thing_they_share():
+    """"사흘" (three days) or "새벽" in two entries ties no subject: no later clause on it."""
+    from zettel_amem.amem.grounded import DATE_WORDS
+    from zettel_amem.amem.supersede import subject_words
+
+    def names_it(word: str) -> bool:
+        return any(thing not in DATE_WORDS for thing in subject_words(word))
+
+    neighbour = NoteWords.of("보리랑 공원을 두 바퀴 돌았다. 일요일 새벽부터 사흘 동안 바빴다.", "2026-01-04")
+    cause = "이모 가게 일로 20일 일요일 새벽에 올라가서 사흘."
+    assert later_clause(None, cause, "2026-02-18", neighbour, 90, names_it) is None
+    assert later_clause(None, "보리가 공원에서 또 숨이 찼다.", "2026-02-18", neighbour, 90, names_it) == \
+        "보리가 공원에서 또 숨이 찼다."

@@ -100,3 +100,12 @@ def test_clip_phrase_ends_at_a_sentence_then_a_phrase_then_a_word_never_mid_word
         "Runs 10 km every weekend at Yeouido with the club."
     assert phrases("40분 넘게 누워 있었는데, 옆 침대의 가람이는 헌혈로 60회를 채웠다.") == \
         ["40분 넘게 누워 있었는데,", " 옆 침대의 가람이는 헌혈로 60회를 채웠다."]
+
+
+def test_a_comma_or_colon_inside_a_number_ends_no_phrase():
+    from zettel_amem.core.text import clip_phrase, phrases
+
+    assert phrases("Rent is 1,100,000 won at 3:30 a month, sadly.") == \
+        ["Rent is 1,100,000 won at 3:30 a month,", " sadly."]
+    assert clip_phrase("After rent I have about 1,100,000 won left for food and the cat", 40) == \
+        "After rent I have about 1,100,000 won…"

@@ -201,6 +201,10 @@ def test_words_that_name_no_thing_join_no_passages():
     words = subject_words("Mrs. Kim gave me a basket later, like always, and we cried.")
     assert {"basket", "kim"} <= words and not words & {"gave", "later", "like", "cried", "always"}
     assert names_a_thing("bed") and names_a_thing("헬스장") and not names_a_thing("했다")
+    # a Korean verb form names no thing, whatever its stem ("보인다고" is no "보인"): two notes quoting
+    # "보인다고" or "가자고" share no subject
+    korean = subject_words("엄마 눈이 잘 보인다고, 주말에 한강 공원에 가자고 하셨다. 피곤해서 일찍 올라가서 잤다.")
+    assert {"엄마", "한강", "공원"} <= korean and not korean & {"보인", "가자", "피곤", "올라가서", "올라가"}
 
 
 LAMP_PAGE = ("2026-02-01T22:00", "책상 스탠드가 너무 어두워서 밤에 번역 원고를 볼 때마다 눈이 아프다. "
@@ -278,3 +282,17 @@ def test_a_change_word_updates_an_older_note_that_told_a_state(memory, fake_llm)
     old, new, result = add_both(memory, first=("2026-02-04T21:00", "자전거 타이어는 요즘 일반 타이어다."),
                                 second=("2026-04-13T21:00", "자전거 타이어를 펑크 방지 타이어로 바꿨다."))
     assert result.updates == [old.id]  # the same change word, the same words, but a state: updated
+
+
+def test_the_models_word_does_not_make_a_one_off_event_update_a_value(memory, fake_llm):
+    """The model named the older note as replaced, but the newer note tells a one-off event on the same
+    subject: nothing the older one stated has a new value (bench/updates.py's short pairs: the model's
+    `replaces` gave 3 of 10 such false alarms)."""
+    replaces_first(fake_llm)
+    party = ("2026-03-09T21:00", "The neighbours on Maple Street had a loud party until two.")
+    old, new, result = add_both(memory, first=("2026-02-01T21:00", "I live in a studio on Maple Street."),
+                                second=party)
+    assert result.updates == [] and old.updated_by == [] and old.id in new.links  # still linked
+    _, _, moved = add_both(memory, first=("2026-02-02T21:00", "Tuesday evenings I take pottery at the centre."),
+                           second=("2026-07-07T21:00", "Pottery moved to Thursday evenings this term."))
+    assert len(moved.updates) == 1  # a change word: updated

@@ -46,9 +46,11 @@ _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "augu
            "november", "december")
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _KO_WEEKDAYS = ("월요일", "화요일", "수요일", "목요일", "금요일", "토요일", "일요일")
-# Words that name a time, not a thing: two entries both written on a Sunday, or both saying "Sunday", are not
-# about one thing (a later clause must share a word that names one).
-DATE_WORDS = frozenset({*_MONTHS, *(m[:3] for m in _MONTHS), *_WEEKDAYS, *_KO_WEEKDAYS, "주말", "weekend"})
+# Words that name a time or a span of it, not a thing: two entries both written on a Sunday, or both saying
+# "Sunday" or "사흘" (three days), are not about one thing (a later clause must share a word that names one).
+_SPANS = ("하루", "이틀", "사흘", "나흘", "닷새", "엿새", "이레", "열흘", "보름", "새벽", "오전", "오후", "dawn",
+          "hour", "hours", "minute", "minutes", "fortnight")
+DATE_WORDS = frozenset({*_MONTHS, *(m[:3] for m in _MONTHS), *_WEEKDAYS, *_KO_WEEKDAYS, "주말", "weekend", *_SPANS})
 
 # Topic tags a word of the note implies (a closed list, both languages): a tag that is not a word of the note
 # must be one of these, with one of its cue words (by stem) in the note.
@@ -324,21 +326,75 @@ def later_of(context: str) -> str:
 def best_sentence(cause: str, neighbour: NoteWords, names_it: Callable[[str], bool] = lambda _: True
                   ) -> tuple[str, int]:
     """The causing note's sentence that shares the most content words with the neighbour (only words
-    `names_it` accepts), and how many."""
+    `names_it` accepts) among those that stand alone (`stands_alone`), and how many."""
     scored = []
     for index, piece in enumerate(one_line(s) for s in sentences(cause) or [cause]):
         shared = len({w for w in content_words(piece) if neighbour.holds(w) and names_it(w)})
-        scored.append((shared, -index, piece))
+        if stands_alone(piece):
+            scored.append((shared, -index, piece))
     shared, _, piece = max(scored) if scored else (0, 0, "")
     return piece, shared
+
+
+# Pronouns that point out of their sentence. A later clause stands alone in another note: "Kim checked it
+# twice" or "On Monday she left early", read in the neighbour, points at the neighbour's own things (#60: 3
+# of 7 "partly" later clauses on the long diary's read half).
+_PERSONAL = frozenset({"he", "him", "his", "she", "her", "hers", "they"})
+_THINGS = frozenset({"them", "their", "its", "these", "those"})  # "two of them": of what, in another note?
+_LINKING = frozenset({"and", "but", "so", "because", "when", "if", "that", "then", "as", "since", "while", "until",
+                      "though", "although", "or", "where", "after", "before"})
+_SUBJECT_IT = frozenset({"'s", "’s", "is", "was", "will", "would", "has", "had", "feels", "felt", "looks", "seems",
+                         "seemed", "might", "may", "can", "could", "rained", "snowed", "gets", "got", "takes",
+                         "took", "turned", "turns", "made", "makes"})
+_KO_POINTING = ("그거", "그게", "그걸", "그것", "이거", "이게", "이걸", "걔", "그녀", "그분")
+
+
+def stands_alone(sentence: str) -> bool:
+    """Whether `sentence` reads alone, pointing at nothing outside it: no "he"/"she"/"they" before a name (a
+    capitalised word that is no function or date word), no "them", "its", "those", no "it" as an object
+    ("checked it", "fixed it"; "it was", "said it's" are fine), no Korean "그거", "걔"."""
+    tokens = re.findall(r"[A-Za-z]+(?:['’][a-z]+)?|[\uac00-\ud7a3]+|\S", sentence)
+    named = False
+    for i, token in enumerate(tokens):
+        low = token.lower()
+        if token.startswith(_KO_POINTING):
+            return False
+        if token[:1].isupper() and low not in STOP_WORDS and low not in DATE_WORDS and low != "i":
+            named = True
+        if low in _PERSONAL and not named or low in _THINGS:
+            return False
+        if low == "it":
+            before = tokens[i - 1].lower() if i else ""
+            after = tokens[i + 1].lower() if i + 1 < len(tokens) else ""
+            subject = not before or not before.isalpha() or before in _LINKING or after in _SUBJECT_IT
+            if not subject and not after.startswith(("'", "’")):
+                return False
+    return True
+
+
+def cut_off(clause: str, cause: str) -> bool:
+    """Whether the model's clause, copying the causing note, ends cut off: a copy that stops inside a word or
+    number of the note, or a number the note never writes whole ("it costs 2." of "about 2.5 million won"):
+    the model's output ran into its length cap."""
+    def numbers(text: str) -> set[str]:
+        return {n.rstrip(".,") for n in re.findall(r"\d+(?:[.,]\d+)*", text)}
+
+    if not numbers(clause) <= numbers(cause):
+        return True
+    core = one_line(clause).rstrip(" .…")
+    text = one_line(cause)
+    at = text.lower().find(core.lower()) if core else -1
+    following = text[at + len(core): at + len(core) + 2] if at >= 0 else ""
+    return bool(following) and (following[0].isalnum() or bool(re.match(r"[.,]\w", following)))
 
 
 def later_clause(proposed: str | None, cause_content: str, cause_at: str, neighbour: NoteWords, max_chars: int,
                  names_it: Callable[[str], bool] = lambda _: True) -> str | None:
     """What evolution may add to a neighbour: the model's clause when each of its content words is the causing
-    note's (the 0.5B often wrote the neighbour's own sentence as "later") and one is a word of the neighbour
-    that names one thing of it, else the causing note's sentence that shares most such words with the
-    neighbour; None when the causing note shares none (then it does not change what the neighbour means).
+    note's (the 0.5B often wrote the neighbour's own sentence as "later"), one is a word of the neighbour
+    that names one thing of it, it stands alone and is not cut off mid-word, else the causing note's sentence
+    that stands alone and shares most such words with the neighbour; None when the causing note has none
+    (then it does not change what the neighbour means).
     `names_it`: whether a shared word names one thing (refine.py's caller: a subject word, no date, in few notes
     of the notebook; "오늘", "40만 원", "집" or "afternoon" in a diary of pages tie any two entries)."""
     sentence, shared = best_sentence(cause_content, neighbour, names_it)
@@ -346,7 +402,8 @@ def later_clause(proposed: str | None, cause_content: str, cause_at: str, neighb
         return None
     cause = NoteWords.of(cause_content, cause_at)
     said = content_words(proposed or "")
-    if said and all(cause.holds(w) for w in said) and any(neighbour.holds(w) and names_it(w) for w in said):
+    if (said and all(cause.holds(w) for w in said) and any(neighbour.holds(w) and names_it(w) for w in said)
+            and stands_alone(proposed or "") and not cut_off(proposed or "", cause_content)):
         return clip_phrase(one_line(proposed), max_chars)  # what the causing note says, about the neighbour
     return clip_phrase(sentence, max_chars)
 

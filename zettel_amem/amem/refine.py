@@ -66,11 +66,12 @@ def with_later(neighbour: Note, clause: str, cause: Note, max_chars: int) -> str
 def stays_its_own(evolved: list[tuple[str, str, str]], neighbours: dict[str, Note], cause: Note,
                   embed: Callable[[list[str]], Any]) -> list[bool]:
     """For each (neighbour id, evolved context, its clause): whether a page-long neighbour's context is still
-    nearer (cosine) its own entry, the whole or one of its sentences, than the causing entry, the whole, one of
-    its sentences or the clause: a page's one-line description with a clause copied from another entry reads as
-    that entry, and search and answers take it for that entry (#60: 4 of 48 on the long diary, measured so by
-    bench/enrichment.py). A short note is one subject, the one its clause changes ("Runs 10 km every weekend;
-    later: two weeks without running"): not judged. One embedding call for all."""
+    nearer (cosine) its own entry, the whole or one of its sentences, than the causing entry (the whole, one of
+    its sentences or the clause) and than the other neighbours shown with it: a page's one-line description
+    with a clause copied from another entry reads as that entry, and search and answers take it for that entry
+    (#60: 4 of 48 on the long diary, measured so by bench/enrichment.py; then 1, nearer a third entry). A
+    short note is one subject, the one its clause changes ("Runs 10 km every weekend; later: two weeks without
+    running"): not judged. One embedding call for all."""
     judged = [item for item in evolved if neighbours[item[0]].passages]
     if not judged:
         return [True] * len(evolved)
@@ -89,6 +90,7 @@ def stays_its_own(evolved: list[tuple[str, str, str]], neighbours: dict[str, Not
             continue
         context_vector, clause_vector = pairs[(note_id, context)]
         own = [v for v in [neighbours[note_id].raw_vector, *own_vectors[note_id]] if v]
-        other = [*cause_vectors, clause_vector]
+        third = [n.raw_vector for i, n in neighbours.items() if i != note_id and n.raw_vector]
+        other = [*cause_vectors, clause_vector, *third]
         out.append(max(cosine(context_vector, v) for v in own) > max(cosine(context_vector, v) for v in other))
     return out

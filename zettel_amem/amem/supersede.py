@@ -63,6 +63,13 @@ NO_THING = frozenset({"like", "later", "back", "away", "well", "even", "never", 
                       "하지만"})
 
 
+# A Korean word ending so is a verb or adjective form, whatever its stem: quoting ("간다고", "먹자고"),
+# linking ("좋지만", "샀는데", "가면서", "아파서", "올라가서") or aiming ("가려고"). Two notes both saying
+# "간다고" share no thing.
+_KO_VERB_FORM = re.compile(r"[가-힣](?:다고|자고|냐고|려고|면서|지만|는데|니까|도록|더니|셔서|해서|아서|어서|워서|"
+                           r"가서|와서|나서|봐서|줘서|돼서|져서|려서|겨서|쳐서|켜서|써서)$")
+
+
 def names_a_thing(word: str) -> bool:
     """Whether a word can name what a value belongs to: a Korean word of two syllables or more that is not
     a predicate ("했다"), or an English word of three letters or more that is no function word, adverb or
@@ -83,7 +90,8 @@ def subject_words(text: str) -> set[str]:
     """The words a passage is about that can name a thing: no particles or question words
     (words.subject_terms), no change words ("바뀌었다" is not a subject), no predicates, adverbs or verb
     forms (`names_a_thing`), no numbers or units."""
-    kept = " ".join(w for w in text.split() if w.strip(".,!?;:'\"()").lower() not in NO_THING)  # "드디어" is no "드디"
+    kept = " ".join(w for w in text.split() if w.strip(".,!?;:'\"()").lower() not in NO_THING  # "드디어" is no "드디"
+                    and not _KO_VERB_FORM.search(w.strip(".,!?;:'\"()")))
     acronyms = {a.lower() for a in _ACRONYM.findall(kept)}
     return {singular(t) for t in subject_terms(kept) if not VALUE_CHANGE_CUE.search(t)
             and not any(c.isdigit() for c in t) and (names_a_thing(t) and names_a_thing(singular(t)) or t in acronyms)}
@@ -190,6 +198,9 @@ def supersede(new: Note, old: Note, cue: bool = False, rare: Callable[[str], boo
     by, passage, subject = pair
     if any(e["passage"] == passage and e["by"] == by for e in old.updated_by):
         return None
+    new_text = next((text for pid, text, _ in units(new) if pid == by), new.content)
+    if not cue and not (says_change(new_text) or any(states_a_value(s) for s in sentences(new_text))):
+        return None  # the model's word alone: a one-off event ("had a loud party on Maple Street") changes no value
     old_text = next((text for pid, text, _ in units(old) if pid == passage), old.content)
     if not states_about(old_text, subject):
         return None  # an event stays true: a later passage cannot update it

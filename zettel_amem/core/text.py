@@ -60,7 +60,8 @@ def clip(text: str, max_chars: int, ellipsis: str = ELLIPSIS) -> str:
 # Where a phrase ends inside a sentence: a comma, semicolon, colon or dash, or a Korean word ending a clause
 # ("늦어서", "샀는데", "좋지만", "먹고") before the next word.
 _SENTENCE_END = re.compile(r"[.!?。？！][\"'’”)]*(?=\s)")
-_PHRASE_END = re.compile(r"[,;:，]|\s[-–—]|[가-힣](?:서|는데|지만|면서|니까|고)(?=\s)")
+# a comma or colon between digits is inside a number ("1,100,000", "3:30"), not the end of a phrase
+_PHRASE_END = re.compile(r"(?<!\d)[,;:，]|[,;:，](?!\d)|\s[-–—]|[가-힣](?:서|는데|지만|면서|니까|고)(?=\s)")
 
 
 def clip_phrase(text: str, max_chars: int, cut_short: bool = False) -> str:
