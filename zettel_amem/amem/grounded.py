@@ -340,7 +340,7 @@ def best_sentence(cause: str, neighbour: NoteWords, names_it: Callable[[str], bo
 # twice" or "On Monday she left early", read in the neighbour, points at the neighbour's own things (#60: 3
 # of 7 "partly" later clauses on the long diary's read half).
 _PERSONAL = frozenset({"he", "him", "his", "she", "her", "hers", "they"})
-_THINGS = frozenset({"them", "their", "its", "these", "those"})  # "two of them": of what, in another note?
+_THINGS = frozenset({"them", "their", "its", "these", "those"})  # "nine of them": of what, in another note?
 _LINKING = frozenset({"and", "but", "so", "because", "when", "if", "that", "then", "as", "since", "while", "until",
                       "though", "although", "or", "where", "after", "before"})
 _SUBJECT_IT = frozenset({"'s", "’s", "is", "was", "will", "would", "has", "had", "feels", "felt", "looks", "seems",
@@ -352,7 +352,7 @@ _KO_POINTING = ("그거", "그게", "그걸", "그것", "이거", "이게", "이
 def stands_alone(sentence: str) -> bool:
     """Whether `sentence` reads alone, pointing at nothing outside it: no "he"/"she"/"they" before a name (a
     capitalised word that is no function or date word), no "them", "its", "those", no "it" as an object
-    ("checked it", "fixed it"; "it was", "said it's" are fine), no Korean "그거", "걔"."""
+    ("checked it", "repainted it"; "it was", "said it's" are fine), no Korean "그거", "걔"."""
     tokens = re.findall(r"[A-Za-z]+(?:['’][a-z]+)?|[\uac00-\ud7a3]+|\S", sentence)
     named = False
     for i, token in enumerate(tokens):

@@ -63,9 +63,9 @@ NO_THING = frozenset({"like", "later", "back", "away", "well", "even", "never", 
                       "하지만"})
 
 
-# A Korean word ending so is a verb or adjective form, whatever its stem: quoting ("간다고", "먹자고"),
-# linking ("좋지만", "샀는데", "가면서", "아파서", "올라가서") or aiming ("가려고"). Two notes both saying
-# "간다고" share no thing.
+# A Korean word ending so is a verb or adjective form, whatever its stem: quoting ("잔다고"), linking
+# ("좋지만", "샀는데", "가면서", "추워서", "걸어가서") or aiming ("가려고"). Two notes both saying "잔다고"
+# share no thing.
 _KO_VERB_FORM = re.compile(r"[가-힣](?:다고|자고|냐고|려고|면서|지만|는데|니까|도록|더니|셔서|해서|아서|어서|워서|"
                            r"가서|와서|나서|봐서|줘서|돼서|져서|려서|겨서|쳐서|켜서|써서)$")
 
