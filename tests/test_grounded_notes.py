@@ -291,3 +291,59 @@ def test_a_span_of_time_shared_by_two_entries_names_no_thing_they_share():
     assert later_clause(None, cause, "2026-02-18", neighbour, 90, names_it) is None
     assert later_clause(None, "보리가 공원에서 또 숨이 찼다.", "2026-02-18", neighbour, 90, names_it) == \
         "보리가 공원에서 또 숨이 찼다."
+
+
+def test_a_later_clause_goes_to_the_note_it_is_most_about(memory, fake_llm, monkeypatch):
+    """The page names Minseo's new job in one sentence; the short note is about it. A later note on that job
+    shares "Minseo" and "library" with both: its clause belongs to the short note, not to the page."""
+    from zettel_amem.amem.link import Update
+
+    page_text = ("Spent Saturday repotting the basil and the mint on the balcony. Minseo called about her new job "
+                 "at the Incheon library. Later I cleaned the fridge and made kimchi stew for the week.")
+    for text, day in ((page_text, 1), ("Minseo starts at the Incheon library next month and worries about the "
+                                       "long commute.", 2)):
+        fake_llm.enqueue("annotate", {"keywords": [], "tags": [], "context": ""})
+        memory.add(text, f"2026-03-0{day}T20:00")
+        memory.process_pending()
+    page, job = (next(n for n in memory.store.notes() if word in n.content) for word in ("basil", "worries"))
+    label = lambda user: next(line[1:line.index("]")] for line in user.splitlines() if "basil" in line)  # noqa: E731
+    fake_llm.link = lambda user, ids: {"links": [label(user)], "updates": [{"id": label(user), "later": ""}]}
+    cause = memory.add("Minseo says the long commute to the library is tiring.", "2026-03-20T20:00")
+    result = memory.process(cause.id)
+    assert result.evolved == [] and page.id in result.refused
+    assert not any(v.reason == "evolution" for v in memory.store.get(page.id).history)
+    present = memory.store.get_many([page.id, job.id], with_vector=True)
+    cause = memory.store.get(cause.id, with_vector=True)
+    kept, _ = memory.pipeline.grounded_updates([Update(job.id)], present, cause)
+    assert [u.note_id for u in kept] == [job.id] and "tiring" in kept[0].context  # the note it is about
+    monkeypatch.setattr(memory.pipeline, "nearest_other", lambda notebook: lambda vector, leave_out: -1.0)
+    kept, _ = memory.pipeline.grounded_updates([Update(page.id)], present, cause)
+    assert [u.note_id for u in kept] == [page.id]  # with nothing nearer, the page would have taken it
+
+
+def test_a_construction_context_nearer_another_note_than_its_own_gives_way_to_the_central_sentence():
+    """A context in the note's words can still read as another entry (#60: one of 52 on the third diary):
+    then the note keeps its central sentence, with its dates, and the refusal is counted. Vectors here are
+    word counts, so "nearer" is plain to see."""
+    import numpy as np
+
+    from zettel_amem.amem.construct import Annotation, nearest_its_own
+
+    vocabulary = ["wedding", "daegu", "cake", "office", "printer", "laundry"]
+
+    def embed(texts: list[str]):
+        rows = [np.array([t.lower().count(w) for w in vocabulary], dtype=float) + 0.01 for t in texts]
+        return np.array([row / np.linalg.norm(row) for row in rows])
+
+    text = ("Long week at the office and the printer broke twice; the office printer again today. "
+            "Yesterday the wedding in Daegu. Laundry tonight.")
+    note = Note(id="page", content=text, at="2026-03-02T20:00", raw_vector=embed([text])[0].tolist())
+    wedding = embed(["The wedding in Daegu: the wedding cake, the Daegu wedding hall."])[0].tolist()
+    other = lambda vector, leave_out: float(np.dot(vector, wedding))  # noqa: E731  the wedding entry
+    settings = Settings()
+    kept = nearest_its_own(Annotation([], [], "Office week; the printer broke."), note, settings, embed, other)
+    assert kept.context == "Office week; the printer broke." and kept.refused == {}
+    moved = nearest_its_own(Annotation([], [], "Wedding in Daegu, the cake.", {"context": 0}), note, settings,
+                            embed, other)
+    assert moved.refused["context"] == 1
+    assert moved.context.startswith("Long week at the office") and "[Yesterday = 1 March 2026]" in moved.context

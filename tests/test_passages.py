@@ -72,6 +72,13 @@ def test_a_short_note_is_its_own_passage():
     ("Tuesday night", "2026-04-12", "2026-04-07", "2026-04-07", False),
     ("for the 22nd", "2026-04-07", "2026-04-22", "2026-04-22", True),
     ("22일에", "2026-04-07", "2026-04-22", "2026-04-22", True),
+    # the longer word is not the shorter inside it: 재작년 is not 작년, 지지난주 not 지난주 (#60)
+    ("재작년", "2026-04-07", "2024-01-01", "2024-12-31", False),
+    ("내후년", "2026-04-07", "2028-01-01", "2028-12-31", True),
+    ("지지난주", "2026-04-07", "2026-03-23", "2026-03-29", False),
+    ("지지난주 금요일", "2026-04-07", "2026-03-27", "2026-03-27", False),
+    ("다다음 주", "2026-04-07", "2026-04-20", "2026-04-26", True),
+    ("지지난달", "2026-04-07", "2026-02-01", "2026-02-28", False),
 ])
 def test_date_phrases_resolve_from_the_entry_time(phrase, at, start, end, plan):
     [mention] = date_mentions(f"{phrase} 일이 있었다 / it happened {phrase}"[: len(phrase) + 8], at)
@@ -82,6 +89,8 @@ def test_vague_or_bare_words_resolve_to_nothing():
     assert date_mentions("예전에 한 번 갔었다. A while ago I went to the market 5 times.", "2026-04-07") == []
     assert date_mentions("어제", "not a date") == []
     # a day of the month needs its particle of time; an ordinal of times or floors is no day
+    # a span counted from the day is no calendar year or month (#60)
+    assert date_mentions("Over the next year I save. In the last week of May it rained.", "2026-04-07") == []
     assert date_mentions("30일 동안 매일 걸었다. Third try, for the 3rd time, on the 5th floor. Down 10 in the 4th "
                          "and I scored.", "2026-04-07") == []
 

@@ -328,8 +328,11 @@ def test_a_rewrite_naming_the_note_in_another_form_of_its_word_is_grounded(memor
     assert context.startswith(runs.context)  # one "later" clause: the newest replaces the one before
 
 
-def test_a_note_is_evolved_at_most_evolve_max_times(memory, fake_llm):
+def test_a_note_is_evolved_at_most_evolve_max_times(memory, fake_llm, monkeypatch):
     memory.settings.evolve_max_times = 2
+    # the cap alone: no other note is nearer a clause than its page (refine.most_about has its own tests;
+    # here each run's words are nearer the run before than the first note)
+    monkeypatch.setattr(memory.pipeline, "nearest_other", lambda notebook: lambda vector, leave_out: -1.0)
     memory.settings.link_candidates = 10  # the first note stays among the candidates of every later one
     runs = add_ready(memory, "I run 10 km at Yeouido every weekend.", "2026-03-01T08:00")
     fake_llm.link = lambda user, ids: {"links": [label_of(user, "every weekend")], "updates": [

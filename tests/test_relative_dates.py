@@ -29,6 +29,11 @@ AT = "2023-05-08T13:56"  # a Monday
     ("3일 전에 시작했다", "3일 전", "2023년 5월 5일"),
     ("두 달 전에 그만뒀다", "두 달 전", "2023년 3월"),
     ("작년에 졸업했다", "작년", "2022년"),
+    ("재작년에 졸업했다", "재작년", "2021년"),  # not 작년 inside it
+    ("재재작년 여름", "재재작년", "2020년"),
+    ("내후년에 이사 간다", "내후년", "2025년"),
+    ("지지난달에 샀다", "지지난달", "2023년 3월"),
+    ("다다음 달에 온다", "다다음 달", "2023년 7월"),
 ])
 def test_phrases_resolve_from_the_notes_time(text, phrase, value):
     assert (phrase, value) in resolve_relative_dates(text, AT)
@@ -38,6 +43,15 @@ def test_vague_or_absent_dates_resolve_to_nothing():
     for text in ("a while ago we met", "예전에 살던 집", "I ran 10km", "last but not least", ""):
         assert resolve_relative_dates(text, AT) == []
     assert resolve_relative_dates("yesterday", "not a date") == []
+
+
+def test_a_span_counted_from_the_day_and_the_week_before_last_are_not_last_week_or_next_year():
+    """"over the next year" is twelve months from the day, not the calendar's next year; "지지난주" is the
+    week before last: resolved as last week it would be a wrong date in the note (#60)."""
+    for text in ("Over the next year I want to save more.", "It rained in the last week of May.",
+                 "We met often over the last month or so.", "지지난주에 만났다", "다다음 주에 온다"):
+        assert resolve_relative_dates(text, AT) == [], text
+    assert resolve_relative_dates("Next year I want to save more.", AT) == [("Next year", "2024")]
 
 
 def test_overlapping_phrases_resolve_once():

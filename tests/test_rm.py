@@ -67,7 +67,8 @@ def test_rm_removes_the_words_it_wrote_into_evolved_neighbours(zk, zk_home, embe
 
 def test_rm_removes_links_both_ways_and_the_text_from_disk(evolving, zk_home):
     ids = add_all(evolving, RUNS)
-    secret = evolving.add("SECRET-7f3a-DELETE-ME my bank PIN is hidden here, after the Yeouido loop run",
+    # about one earlier note (the race), so its clause goes there (refine.most_about) and rm has words to take back
+    secret = evolving.add("Entered the autumn race on the Yeouido loop again; SECRET-7f3a-DELETE-ME my bank PIN",
                           "2026-03-20T08:00")
     evolving.process(secret.id)
     linked_to_it = evolving.backlinks(secret.id)

@@ -7,16 +7,18 @@ checked against the note's own words (grounded.py): what does not hold is not st
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..backends.llm import LLM
 from ..core.config import Settings
 from ..core.models import Note, Usage
+from ..core.passages import nearness
 from ..core.prompts import Prompts, language_of
 from ..core.relative_dates import dated_phrases
 from ..core.text import clip, clip_phrase, one_line
-from .grounded import check_construction
+from .grounded import check_construction, extractive_context
 
 # Model-facing limits: tighter than the stored caps, to keep completion tokens (the dear ones) low.
 MAX_KEYWORD_CHARS = 24
@@ -116,6 +118,23 @@ def grounded(annotation: Annotation, note: Note, settings: Settings) -> Annotati
     context = clip_phrase(annotation.context, cap, cut_short=len(annotation.context) >= cap - 1)
     checked = check_construction(note.content, note.at, context, annotation.keywords, annotation.tags, cap)
     return Annotation(checked.keywords, checked.tags, checked.context, checked.counts())
+
+
+def nearest_its_own(annotation: Annotation, note: Note, settings: Settings, embed: Callable[[list[str]], Any],
+                    nearest_other: Callable[[list[float], set[str]], float]) -> Annotation:
+    """The annotation, its context replaced by the note's extractive one (with its dates) when another note is
+    nearer (cosine: raw words or one passage) the context than the note is: a context in the note's own words
+    can still read as another entry (a page's line on a wedding, beside the entry about that wedding), and
+    search ranks it there (#60: 1 of 52 on the third diary). One embedding call, one store query."""
+    if not annotation.context or note.raw_vector is None:
+        return annotation
+    vector = embed([annotation.context])[0].tolist()
+    if nearness(vector, note) >= nearest_other(vector, {note.id}):
+        return annotation
+    cap = min(MODEL_CONTEXT_CHARS, settings.max_context_chars)
+    refused = {**annotation.refused, "context": 1}
+    return with_dates(Annotation(annotation.keywords, annotation.tags, extractive_context(note.content, cap), refused),
+                      note, settings)
 
 
 def with_dates(annotation: Annotation, note: Note, settings: Settings) -> Annotation:

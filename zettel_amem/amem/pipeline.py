@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING
 from ..backends.llm import LLMError
 from ..core.errors import NotFound
 from ..core.models import CONSTRUCTED, EVOLVABLE, PENDING, READY, Note, ProcessResult, Usage
-from ..core.passages import attach_passages
+from ..core.passages import attach_passages, nearness
 from ..core.text import is_trivial, keyword_terms
 from ..core.words import regular_stem
 from ..retrieval.passage_rank import mostly_korean
 from ..retrieval.retrieve import CoverageIndex
-from .construct import annotate
+from .construct import annotate, nearest_its_own
 from .evolve import apply_update, record
 from .grounded import DATE_WORDS, record_checks
 from .link import Update, decide_links
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from ..parts import Parts
 
 CLOSE_ENTRIES = 8  # entries nearest a changing passage whose passages tell how close the closest older one is
+ABOUT_POOL = 10  # notes nearest a later clause by raw words, whose passages are then read (refine.most_about)
 MAX_TYPED_UPDATES = 2  # older notes one note may mark as updated (supersede.py)
 
 
@@ -108,6 +109,9 @@ class Pipeline:
             return note
         annotation, spent = annotate(self.parts.llm, self.parts.prompts, note, self.parts.settings)
         usage.add(spent)
+        with guard():
+            annotation = nearest_its_own(annotation, note, self.parts.settings, self.parts.embedder.embed_passages,
+                                         self.nearest_other(note.notebook))
         with guard():
             if (note := self._fresh(note, PENDING)) is None:
                 return self.parts.store.get(result.id, with_vector=True)
@@ -268,7 +272,19 @@ class Pipeline:
             return any(thing not in DATE_WORDS and rare(thing) for thing in subject_words(word))
 
         return grounded_updates(updates, neighbours, cause, self.parts.settings, names_it,
-                                self.parts.embedder.embed_passages)
+                                self.parts.embedder.embed_passages, self.nearest_other(cause.notebook))
+
+    def nearest_other(self, notebook: str) -> Callable[[list[float], set[str]], float]:
+        """refine.most_about's other side: the best nearness to a vector of the ABOUT_POOL processed notes
+        nearest it by their raw words, those left out apart."""
+
+        def best(vector: list[float], leave_out: set[str]) -> float:
+            near = [n.id for n, _ in self.parts.store.nearest(vector, ABOUT_POOL, notebook, column="raw_vector",
+                                                               processed=True, light=True) if n.id not in leave_out]
+            notes = self.parts.store.get_many(near, with_vector=True) if near else {}
+            return max((nearness(vector, n) for n in notes.values()), default=-1.0)
+
+        return best
 
     def fill_passages(self, batch: int = 500) -> int:
         """Cut the entries of a store from before passages (passages.py), then the entries an older zk cut

@@ -2,7 +2,8 @@
 
 The neighbour keeps its own description and gains one dated "later" clause in the causing note's words
 (grounded.later_clause), only where the two notes share a word that names one thing (`names_it`: no number or
-date, in few notes of the notebook). A page-long neighbour's evolved context must still read as that page
+date, in few notes of the notebook), and only where the clause is about that neighbour more than about any
+other note (`most_about`). A page-long neighbour's evolved context must still read as that page
 (`stays_its_own`): else only the clause's phrase naming the page is kept, or the rewrite is refused. A note
 evolved `evolve_max_times` already is not evolved again.
 """
@@ -14,26 +15,34 @@ from typing import Any
 
 from ..core.config import Settings
 from ..core.models import Note
-from ..core.passages import EMBEDDED_CHARS
+from ..core.passages import EMBEDDED_CHARS, nearness
 from ..core.prompts import language_of
 from ..core.text import sentences
 from .grounded import NoteWords, evolution_tags, later_clause, later_context, naming_phrase, own_description
 from .link import LATER_CHARS, Update
 from .supersede import cosine
 
+# Nearness of a vector to another note: the best cosine with any other note but the two, by raw words or
+# one passage (the pipeline's store query), given the vector and the ids left out.
+NearestOther = Callable[[list[float], set[str]], float]
+
 
 def grounded_updates(updates: list[Update], neighbours: dict[str, Note], cause: Note, settings: Settings,
-                     names_it: Callable[[str], bool], embed: Callable[[list[str]], Any]
-                     ) -> tuple[list[Update], list[str]]:
+                     names_it: Callable[[str], bool], embed: Callable[[list[str]], Any],
+                     nearest_other: NearestOther | None = None) -> tuple[list[Update], list[str]]:
     """Each update as what evolution may write: the neighbour's own description, a dated "later" clause in the
     causing note's words, tags of the neighbour's; and the ids refused: a neighbour the causing note shares no
-    word with that `names_it`, one evolved `evolve_max_times` already, or one whose context would read as the
-    causing note (`stays_its_own`)."""
+    word with that `names_it`, one evolved `evolve_max_times` already, one another note is nearer the clause
+    than (`most_about`, with `nearest_other`), or one whose context would read as the causing note
+    (`stays_its_own`)."""
     kept, refused = [], []
+    clauses = {u.note_id: later_clause(u.context, cause.content, cause.at, NoteWords.of(
+        neighbours[u.note_id].content, neighbours[u.note_id].at), LATER_CHARS, names_it) for u in updates}
+    elsewhere = most_about(clauses, neighbours, cause.id, embed, nearest_other) if nearest_other else set()
     for update in updates:
         neighbour = neighbours[update.note_id]
         own = NoteWords.of(neighbour.content, neighbour.at)
-        clause = later_clause(update.context, cause.content, cause.at, own, LATER_CHARS, names_it)
+        clause = None if update.note_id in elsewhere else clauses[update.note_id]
         times = sum(1 for v in neighbour.history if v.reason == "evolution")
         if clause is None or times >= settings.evolve_max_times:
             refused.append(update.note_id)
@@ -55,6 +64,21 @@ def grounded_updates(updates: list[Update], neighbours: dict[str, Note], cause: 
         else:
             refused.append(update.note_id)
     return out, refused
+
+
+def most_about(clauses: dict[str, str | None], neighbours: dict[str, Note], cause_id: str,
+               embed: Callable[[list[str]], Any], nearest_other: NearestOther) -> set[str]:
+    """The neighbours (id -> the later clause `later_clause` gives it) that another note, the causing one
+    apart, is nearer the clause than, by the raw words or one passage. A clause goes to the note it is most
+    about: on a page one word ties a clause to many entries (a holiday, a friend's name), and of the later
+    clauses hand-labelled on the project's diaries that went to a page they were not about, most had another
+    entry nearer (bench/enrichment.py, #60 round 4). One embedding call for all."""
+    judged = [(note_id, clause) for note_id, clause in clauses.items() if clause]
+    if not judged:
+        return set()
+    vectors = [v.tolist() for v in embed([clause for _, clause in judged])]
+    return {note_id for (note_id, _), vector in zip(judged, vectors)
+            if nearness(vector, neighbours[note_id]) < nearest_other(vector, {note_id, cause_id})}
 
 
 def with_later(neighbour: Note, clause: str, cause: Note, max_chars: int) -> str:

@@ -17,7 +17,7 @@ from datetime import date, timedelta
 from functools import lru_cache
 
 from .models import DateMention
-from .relative_dates import apply_rules
+from .relative_dates import NOT_A_SPAN, NOT_TWICE, apply_rules
 
 _WEEKDAYS_EN = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
 _WEEKDAYS_KO = "월화수목금토일"
@@ -183,9 +183,9 @@ def _english_rules(day: date) -> list[tuple[str, object]]:
         (rf"\bon ({_WD_EN})\b|\b({_WD_EN}) (?:night|morning|afternoon|evening)\b",
          lambda m: _bare_weekday(day, _WEEKDAYS_EN.index((m.group(1) or m.group(2)).lower()), m)),
         (r"\b(last|this|next) weekend\b", lambda m: _weekend(day, _SHIFT_EN[m.group(1).lower()])),
-        (r"\b(last|this|next) week\b", lambda m: _week(day, _SHIFT_EN[m.group(1).lower()])),
-        (r"\b(last|this|next) month\b", lambda m: _month(day, _SHIFT_EN[m.group(1).lower()])),
-        (r"\b(last|this|next) year\b", lambda m: _shifted(day, _SHIFT_EN[m.group(1).lower()],
+        (NOT_A_SPAN + r"\b(last|this|next) week\b", lambda m: _week(day, _SHIFT_EN[m.group(1).lower()])),
+        (NOT_A_SPAN + r"\b(last|this|next) month\b", lambda m: _month(day, _SHIFT_EN[m.group(1).lower()])),
+        (NOT_A_SPAN + r"\b(last|this|next) year\b", lambda m: _shifted(day, _SHIFT_EN[m.group(1).lower()],
                                                           "year")),
         (rf"(?<![-+\u2212])\b{_N_EN} (days?|weeks?|months?|years?) ago\b",
          lambda m: _shifted(day, -_count(m.group(1)), m.group(2))),
@@ -201,13 +201,25 @@ def _english_rules(day: date) -> list[tuple[str, object]]:
 
 def _korean_rules(day: date) -> list[tuple[str, object]]:
     shifts = {"지난": -1, "저번": -1, "이번": 0, "다음": 1, "담": 1}
+    twice = {"지지난": -2, "다다음": 2}
     return [
         (_HABIT_KO, lambda m: None),
         (r"(?<!\d)(\d{1,2})\s?월\s?(\d{1,2})\s?일", lambda m: _calendar(day, int(m.group(1)), int(m.group(2)))),
-        (r"(지난|저번|이번|다음|담)\s?주\s?([월화수목금토일])요일",
+        # 재작년 / 지지난달 / 다다음 주 hold 작년 / 지난달 / 다음 주: the longer word first, or none
+        (r"재재작년", lambda m: _shifted(day, -3, "year")),
+        (r"재작년", lambda m: _shifted(day, -2, "year")),
+        (r"내후년", lambda m: _shifted(day, 2, "year")),
+        (r"지지난\s?달", lambda m: _month(day, -2)),
+        (r"다다음\s?달", lambda m: _month(day, 2)),
+        (NOT_TWICE + r"(지난|저번|이번|다음|담)\s?주\s?([월화수목금토일])요일",
          lambda m: _one(_monday(day) + timedelta(weeks=shifts[m.group(1)], days=_WEEKDAYS_KO.index(m.group(2))))),
-        (r"(지난|저번)\s?([월화수목금토일])요일", lambda m: _one(_last_weekday(day, _WEEKDAYS_KO.index(m.group(2))))),
-        (r"(다음|담)\s?([월화수목금토일])요일", lambda m: _one(_next_weekday(day, _WEEKDAYS_KO.index(m.group(2))))),
+        (r"(지지난|다다음)\s?주\s?([월화수목금토일])요일", lambda m: _one(
+            _monday(day) + timedelta(weeks=twice[m.group(1)], days=_WEEKDAYS_KO.index(m.group(2))))),
+        (r"(지지난|다다음)\s?주(?![말년])", lambda m: _week(day, twice[m.group(1)])),
+        (NOT_TWICE + r"(지난|저번)\s?([월화수목금토일])요일",
+         lambda m: _one(_last_weekday(day, _WEEKDAYS_KO.index(m.group(2))))),
+        (NOT_TWICE + r"(다음|담)\s?([월화수목금토일])요일",
+         lambda m: _one(_next_weekday(day, _WEEKDAYS_KO.index(m.group(2))))),
         (r"(이번)\s?([월화수목금토일])요일",
          lambda m: _one(_monday(day) + timedelta(days=_WEEKDAYS_KO.index(m.group(2))))),
         (r"(그저께|그제|엊그제)", lambda m: _one(day - timedelta(days=2))),
@@ -216,8 +228,8 @@ def _korean_rules(day: date) -> list[tuple[str, object]]:
         (r"(모레)", lambda m: _one(day + timedelta(days=2))),
         (r"(내일)", lambda m: _one(day + timedelta(days=1))),
         (r"(오늘|오늘\s?아침|오늘\s?밤)", lambda m: _one(day)),
-        (r"(지난|저번|이번|다음|담)\s?주말", lambda m: _weekend(day, shifts[m.group(1)])),
-        (r"(지난|저번|이번|다음|담)\s?주(?![말년])", lambda m: _week(day, shifts[m.group(1)])),
+        (NOT_TWICE + r"(지난|저번|이번|다음|담)\s?주말", lambda m: _weekend(day, shifts[m.group(1)])),
+        (NOT_TWICE + r"(지난|저번|이번|다음|담)\s?주(?![말년])", lambda m: _week(day, shifts[m.group(1)])),
         (r"(지난|저번|이번|다음|담)\s?달", lambda m: _month(day, shifts[m.group(1)])),
         (r"(작년|지난해)", lambda m: _shifted(day, -1, "year")),
         (r"(올해)", lambda m: _shifted(day, 0, "year")),

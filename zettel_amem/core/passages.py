@@ -162,6 +162,13 @@ def row_passages(row: dict[str, Any]) -> list[Passage]:
     return passages
 
 
+def nearness(vector: list[float], note: Note) -> float:
+    """The best cosine (unit vectors: the dot product) of `vector` with the note's raw words or one of its
+    embedded passages; -1 when it has no vector."""
+    mine = [note.raw_vector, *(p.vector for p in note.passages or [])]
+    return max((sum(x * y for x, y in zip(vector, v)) for v in mine if v), default=-1.0)
+
+
 def cut_short(content: str, passages: list[Passage]) -> bool:
     """Whether stored passages stop before the entry's text ends (an older zk cut FORMER_CUT_CHARS only)."""
     return bool(passages) and passages[-1].start + len(passages[-1].text) < len(content.rstrip())

@@ -54,6 +54,13 @@ def _ago(count: int, unit: str, day: date, korean: bool) -> str:
     return f"{day.year - count}년" if korean else str(day.year - count)
 
 
+# "the last year", "the next week or two": a span of time counted from the day, not the calendar's year or week
+# ("over the last year" = the past twelve months; "the last week of May" names no week of the entry's)
+NOT_A_SPAN = r"(?<!\bthe )"
+# "지지난주", "다다음 주": the week before last / after next, not last / next week
+NOT_TWICE = r"(?<![지다])"
+
+
 def _english(text: str, day: date) -> list[tuple[str, str]]:
     rules: list[tuple[str, object]] = [
         (r"\bthe day before yesterday\b", lambda m: day_text(day - timedelta(days=2))),
@@ -61,14 +68,14 @@ def _english(text: str, day: date) -> list[tuple[str, str]]:
         (r"\blast night\b", lambda m: day_text(day - timedelta(days=1))),
         (r"\btomorrow\b", lambda m: day_text(day + timedelta(days=1))),
         (r"\blast weekend\b", lambda m: f"the weekend before {day_text(day)}"),
-        (r"\blast week\b", lambda m: f"the week before {day_text(day)}"),
-        (r"\bnext week\b", lambda m: f"the week after {day_text(day)}"),
-        (r"\blast month\b", lambda m: month_text(_months_back(day, 1))),
+        (NOT_A_SPAN + r"\blast week\b", lambda m: f"the week before {day_text(day)}"),
+        (NOT_A_SPAN + r"\bnext week\b", lambda m: f"the week after {day_text(day)}"),
+        (NOT_A_SPAN + r"\blast month\b", lambda m: month_text(_months_back(day, 1))),
         (r"\bthis month\b", lambda m: month_text(day)),
-        (r"\bnext month\b", lambda m: month_text(_months_back(day, -1))),
-        (r"\blast year\b", lambda m: str(day.year - 1)),
+        (NOT_A_SPAN + r"\bnext month\b", lambda m: month_text(_months_back(day, -1))),
+        (NOT_A_SPAN + r"\blast year\b", lambda m: str(day.year - 1)),
         (r"\bthis year\b", lambda m: str(day.year)),
-        (r"\bnext year\b", lambda m: str(day.year + 1)),
+        (NOT_A_SPAN + r"\bnext year\b", lambda m: str(day.year + 1)),
         (r"\blast (" + "|".join(_WEEKDAYS_EN) + r")\b",
          lambda m: day_text(_weekday_before(day, _WEEKDAYS_EN.index(m.group(1).lower())))),
         (r"(?<![-+\u2212])\b" + _N + r" (days?|weeks?|months?|years?) ago\b",  # "-1 days ago" is no date
@@ -80,15 +87,22 @@ def _english(text: str, day: date) -> list[tuple[str, str]]:
 def _korean(text: str, day: date) -> list[tuple[str, str]]:
     monday_last_week = day - timedelta(days=day.weekday() + 7)
     rules: list[tuple[str, object]] = [
-        (r"지난\s?주\s?([월화수목금토일])요일",
+        # 재작년 / 지지난달 / 다다음 주 hold 작년 / 지난달 / 다음 주: the longer word first, or none ("지지난주"
+        # resolved as last week is a wrong date; no date beats a wrong one)
+        (r"재재작년", lambda m: f"{day.year - 3}년"),
+        (r"재작년", lambda m: f"{day.year - 2}년"),
+        (r"내후년", lambda m: f"{day.year + 2}년"),
+        (r"지지난\s?달", lambda m: month_text(_months_back(day, 2), True)),
+        (r"다다음\s?달", lambda m: month_text(_months_back(day, -2), True)),
+        (NOT_TWICE + r"지난\s?주\s?([월화수목금토일])요일",
          lambda m: day_text(monday_last_week + timedelta(days=_WEEKDAYS_KO.index(m.group(1))), True)),
         (r"(그저께|그제)", lambda m: day_text(day - timedelta(days=2), True)),
         (r"어제", lambda m: day_text(day - timedelta(days=1), True)),
         (r"모레", lambda m: day_text(day + timedelta(days=2), True)),
         (r"내일", lambda m: day_text(day + timedelta(days=1), True)),
-        (r"지난\s?주말", lambda m: f"{day_text(day, True)} 전 주말"),
-        (r"지난\s?주(?![말])", lambda m: f"{day_text(day, True)} 전 주"),
-        (r"다음\s?주(?![말])", lambda m: f"{day_text(day, True)} 다음 주"),
+        (NOT_TWICE + r"지난\s?주말", lambda m: f"{day_text(day, True)} 전 주말"),
+        (NOT_TWICE + r"지난\s?주(?![말])", lambda m: f"{day_text(day, True)} 전 주"),
+        (NOT_TWICE + r"다음\s?주(?![말])", lambda m: f"{day_text(day, True)} 다음 주"),
         (r"지난\s?달", lambda m: month_text(_months_back(day, 1), True)),
         (r"다음\s?달", lambda m: month_text(_months_back(day, -1), True)),
         (r"(작년|지난해)", lambda m: f"{day.year - 1}년"),
