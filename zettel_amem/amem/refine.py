@@ -36,12 +36,12 @@ def grounded_updates(updates: list[Update], neighbours: dict[str, Note], cause: 
     than (`most_about`, with `nearest_other`), or one whose context would read as the causing note
     (`stays_its_own`)."""
     kept, refused = [], []
-    clauses = {u.note_id: later_clause(u.context, cause.content, cause.at, NoteWords.of(
-        neighbours[u.note_id].content, neighbours[u.note_id].at), LATER_CHARS, names_it) for u in updates}
+    words = {u.note_id: NoteWords.of(neighbours[u.note_id].content, neighbours[u.note_id].at) for u in updates}
+    clauses = {u.note_id: later_clause(u.context, cause.content, cause.at, words[u.note_id], LATER_CHARS, names_it)
+               for u in updates}
     elsewhere = most_about(clauses, neighbours, cause.id, embed, nearest_other) if nearest_other else set()
     for update in updates:
-        neighbour = neighbours[update.note_id]
-        own = NoteWords.of(neighbour.content, neighbour.at)
+        neighbour, own = neighbours[update.note_id], words[update.note_id]
         clause = None if update.note_id in elsewhere else clauses[update.note_id]
         times = sum(1 for v in neighbour.history if v.reason == "evolution")
         if clause is None or times >= settings.evolve_max_times:
